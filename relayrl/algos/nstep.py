@@ -1,0 +1,71 @@
+"""n-step transitions from rollout fragments, vectorised over steps, env copies and agents.
+
+For a window starting at t: R = sum_{j<k} gamma^j r_{t+j}, next_obs = next_obs_{t+k-1},
+discount = gamma^k (0 if the window ended in a termination), with k = n or the number of
+steps until the episode ended (Sutton & Barto, ch. 7). Windows that reach past the data
+collected so far wait for the next fragment; n = 1 passes every valid step straight through.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+STEP_FIELDS = ("obs", "action", "reward", "next_obs", "terminated", "truncated", "valid")
+
+
+@dataclass
+class Transitions:
+    """Rows ``[T, E, N, ...]`` with a ``valid [T, E, N]`` mask: the replay fields."""
+
+    obs: np.ndarray
+    action: np.ndarray
+    reward: np.ndarray
+    next_obs: np.ndarray
+    discount: np.ndarray
+    valid: np.ndarray
+
+
+class NStepBuilder:
+    def __init__(self, n_step: int, gamma: float, time_limit_as_terminal: bool = False) -> None:
+        self.n_step = n_step
+        self.gamma = gamma
+        self.time_limit_as_terminal = time_limit_as_terminal
+        self.pending: dict[str, np.ndarray] | None = None  # last n-1 steps, not yet emitted
+
+    def add(self, steps: dict[str, np.ndarray]) -> Transitions:
+        """``steps[f]`` is ``[T, E, N, ...]`` for f in STEP_FIELDS; returns the ready transitions."""
+        if self.pending is not None:
+            steps = {f: np.concatenate([self.pending[f], steps[f]]) for f in STEP_FIELDS}
+        length = steps["reward"].shape[0]
+        terminal = steps["terminated"] | (self.time_limit_as_terminal & steps["truncated"])
+        done = steps["terminated"] | steps["truncated"]
+        ret = np.zeros(steps["reward"].shape, np.float64)
+        taken = np.zeros(steps["reward"].shape, np.int64)
+        ended = np.zeros(steps["reward"].shape, bool)
+        terminal_end = np.zeros(steps["reward"].shape, bool)
+        for j in range(self.n_step):
+            span = length - j  # windows starting at t < span can look j steps ahead
+            if span <= 0:
+                break
+            running = ~ended[:span] & (taken[:span] == j)
+            ret[:span] += np.where(running, self.gamma**j * steps["reward"][j:], 0.0)
+            taken[:span] += running
+            terminal_end[:span] |= running & terminal[j:]
+            ended[:span] |= running & done[j:]
+        ready = steps["valid"] & (ended | (taken == self.n_step))
+        keep = self.n_step - 1
+        if keep > 0:
+            tail = {f: steps[f][length - keep :] for f in STEP_FIELDS} if length >= keep else dict(steps)
+            tail["valid"] = tail["valid"] & ~ready[length - tail["valid"].shape[0] :]
+            self.pending = tail
+        last = np.maximum(np.arange(length).reshape(-1, *[1] * (ret.ndim - 1)) + taken - 1, 0)
+        e_idx, n_idx = np.indices(ret.shape[1:])
+        next_obs = steps["next_obs"][last, e_idx[None], n_idx[None]]
+        discount = np.where(terminal_end, 0.0, self.gamma**taken).astype(np.float32)
+        return Transitions(steps["obs"], steps["action"], ret.astype(np.float32), next_obs, discount, ready)
+
+    def state_dict(self) -> dict:
+        return {"pending": self.pending}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.pending = state["pending"]

@@ -1,0 +1,209 @@
+"""Command line: relayrl list | show | train | resume | eval | plot | quickstart."""
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from relayrl.core.errors import RelayRLError
+from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
+from relayrl.experiment.config import RunConfig, apply_overrides, build_config
+from relayrl.experiment.evaluation import random_policy
+from relayrl.experiment.plots import plot_runs
+from relayrl.experiment.presets import PRESETS, preset_dict
+from relayrl.experiment.trainer import Trainer, run_dir_for
+
+
+def _config_from(preset: str, overrides: list[str], seed: int | None) -> RunConfig:
+    data = apply_overrides(preset_dict(preset), overrides)
+    if seed is not None:
+        data["seed"] = seed
+    return build_config(data)
+
+
+def _config_of_run(run_dir: Path, overrides: list[str] | None = None) -> RunConfig:
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        raise RelayRLError(f"{run_dir} is not a run directory (no config.yaml); runs live in runs/<preset>-<hash>/<seed>/")
+    return build_config(apply_overrides(yaml.safe_load(path.read_text()), overrides or []))
+
+
+def _train(config: RunConfig, run_dir: Path) -> Trainer:
+    checkpoints = list_checkpoints(run_dir / "checkpoints")
+    if checkpoints and int(checkpoints[-1].name.split("_")[1]) >= config.total_steps:
+        print(f"{run_dir} is already complete ({config.total_steps:,} env steps); nothing to do")
+    elif checkpoints:
+        print(f"resuming {run_dir} from {checkpoints[-1].name}")
+    else:
+        print(f"training {config.preset} seed {config.seed} -> {run_dir}")
+    trainer = Trainer(config, run_dir)
+    try:
+        trainer.train()
+    finally:
+        trainer.close()
+    return trainer
+
+
+def _evaluate_vs_random(trainer: Trainer, episodes: int) -> tuple[np.ndarray, np.ndarray]:
+    from relayrl.experiment.evaluation import evaluate
+
+    trained = trainer.evaluate_greedy(episodes)
+    seed = trainer.config.seed + trainer.config.eval.seed_offset
+    baseline = evaluate(trainer.factory, random_policy(trainer.group.n_actions, seed), episodes, seed)
+    return trained, baseline
+
+
+def _print_table(rows: list[tuple[str, str]]) -> None:
+    width = max(len(k) for k, _ in rows)
+    print("-" * (width + 24))
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    print("-" * (width + 24))
+
+
+def cmd_list(args: argparse.Namespace) -> None:
+    width = max(len(n) for n in PRESETS)
+    for name, (description, _) in PRESETS.items():
+        print(f"{name:<{width}}  {description}")
+
+
+def cmd_show(args: argparse.Namespace) -> None:
+    config = _config_from(args.preset, args.overrides, args.seed)
+    print(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), end="")
+    print(f"# run directory: {run_dir_for(config, Path(args.out))}")
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    config = _config_from(args.preset, args.overrides, args.seed)
+    _train(config, run_dir_for(config, Path(args.out)))
+
+
+def cmd_resume(args: argparse.Namespace) -> None:
+    run_dir = Path(args.run_dir)
+    _train(_config_of_run(run_dir, args.overrides), run_dir)
+
+
+def _trainer_at_checkpoint(run_dir: Path) -> Trainer:
+    config = _config_of_run(run_dir)
+    checkpoints = list_checkpoints(run_dir / "checkpoints")
+    if not checkpoints:
+        raise RelayRLError(f"{run_dir} has no checkpoint to evaluate")
+    trainer = Trainer(config, None, verbose=False)
+    trainer.learner.load_state_dict(load_checkpoint(checkpoints[-1])["learner"])
+    return trainer
+
+
+def cmd_eval(args: argparse.Namespace) -> None:
+    trainer = _trainer_at_checkpoint(Path(args.run_dir))
+    trained, baseline = _evaluate_vs_random(trainer, args.episodes)
+    trainer.close()
+    _print_table(
+        [
+            ("episodes", str(args.episodes)),
+            ("greedy reward (mean +- std)", f"{trained.mean():.2f} +- {trained.std():.2f}"),
+            ("random reward (mean +- std)", f"{baseline.mean():.2f} +- {baseline.std():.2f}"),
+            ("gap", f"{trained.mean() - baseline.mean():+.2f}"),
+        ]
+    )
+
+
+def cmd_plot(args: argparse.Namespace) -> None:
+    out = plot_runs([Path(p) for p in args.runs], Path(args.out), args.key, args.bin, None if args.alpha <= 0 else args.alpha)
+    print(f"wrote {out}")
+
+
+def cmd_quickstart(args: argparse.Namespace) -> None:
+    config = _config_from("pursuit-quickstart", args.overrides, args.seed)
+    run_dir = run_dir_for(config, Path(args.out))
+    trainer = _train(config, run_dir)
+    trained, baseline = _evaluate_vs_random(trainer, args.episodes)
+    trainer.close()
+    plot = plot_runs([run_dir], run_dir / "learning_curve.png", bin_size=config.report_interval, alpha=None,
+                     title="SUPER-quantile DDQN, small Pursuit (8 pursuers)")
+    rows = trainer.history or []
+    last = rows[-1] if rows else {}
+    recent = [r for r in rows[-3:] if not math.isnan(r["episode_reward_mean"])]
+    sps = [r["sps"] for r in rows if not math.isnan(r["sps"])]
+    upd = [r["updates_per_s"] for r in rows if not math.isnan(r["updates_per_s"])]
+    bandwidth = [r["bandwidth_actual"] for r in rows if not math.isnan(r["bandwidth_actual"])]
+    _print_table(
+        [
+            ("env steps", f"{trainer.counters.env_steps:,}"),
+            ("updates per agent", f"{trainer.counters.updates:,}"),
+            ("training episode reward (last reports)", f"{np.mean([r['episode_reward_mean'] for r in recent]):.2f}" if recent else "-"),
+            ("realised bandwidth (target 0.1)", f"{np.mean(bandwidth):.3f}" if bandwidth else "-"),
+            ("env steps/s", f"{np.mean(sps):,.0f}" if sps else "-"),
+            ("updates/s (per agent)", f"{np.mean(upd):,.0f}" if upd else "-"),
+            (f"greedy eval reward ({args.episodes} episodes)", f"{trained.mean():.2f} +- {trained.std():.2f}"),
+            (f"random policy reward ({args.episodes} episodes)", f"{baseline.mean():.2f} +- {baseline.std():.2f}"),
+            ("gap (trained - random)", f"{trained.mean() - baseline.mean():+.2f}"),
+            ("learning curve", str(plot)),
+        ]
+    )
+    if last and trained.mean() <= baseline.mean():
+        print("warning: the trained agents did not beat the random policy", file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="relayrl", description="multi-agent RL with experience sharing")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("list", help="list presets").set_defaults(func=cmd_list)
+
+    def with_config_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. dqn.lr=1e-4 total_steps=250000")
+        p.add_argument("--seed", type=int, default=None)
+        p.add_argument("--out", default="runs", help="root of run directories (default: runs)")
+
+    show = sub.add_parser("show", help="print a preset's resolved config")
+    show.add_argument("preset")
+    with_config_args(show)
+    show.set_defaults(func=cmd_show)
+
+    train = sub.add_parser("train", help="train a preset (resumes if its run directory has checkpoints)")
+    train.add_argument("preset")
+    with_config_args(train)
+    train.set_defaults(func=cmd_train)
+
+    resume = sub.add_parser("resume", help="continue a run from its latest checkpoint")
+    resume.add_argument("run_dir")
+    resume.add_argument("overrides", nargs="*", help="e.g. total_steps=800000 to extend the budget")
+    resume.set_defaults(func=cmd_resume)
+
+    ev = sub.add_parser("eval", help="greedy evaluation of a run's latest checkpoint vs a random policy")
+    ev.add_argument("run_dir")
+    ev.add_argument("--episodes", type=int, default=10)
+    ev.set_defaults(func=cmd_eval)
+
+    plot = sub.add_parser("plot", help="learning curves, mean +- std across seeds")
+    plot.add_argument("runs", nargs="+", help="run directories (<seed>/) or experiment directories of seeds")
+    plot.add_argument("--out", default="learning_curve.png")
+    plot.add_argument("--key", default="episode_reward_mean")
+    plot.add_argument("--bin", type=int, default=8000, help="bin size in env steps (paper: 8000 in Pursuit)")
+    plot.add_argument("--alpha", type=float, default=0.3, help="display smoothing; 0 = none")
+    plot.set_defaults(func=cmd_plot)
+
+    quick = sub.add_parser("quickstart", help="a short SUPER run on a small Pursuit, evaluated against random")
+    with_config_args(quick)
+    quick.add_argument("--episodes", type=int, default=20)
+    quick.set_defaults(func=cmd_quickstart, seed=0)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except RelayRLError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Specs, errors, seeding and device helpers shared by every layer."""

@@ -1,0 +1,71 @@
+"""Corridor: a tiny PettingZoo env where sharing experience must help (used by tests).
+
+N interchangeable runners, each in its own corridor of ``length`` cells, start at cell 0.
+Actions: 0 = left, 1 = right. Reaching the last cell gives +1 and the runner leaves the
+episode (terminated); everything else gives 0. The episode is truncated after
+``max_steps``. With random exploration the reward is rare, so one runner's lucky
+transition is worth much to the others: exactly the case SUPER relays.
+"""
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo.utils.env import ParallelEnv
+
+
+class CorridorEnv(ParallelEnv):
+    metadata = {"name": "corridor_v0", "render_modes": [], "is_parallelizable": True}
+
+    def __init__(self, n_agents: int = 4, length: int = 8, max_steps: int = 20) -> None:
+        if length < 2 or n_agents < 1 or max_steps < 1:
+            raise ValueError("corridor needs length >= 2, n_agents >= 1, max_steps >= 1")
+        self.length = length
+        self.max_steps = max_steps
+        self.possible_agents = [f"runner_{i}" for i in range(n_agents)]
+        self.agents: list[str] = []
+        self._obs_space = spaces.Box(0.0, 1.0, (length,), np.float32)
+        self._act_space = spaces.Discrete(2)
+        self._position: dict[str, int] = {}
+        self._steps = 0
+
+    def observation_space(self, agent: str) -> spaces.Box:
+        return self._obs_space
+
+    def action_space(self, agent: str) -> spaces.Discrete:
+        return self._act_space
+
+    def _observe(self, agent: str) -> np.ndarray:
+        obs = np.zeros(self.length, np.float32)
+        obs[self._position[agent]] = 1.0
+        return obs
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._obs_space.seed(seed)
+            self._act_space.seed(seed)
+        self.agents = list(self.possible_agents)
+        self._position = {a: 0 for a in self.agents}
+        self._steps = 0
+        return {a: self._observe(a) for a in self.agents}, {a: {} for a in self.agents}
+
+    def step(self, actions: dict[str, Any]):
+        self._steps += 1
+        obs, rewards, terms, truncs, infos = {}, {}, {}, {}, {}
+        for agent in self.agents:
+            move = 1 if int(actions[agent]) == 1 else -1
+            self._position[agent] = int(np.clip(self._position[agent] + move, 0, self.length - 1))
+            reached = self._position[agent] == self.length - 1
+            obs[agent] = self._observe(agent)
+            rewards[agent] = 1.0 if reached else 0.0
+            terms[agent] = reached
+            truncs[agent] = self._steps >= self.max_steps and not reached
+            infos[agent] = {}
+        self.agents = [a for a in self.agents if not (terms[a] or truncs[a])]
+        return obs, rewards, terms, truncs, infos
+
+    def render(self) -> None:
+        return None
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,116 @@
+"""PettingZoo Parallel API -> arrays with an agent axis, per agent group."""
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo.utils.env import ParallelEnv
+
+from relayrl.core.specs import GroupSpec
+
+
+@dataclass
+class GroupStep:
+    """One step of one agent group; leading axes ``[N]`` (one env) or ``[E, N]`` (vector env).
+
+    ``next_obs`` is the successor of the step (the final observation where an episode
+    ended, kept for bootstrapping); ``obs`` is what to act on next (after auto-reset it
+    is the first observation of the new episode). ``alive`` marks agents present in
+    ``obs``; an agent that left the episode has zeros there and ``alive=False``.
+    """
+
+    obs: np.ndarray
+    next_obs: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    alive: np.ndarray
+
+
+def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[GroupSpec, ...]:
+    """Agents with equal observation and action spaces form a group, in ``possible_agents`` order."""
+    members: dict[tuple, list[str]] = {}
+    for agent in env.possible_agents:
+        obs_space, act_space = env.observation_space(agent), env.action_space(agent)
+        if not isinstance(obs_space, spaces.Box) or not isinstance(act_space, spaces.Discrete):
+            raise TypeError(
+                f"agent {agent!r}: relayrl's discrete learners need Box observations and "
+                f"Discrete actions, got {obs_space} and {act_space}"
+            )
+        key = (obs_space.shape, str(obs_space.dtype), int(act_space.n))
+        members.setdefault(key, []).append(agent)
+    groups = []
+    for (shape, dtype, n_actions), agents in members.items():
+        name = agents[0].rsplit("_", 1)[0] if "_" in agents[0] else agents[0]
+        if any(g.name == name for g in groups):
+            name = f"{name}{len(groups)}"
+        chosen = np.dtype((obs_dtypes or {}).get(name, dtype))
+        groups.append(GroupSpec(name, tuple(agents), tuple(shape), chosen, n_actions))
+    return tuple(groups)
+
+
+class ParallelEnvAdapter:
+    """Wraps one PettingZoo ParallelEnv; converts its dicts to per-group arrays once.
+
+    Agent order within a group is fixed to ``possible_agents`` order. Observations are
+    cast to the group's ``obs_dtype`` (choose an exact one: Pursuit's counts fit uint8).
+    """
+
+    def __init__(self, env: ParallelEnv, obs_dtypes: dict[str, Any] | None = None) -> None:
+        self.env = env
+        self.groups = _groups_of(env, obs_dtypes)
+        self._slot = {a: (g, i) for g, spec in enumerate(self.groups) for i, a in enumerate(spec.agent_ids)}
+
+    def _empty_obs(self) -> list[np.ndarray]:
+        return [np.zeros((g.n_agents, *g.obs_shape), g.obs_dtype) for g in self.groups]
+
+    def _obs_arrays(self, obs: dict[str, np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        arrays = self._empty_obs()
+        alive = [np.zeros(g.n_agents, bool) for g in self.groups]
+        for agent, value in obs.items():
+            g, i = self._slot[agent]
+            arrays[g][i] = value
+        for agent in self.env.agents:
+            g, i = self._slot[agent]
+            alive[g][i] = True
+        return arrays, alive
+
+    def reset(self, seed: int | None = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Returns per-group ``obs [N, ...]`` and ``alive [N]``."""
+        obs, _ = self.env.reset(seed=seed)
+        return self._obs_arrays(obs)
+
+    def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], bool]:
+        """Steps the agents present now with ``actions[g][i]``; returns per-group steps and
+        whether the episode is over (no agent left). No auto-reset here."""
+        action_dict = {}
+        for agent in self.env.agents:
+            g, i = self._slot[agent]
+            action_dict[agent] = int(actions[g][i])
+        obs, rewards, terms, truncs, _ = self.env.step(action_dict)
+        next_obs, alive = self._obs_arrays(obs)
+        steps = []
+        for g, spec in enumerate(self.groups):
+            reward = np.zeros(spec.n_agents, np.float32)
+            terminated = np.zeros(spec.n_agents, bool)
+            truncated = np.zeros(spec.n_agents, bool)
+            steps.append(GroupStep(next_obs[g], next_obs[g], reward, terminated, truncated, alive[g]))
+        for agent, r in rewards.items():
+            g, i = self._slot[agent]
+            steps[g].reward[i] = r
+            steps[g].terminated[i] = terms[agent]
+            steps[g].truncated[i] = truncs[agent]
+        return steps, not self.env.agents
+
+    def to_dicts(self, arrays: list[np.ndarray], alive: list[np.ndarray]) -> dict[str, np.ndarray]:
+        """Inverse of the conversion (for tests and user code): arrays -> agent-keyed dict."""
+        return {
+            agent: arrays[g][i]
+            for g, spec in enumerate(self.groups)
+            for i, agent in enumerate(spec.agent_ids)
+            if alive[g][i]
+        }
+
+    def close(self) -> None:
+        self.env.close()

@@ -1,0 +1,38 @@
+"""Environment factories by name; a factory is picklable so subprocess workers can use it."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pettingzoo.utils.env import ParallelEnv
+
+from relayrl.envs.pettingzoo_adapter import ParallelEnvAdapter
+
+
+@dataclass(frozen=True)
+class EnvFactory:
+    """Makes one PettingZoo ParallelEnv. ``maker`` must be picklable (a module-level
+    function or a functools.partial of one) for the subprocess vector env."""
+
+    maker: Callable[..., ParallelEnv]
+    settings: dict[str, Any] = field(default_factory=dict)
+    obs_dtypes: dict[str, str] = field(default_factory=dict)
+
+    def make(self) -> ParallelEnv:
+        return self.maker(**self.settings)
+
+    def adapter(self) -> ParallelEnvAdapter:
+        return ParallelEnvAdapter(self.make(), self.obs_dtypes)
+
+
+def make_env_factory(name: str, settings: dict[str, Any]) -> EnvFactory:
+    """Built-in environments by name: ``pursuit`` (PettingZoo SISL) and ``corridor`` (test env)."""
+    if name == "pursuit":
+        from relayrl.envs.pursuit import make_pursuit
+
+        return EnvFactory(make_pursuit, dict(settings), {"pursuer": "uint8"})
+    if name == "corridor":
+        from relayrl.envs.corridor import CorridorEnv
+
+        return EnvFactory(CorridorEnv, dict(settings), {"runner": "uint8"})
+    raise ValueError(f"unknown environment {name!r}; built-in: pursuit, corridor")

@@ -1,0 +1,198 @@
+"""E copies of an environment stepped together, with auto-reset and episode bookkeeping."""
+
+import multiprocessing as mp
+import pickle
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from relayrl.core.seeding import derive_seeds
+from relayrl.core.specs import GroupSpec
+from relayrl.envs.pettingzoo_adapter import GroupStep, ParallelEnvAdapter
+from relayrl.envs.registry import EnvFactory
+from relayrl.envs.snapshot import restore, snapshot
+
+
+@dataclass
+class EpisodeStats:
+    """Finished episodes since the last drain: per-group returns summed over the group's agents."""
+
+    returns: list[np.ndarray] = field(default_factory=list)  # each [n_groups]
+    lengths: list[int] = field(default_factory=list)
+
+
+class VectorEnv(Protocol):
+    groups: tuple[GroupSpec, ...]
+    num_envs: int
+
+    def reset(self, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]: ...
+    def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]: ...
+    def drain_episodes(self) -> EpisodeStats: ...
+    def get_state(self) -> bytes | None: ...
+    def set_state(self, state: bytes) -> None: ...
+    def close(self) -> None: ...
+
+
+class SyncVectorEnv:
+    """E copies in this process. ``reset(seed)`` gives copy e the seed ``derive_seeds(seed, E)[e]``;
+    later episodes continue each copy's own RNG, so a run is reproducible from its seed."""
+
+    def __init__(self, factory: EnvFactory, num_envs: int) -> None:
+        self.factory = factory
+        self.num_envs = num_envs
+        self.envs = [factory.adapter() for _ in range(num_envs)]
+        self.groups = self.envs[0].groups
+        self._returns = np.zeros((num_envs, len(self.groups)), np.float64)
+        self._lengths = np.zeros(num_envs, np.int64)
+        self._episodes = EpisodeStats()
+
+    def reset(self, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        return self.reset_with_seeds(derive_seeds(seed, self.num_envs, "env"))
+
+    def reset_with_seeds(self, seeds: list[int]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        per_env = [env.reset(seed=s) for env, s in zip(self.envs, seeds)]
+        self._returns[:] = 0
+        self._lengths[:] = 0
+        return self._stack_obs(per_env)
+
+    def _stack_obs(self, per_env) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        obs = [np.stack([o[g] for o, _ in per_env]) for g in range(len(self.groups))]
+        alive = [np.stack([a[g] for _, a in per_env]) for g in range(len(self.groups))]
+        return obs, alive
+
+    def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
+        """``actions[g]`` is ``[E, N_g]``. Returns per-group steps and ``episode_over [E]``.
+        Copies whose episode ended are reset; their ``next_obs`` keeps the final observation."""
+        per_env = []
+        over = np.zeros(self.num_envs, bool)
+        for e, env in enumerate(self.envs):
+            steps, done = env.step([a[e] for a in actions])
+            self._returns[e] += [s.reward.sum() for s in steps]
+            self._lengths[e] += 1
+            if done:
+                over[e] = True
+                self._episodes.returns.append(self._returns[e].copy())
+                self._episodes.lengths.append(int(self._lengths[e]))
+                self._returns[e] = 0
+                self._lengths[e] = 0
+                obs, alive = env.reset()
+                for g, s in enumerate(steps):
+                    s.obs, s.alive = obs[g], alive[g]
+            per_env.append(steps)
+        stacked = [
+            GroupStep(*(np.stack([getattr(steps[g], f) for steps in per_env]) for f in GroupStep.__dataclass_fields__))
+            for g in range(len(self.groups))
+        ]
+        return stacked, over
+
+    def drain_episodes(self) -> EpisodeStats:
+        done, self._episodes = self._episodes, EpisodeStats()
+        return done
+
+    def get_state(self) -> bytes | None:
+        """Pickled env copies and episode accumulators, or None where the env cannot be copied."""
+        try:
+            return snapshot((self.envs, self._returns, self._lengths, self._episodes))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            return None
+
+    def set_state(self, state: bytes) -> None:
+        self.envs, self._returns, self._lengths, self._episodes = restore(state)
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def _worker(conn, factory: EnvFactory, num_envs: int) -> None:
+    venv = SyncVectorEnv(factory, num_envs)
+    try:
+        while True:
+            command, payload = conn.recv()
+            if command == "close":
+                break
+            conn.send(getattr(venv, command)(*payload))
+    except (EOFError, KeyboardInterrupt):
+        pass
+    finally:
+        venv.close()
+        conn.close()
+
+
+class SubprocVectorEnv:
+    """E copies spread over worker processes (each a SyncVectorEnv), for slow envs.
+
+    Copy e gets the same seed as in SyncVectorEnv, so both variants produce the same data.
+    """
+
+    def __init__(self, factory: EnvFactory, num_envs: int, num_workers: int = 2) -> None:
+        self.num_envs = num_envs
+        num_workers = max(1, min(num_workers, num_envs))
+        self._sizes = [len(c) for c in np.array_split(np.arange(num_envs), num_workers)]
+        ctx = mp.get_context("spawn")
+        self._conns, self._procs = [], []
+        for size in self._sizes:
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(child, factory, size), daemon=True)
+            proc.start()
+            child.close()
+            self._conns.append(parent)
+            self._procs.append(proc)
+        self.groups = factory.adapter().groups
+
+    def _call(self, command: str, payloads: list[tuple]) -> list:
+        for conn, payload in zip(self._conns, payloads):
+            conn.send((command, payload))
+        return [conn.recv() for conn in self._conns]
+
+    def _split(self, actions: list[np.ndarray]) -> list[tuple]:
+        bounds = np.cumsum([0, *self._sizes])
+        return [([a[lo:hi] for a in actions],) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+    def reset(self, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        seeds = derive_seeds(seed, self.num_envs, "env")
+        bounds = np.cumsum([0, *self._sizes])
+        results = self._call("reset_with_seeds", [(seeds[lo:hi],) for lo, hi in zip(bounds[:-1], bounds[1:])])
+        obs = [np.concatenate([r[0][g] for r in results]) for g in range(len(self.groups))]
+        alive = [np.concatenate([r[1][g] for r in results]) for g in range(len(self.groups))]
+        return obs, alive
+
+    def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
+        results = self._call("step", self._split(actions))
+        steps = [
+            GroupStep(*(np.concatenate([getattr(r[0][g], f) for r in results]) for f in GroupStep.__dataclass_fields__))
+            for g in range(len(self.groups))
+        ]
+        return steps, np.concatenate([r[1] for r in results])
+
+    def drain_episodes(self) -> EpisodeStats:
+        merged = EpisodeStats()
+        for stats in self._call("drain_episodes", [()] * len(self._conns)):
+            merged.returns += stats.returns
+            merged.lengths += stats.lengths
+        return merged
+
+    def get_state(self) -> bytes | None:
+        states = self._call("get_state", [()] * len(self._conns))
+        return None if any(s is None for s in states) else pickle.dumps(states)
+
+    def set_state(self, state: bytes) -> None:
+        self._call("set_state", [(s,) for s in pickle.loads(state)])
+
+    def close(self) -> None:
+        for conn in self._conns:
+            try:
+                conn.send(("close", ()))
+            except (BrokenPipeError, OSError):
+                pass
+        for proc in self._procs:
+            proc.join(timeout=5)
+
+
+def make_vector_env(factory: EnvFactory, num_envs: int, kind: str = "sync", num_workers: int = 2) -> VectorEnv:
+    if kind == "sync":
+        return SyncVectorEnv(factory, num_envs)
+    if kind == "subproc":
+        return SubprocVectorEnv(factory, num_envs, num_workers)
+    raise ValueError(f"unknown vector env kind {kind!r}; use 'sync' or 'subproc'")

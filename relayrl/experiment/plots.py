@@ -1,0 +1,85 @@
+"""Learning curves in the SUPER paper's style (paper 000, Appendix E; SPEC §1.1).
+
+Aggregation: round each run's reporting steps down to bins (8000 env steps in Pursuit),
+average a run's reports within a bin, then take mean and std across seeds. Exponential
+smoothing (alpha 0.3 in Pursuit) is for display only.
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from relayrl.experiment.metrics import read_metrics
+
+
+def binned(rows: list[dict[str, float]], key: str, bin_size: int) -> dict[int, float]:
+    """Per-bin mean of ``key`` over one run's rows (NaN rows skipped)."""
+    sums: dict[int, list[float]] = {}
+    for row in rows:
+        value = row.get(key, math.nan)
+        if not math.isnan(value):
+            sums.setdefault(int(row["env_steps"]) // bin_size * bin_size, []).append(value)
+    return {b: float(np.mean(v)) for b, v in sorted(sums.items())}
+
+
+def aggregate(runs: list[list[dict[str, float]]], key: str, bin_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Bins present in every run: steps, mean, std (population, across seeds) and seed count."""
+    per_run = [binned(rows, key, bin_size) for rows in runs]
+    common = sorted(set.intersection(*(set(r) for r in per_run))) if per_run else []
+    values = np.array([[r[b] for b in common] for r in per_run]) if common else np.zeros((len(per_run), 0))
+    return np.array(common), values.mean(axis=0), values.std(axis=0), np.full(len(common), len(per_run))
+
+
+def smooth(values: np.ndarray, alpha: float) -> np.ndarray:
+    """Exponential smoothing s_t = alpha x_t + (1 - alpha) s_{t-1} (display only)."""
+    out = np.array(values, dtype=float)
+    for i in range(1, len(out)):
+        out[i] = alpha * out[i] + (1 - alpha) * out[i - 1]
+    return out
+
+
+def seed_dirs(path: Path) -> list[Path]:
+    """A run directory (``.../<seed>/`` with metrics.csv) or an experiment directory of seeds."""
+    if (path / "metrics.csv").is_file():
+        return [path]
+    return sorted(p for p in path.iterdir() if (p / "metrics.csv").is_file())
+
+
+def plot_runs(
+    experiments: list[Path],
+    out: Path,
+    key: str = "episode_reward_mean",
+    bin_size: int = 8000,
+    alpha: float | None = 0.3,
+    title: str | None = None,
+) -> Path:
+    """One curve per experiment (mean +- std across its seeds), written as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for experiment in experiments:
+        runs = [read_metrics(d) for d in seed_dirs(experiment)]
+        if not runs:
+            raise FileNotFoundError(f"no metrics.csv under {experiment}")
+        steps, mean, std, _ = aggregate(runs, key, bin_size)
+        if alpha is not None:
+            mean, std = smooth(mean, alpha), smooth(std, alpha)
+        name = experiment.name if (experiment / "metrics.csv").is_file() is False else experiment.parent.name
+        label = f"{name.rsplit('-', 1)[0]} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
+        ax.plot(steps, mean, label=label)
+        ax.fill_between(steps, mean - std, mean + std, alpha=0.2)
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel(key.replace("_", " "))
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out

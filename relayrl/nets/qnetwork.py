@@ -1,0 +1,70 @@
+"""Q-network for DQN-family learners, P parameter sets at once.
+
+Grid torso (SPEC §1.1, after the SUPER reference's model under RLlib's DQN head): three
+2x2 stride-1 unpadded convolutions with 32, 64, 64 channels, each ReLU (7x7 -> 4x4x64 =
+1024 features), linear 1024->64 ReLU, linear 64->256 (no activation). Vector torso: an
+MLP. Head: advantage stream 256->256 ReLU->A; with ``dueling`` also a value stream
+256->256 ReLU->1 and Q = V + A - mean(A) (Wang et al. 2016, eq. 9).
+"""
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from relayrl.nets.stacked import StackedConv2d, StackedLinear
+
+
+class QNetwork(nn.Module):
+    def __init__(
+        self,
+        n_sets: int,
+        obs_shape: Sequence[int],
+        n_actions: int,
+        *,
+        conv_channels: Sequence[int] = (32, 64, 64),
+        kernel_size: int = 2,
+        hiddens: Sequence[int] = (64, 256),
+        head_hidden: int = 256,
+        dueling: bool = True,
+    ) -> None:
+        super().__init__()
+        self.obs_shape = tuple(obs_shape)
+        self.convs = nn.ModuleList()
+        if len(self.obs_shape) == 3:
+            height, width, channels = self.obs_shape
+            for out_channels in conv_channels:
+                self.convs.append(StackedConv2d(n_sets, channels, out_channels, kernel_size))
+                height, width, channels = height - kernel_size + 1, width - kernel_size + 1, out_channels
+            features = height * width * channels
+        elif len(self.obs_shape) == 1:
+            features = self.obs_shape[0]
+        else:
+            raise ValueError(f"observations must be HxWxC or flat vectors, got shape {self.obs_shape}")
+        self.fcs = nn.ModuleList()
+        for i, width_out in enumerate(hiddens):
+            self.fcs.append(StackedLinear(n_sets, features, width_out))
+            features = width_out
+        self.advantage = nn.Sequential(
+            StackedLinear(n_sets, features, head_hidden), nn.ReLU(), StackedLinear(n_sets, head_hidden, n_actions)
+        )
+        self.value = (
+            nn.Sequential(StackedLinear(n_sets, features, head_hidden), nn.ReLU(), StackedLinear(n_sets, head_hidden, 1))
+            if dueling
+            else None
+        )
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """``obs [P, B, *obs_shape]`` (any dtype) -> Q-values ``[P, B, n_actions]``."""
+        x = obs.float()
+        for conv in self.convs:
+            x = torch.relu(conv(x))
+        x = x.reshape(x.shape[0], x.shape[1], -1)
+        for i, fc in enumerate(self.fcs):
+            x = fc(x)
+            if i < len(self.fcs) - 1:  # the torso's last layer is the model output: no activation
+                x = torch.relu(x)
+        advantage = self.advantage(x)
+        if self.value is None:
+            return advantage
+        return self.value(x) + advantage - advantage.mean(dim=-1, keepdim=True)

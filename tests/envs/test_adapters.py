@@ -1,0 +1,134 @@
+"""Adapters: arrays with an agent axis round-trip to the wrapped env's own dict outputs."""
+
+import numpy as np
+import pytest
+
+from relayrl.envs import ParallelEnvAdapter, SubprocVectorEnv, SyncVectorEnv, make_env_factory
+from relayrl.envs.corridor import CorridorEnv
+from relayrl.envs.pursuit import PAPER_SETTINGS, make_pursuit
+
+
+def _lockstep(reference, adapter, steps, seed, rng):
+    """Steps a bare env and the adapter-wrapped twin with the same actions; compares outputs."""
+    ref_obs, _ = reference.reset(seed=seed)
+    obs, alive = adapter.reset(seed=seed)
+    assert {k: v for k, v in adapter.to_dicts(obs, alive).items()}.keys() == ref_obs.keys()
+    for agent, value in adapter.to_dicts(obs, alive).items():
+        np.testing.assert_array_equal(value, ref_obs[agent])
+    for _ in range(steps):
+        if not reference.agents:
+            break
+        actions = [rng.integers(0, g.n_actions, g.n_agents) for g in adapter.groups]
+        ref_actions = {a: int(v) for a, v in adapter.to_dicts(actions, [np.ones(g.n_agents, bool) for g in adapter.groups]).items() if a in reference.agents}
+        r_obs, r_rew, r_term, r_trunc, _ = reference.step(ref_actions)
+        steps_out, done = adapter.step(actions)
+        stepped = [np.isin(np.array(g.agent_ids), list(r_obs)) for g in adapter.groups]
+        next_obs = [s.next_obs for s in steps_out]
+        for agent, value in adapter.to_dicts(next_obs, stepped).items():
+            np.testing.assert_array_equal(value, r_obs[agent])
+        for field, ref in (("reward", r_rew), ("terminated", r_term), ("truncated", r_trunc)):
+            arrays = [getattr(s, field) for s in steps_out]
+            assert adapter.to_dicts(arrays, stepped) == pytest.approx(ref)
+        alive_now = adapter.to_dicts([s.alive for s in steps_out], [np.ones(g.n_agents, bool) for g in adapter.groups])
+        assert {a for a, v in alive_now.items() if v} == set(reference.agents)
+        assert done == (not reference.agents)
+
+
+def test_pursuit_adapter_round_trip():
+    rng = np.random.default_rng(0)
+    _lockstep(make_pursuit(max_cycles=60), ParallelEnvAdapter(make_pursuit(max_cycles=60), {"pursuer": "uint8"}), 80, 3, rng)
+
+
+def test_corridor_adapter_round_trip_with_agents_leaving():
+    rng = np.random.default_rng(1)
+    _lockstep(CorridorEnv(3, 3, 12), ParallelEnvAdapter(CorridorEnv(3, 3, 12)), 20, 0, rng)
+
+
+def test_pursuit_observations_are_exact_in_uint8():
+    env = make_pursuit()
+    obs, _ = env.reset(seed=0)
+    for _ in range(50):
+        obs, *_ = env.step({a: env.action_space(a).sample() for a in env.agents})
+        for value in obs.values():
+            np.testing.assert_array_equal(value.astype(np.uint8).astype(np.float32), value)
+
+
+def test_every_paper_setting_reaches_pursuit():
+    env = make_pursuit()
+    base = env.unwrapped.env
+    expected = dict(PAPER_SETTINGS)
+    assert expected["shared_reward"] is False  # PettingZoo's default is True
+    for key, value in expected.items():
+        assert getattr(base, key) == value, key
+    assert base.local_ratio == 1.0  # rewards are each pursuer's own
+    overridden = make_pursuit(x_size=9, n_evaders=3, surround=False).unwrapped.env
+    assert (overridden.x_size, overridden.n_evaders, overridden.surround) == (9, 3, False)
+
+
+def test_pursuit_rejects_unknown_setting():
+    with pytest.raises(ValueError, match="n_evader"):
+        make_pursuit(n_evader=3)
+
+
+def _run(venv, steps, seed):
+    rng = np.random.default_rng(seed)
+    obs, alive = venv.reset(seed)
+    trace = [obs[0].copy()]
+    for _ in range(steps):
+        out, over = venv.step([rng.integers(0, 2, (venv.num_envs, venv.groups[0].n_agents))])
+        trace += [out[0].obs.copy(), out[0].next_obs.copy(), out[0].reward.copy(), over.copy()]
+    return trace
+
+
+def test_vector_env_auto_resets_and_keeps_final_obs():
+    factory = make_env_factory("corridor", {"n_agents": 2, "length": 3, "max_steps": 4})
+    venv = SyncVectorEnv(factory, 3)
+    obs, _ = venv.reset(0)
+    for t in range(4):
+        out, over = venv.step([np.ones((3, 2), np.int64)])
+    # right twice reaches the end (cell 2): episode over at step 2, auto-reset to cell 0
+    venv2 = SyncVectorEnv(factory, 1)
+    venv2.reset(0)
+    venv2.step([np.ones((1, 2), np.int64)])
+    out, over = venv2.step([np.ones((1, 2), np.int64)])
+    assert over[0]
+    assert out[0].next_obs[0, :, 2].all()  # final obs: at the last cell
+    assert out[0].obs[0, :, 0].all() and out[0].alive.all()  # new episode: back at cell 0
+    stats = venv2.drain_episodes()
+    assert stats.lengths == [2] and stats.returns[0][0] == 2.0
+
+
+def test_vector_env_seeds_are_distinct_and_reproducible():
+    factory = make_env_factory("pursuit", {"max_cycles": 20})
+    a, b = SyncVectorEnv(factory, 3), SyncVectorEnv(factory, 3)
+    obs_a, _ = a.reset(7)
+    obs_b, _ = b.reset(7)
+    np.testing.assert_array_equal(obs_a[0], obs_b[0])
+    assert not np.array_equal(obs_a[0][0], obs_a[0][1])
+    obs_c, _ = SyncVectorEnv(factory, 3).reset(8)
+    assert not np.array_equal(obs_a[0], obs_c[0])
+
+
+def test_subprocess_vector_env_matches_sync():
+    factory = make_env_factory("pursuit", {"max_cycles": 15, "x_size": 8, "y_size": 8, "n_evaders": 3})
+    sync = SyncVectorEnv(factory, 3)
+    sub = SubprocVectorEnv(factory, 3, num_workers=2)
+    try:
+        for x, y in zip(_run(sync, 40, 5), _run(sub, 40, 5)):
+            np.testing.assert_array_equal(x, y)
+    finally:
+        sub.close()
+
+
+def test_vector_env_state_round_trip():
+    factory = make_env_factory("pursuit", {"max_cycles": 30})
+    venv = SyncVectorEnv(factory, 2)
+    venv.reset(1)
+    _run_steps = lambda v: [v.step([np.full((2, 8), a)])[0][0].next_obs.copy() for a in (0, 1, 2, 3, 4, 1, 2)]
+    _run_steps(venv)
+    state = venv.get_state()
+    first = _run_steps(venv)
+    venv.set_state(state)
+    second = _run_steps(venv)
+    for x, y in zip(first, second):
+        np.testing.assert_array_equal(x, y)

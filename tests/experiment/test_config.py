@@ -1,0 +1,99 @@
+"""Configs: presets validate, overrides reach every key, bad input fails before training."""
+
+import sys
+
+import pytest
+
+from relayrl.core.errors import ConfigError, MissingExtraError
+from relayrl.experiment import apply_overrides, build_config, load_preset, preset_dict, preset_names
+
+ISSUE_PRESETS = [
+    "pursuit-dqn",
+    "pursuit-ddqn",
+    "pursuit-paramshare",
+    "pursuit-shareall",
+    "pursuit-uniform",
+    "pursuit-super-quantile",
+    "pursuit-super-gaussian",
+    "pursuit-super-stochastic",
+]
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_preset_validates(name):
+    config = load_preset(name)
+    assert config.preset == name
+
+
+@pytest.mark.parametrize("name", ISSUE_PRESETS)
+def test_pursuit_presets_carry_the_paper_hyperparameters(name):
+    c = load_preset(name)
+    assert c.total_steps == 800_000
+    d = c.dqn
+    assert (d.lr, d.batch_size, d.buffer_size, d.target_update_interval, d.fragment_length) == (1.6e-4, 32, 120_000, 1000, 4)
+    assert (d.epsilon_start, d.epsilon_end, d.epsilon_steps, d.gamma, d.grad_clip) == (0.1, 0.001, 100_000, 0.99, 40.0)
+    assert (d.alpha, d.beta, d.priority_eps, d.n_step, d.learning_starts) == (0.6, 0.4, 1e-6, 1, 1000)
+    s = c.env.settings
+    assert (s.x_size, s.n_evaders, s.n_pursuers, s.obs_range, s.n_catch, s.max_cycles) == (16, 30, 8, 7, 2, 500)
+    assert s.shared_reward is False and s.surround is True
+    assert c.model.conv_channels == [32, 64, 64] and c.model.kernel_size == 2
+
+
+def test_preset_variants_differ_where_they_should():
+    assert load_preset("pursuit-dqn").dqn.double_q is False
+    assert load_preset("pursuit-paramshare").dqn.param_sharing is True
+    assert load_preset("pursuit-super-quantile").sharing.select == "quantile"
+    assert load_preset("pursuit-super-quantile").sharing.bandwidth == 0.1
+    assert load_preset("pursuit-shareall").sharing.select == "all"
+
+
+def test_every_key_is_overridable_by_dotted_path():
+    data = apply_overrides(
+        preset_dict("pursuit-ddqn"),
+        ["dqn.lr=1e-4", "env.settings.n_evaders=5", "sharing.team=[0, 2]", "total_steps=1234", "sharing.select=gaussian"],
+    )
+    c = build_config(data)
+    assert (c.dqn.lr, c.env.settings.n_evaders, c.sharing.team, c.total_steps, c.sharing.select) == (1e-4, 5, [0, 2], 1234, "gaussian")
+
+
+def test_config_hash_ignores_seed_and_budget_only():
+    base = load_preset("pursuit-ddqn")
+    assert base.config_hash() == base.model_copy(update={"seed": 3, "total_steps": 5}).config_hash()
+    assert base.config_hash() != build_config(apply_overrides(preset_dict("pursuit-ddqn"), ["dqn.lr=1e-3"])).config_hash()
+
+
+def test_unknown_preset_names_the_choices():
+    with pytest.raises(ConfigError, match="unknown preset 'pursuit-super-quantil'.*pursuit-super-quantile"):
+        preset_dict("pursuit-super-quantil")
+
+
+def test_unknown_key_names_the_path():
+    with pytest.raises(ConfigError, match=r"(?s)dqn\.learning_rate: Extra inputs.*unknown key; allowed here: .*adam_eps.*lr"):
+        build_config(apply_overrides(preset_dict("pursuit-ddqn"), ["dqn.learning_rate=1e-3"]))
+
+
+def test_bad_value_names_the_path_value_and_allowed():
+    with pytest.raises(ConfigError, match=r"sharing\.select: Input should be 'quantile'.*got 'topk'"):
+        build_config(apply_overrides(preset_dict("pursuit-ddqn"), ["sharing.select=topk"]))
+    with pytest.raises(ConfigError, match=r"sharing\.bandwidth: .*less than or equal to 1.*got 2"):
+        build_config(apply_overrides(preset_dict("pursuit-ddqn"), ["sharing.bandwidth=2"]))
+
+
+def test_inconsistent_values_fail():
+    with pytest.raises(ConfigError, match="parameter sharing"):
+        build_config(apply_overrides(preset_dict("pursuit-paramshare"), ["sharing.select=quantile"]))
+    with pytest.raises(ConfigError, match="sharing.team"):
+        build_config(apply_overrides(preset_dict("pursuit-ddqn"), ["sharing.team=[0, 9]"]))
+
+
+def test_malformed_override():
+    with pytest.raises(ConfigError, match="not key=value"):
+        apply_overrides({}, ["dqn.lr"])
+
+
+def test_missing_pursuit_extra_names_the_extra(monkeypatch):
+    from relayrl.envs.pursuit import make_pursuit
+
+    monkeypatch.setitem(sys.modules, "pettingzoo.sisl", None)  # as if pymunk/sisl were not installed
+    with pytest.raises(MissingExtraError, match=r"relayrl\[sisl\]"):
+        make_pursuit()

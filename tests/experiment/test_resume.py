@@ -1,0 +1,106 @@
+"""Checkpoints: exact resume, corrupt checkpoints detected, Ctrl-C keeps what was written."""
+
+import csv
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from relayrl.core.errors import CheckpointError
+from relayrl.envs import EnvFactory
+from relayrl.envs.corridor import CorridorEnv
+from relayrl.experiment import Trainer, build_config
+from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
+
+TIMING = {"sps", "updates_per_s", "wall_s"}
+
+
+def _tiny(env: dict, total: int, **extra) -> dict:
+    return {
+        "preset": "tiny",
+        "env": env,
+        "total_steps": total,
+        "report_interval": 200,
+        "checkpoint_interval": 400,
+        "keep_checkpoints": 3,
+        "eval": {"interval": 400, "episodes": 2},
+        "sharing": {"select": "quantile", "window": 50},
+        "dqn": {"learning_starts": 100, "buffer_size": 300, "batch_size": 8, "target_update_interval": 150,
+                "epsilon_start": 1.0, "epsilon_end": 0.1, "epsilon_steps": 600},
+        **extra,
+    }
+
+
+PURSUIT = {"name": "pursuit", "settings": {"x_size": 8, "y_size": 8, "n_evaders": 3, "n_pursuers": 3, "max_cycles": 60}}
+CORRIDOR = {"name": "corridor", "settings": {"n_agents": 3, "length": 5, "max_steps": 12}, "num_envs": 2}
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    with (run_dir / "metrics.csv").open() as handle:
+        return [{k: v for k, v in r.items() if k not in TIMING} for r in csv.DictReader(handle)]
+
+
+def _train(config: dict, run_dir: Path) -> Trainer:
+    trainer = Trainer(build_config(config), run_dir, verbose=False)
+    trainer.train()
+    trainer.close()
+    return trainer
+
+
+@pytest.mark.parametrize("env", [PURSUIT, CORRIDOR], ids=["pursuit", "corridor"])
+def test_train_n_equals_train_k_then_resume(tmp_path, env):
+    total, k = 1200, 400
+    straight = _train(_tiny(env, total), tmp_path / "a")
+    _train(_tiny(env, k), tmp_path / "b")
+    resumed = _train(_tiny(env, total), tmp_path / "b")  # same config hash: resumes at k
+    assert _rows(tmp_path / "a") == _rows(tmp_path / "b")
+    assert len(_rows(tmp_path / "a")) == total // 200
+    for p, q in zip(straight.learner.online.parameters(), resumed.learner.online.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+    a, b = straight.replay.state_dict(), resumed.replay.state_dict()
+    for key in a:
+        if isinstance(a[key], np.ndarray):
+            np.testing.assert_array_equal(a[key], b[key])
+
+
+def test_corrupt_checkpoint_is_detected(tmp_path):
+    _train(_tiny(CORRIDOR, 400), tmp_path)
+    last = list_checkpoints(tmp_path / "checkpoints")[-1]
+    data = bytearray((last / "state.pkl").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (last / "state.pkl").write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="corrupt"):
+        load_checkpoint(last)
+    with pytest.raises(CheckpointError, match="corrupt"):
+        Trainer(build_config(_tiny(CORRIDOR, 800)), tmp_path, verbose=False).train()
+
+
+class InterruptingCorridor(CorridorEnv):
+    """Raises KeyboardInterrupt (as Ctrl-C would) after a number of steps."""
+
+    steps_before_interrupt = 500
+
+    def step(self, actions):
+        InterruptingCorridor.steps_before_interrupt -= 1
+        if InterruptingCorridor.steps_before_interrupt < 0:
+            raise KeyboardInterrupt
+        return super().step(actions)
+
+
+def test_ctrl_c_keeps_last_checkpoint_and_metrics(tmp_path):
+    config = _tiny({**CORRIDOR, "num_envs": 1}, 2000)
+    factory = EnvFactory(InterruptingCorridor, CORRIDOR["settings"])
+    trainer = Trainer(build_config(config), tmp_path, env_factory=factory, verbose=False)
+    with pytest.raises(KeyboardInterrupt):
+        trainer.train()
+    rows = _rows(tmp_path)
+    assert [int(r["env_steps"]) for r in rows] == [200, 400]
+    checkpoints = list_checkpoints(tmp_path / "checkpoints")
+    assert [c.name for c in checkpoints] == ["step_0000000400"]
+    assert load_checkpoint(checkpoints[-1])["counters"].env_steps == 400
+    InterruptingCorridor.steps_before_interrupt = 10**9
+    resumed = Trainer(build_config(config), tmp_path, env_factory=factory, verbose=False)
+    resumed.train()
+    assert [int(r["env_steps"]) for r in _rows(tmp_path)] == list(range(200, 2001, 200))
