@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import version
 
 import numpy as np
 
@@ -178,8 +179,29 @@ def bench_per(n_agents: int, quick: bool, rng: np.random.Generator) -> list[Row]
         calls = 200 if batch == 32 else 60
         t = compare(ours_su, theirs_su, calls, rounds)
         rows.append(Row("PER sample+update", f"{setting}, batch {batch}", *t, target))
-        t = compare(lambda batch=batch: ours.sample(batch), lambda batch=batch: [rb.sample(batch, beta=BETA) for rb in theirs], calls, rounds)
+
+        def sample_theirs(batch=batch) -> None:
+            for rb in theirs:
+                rb.sample(batch, beta=BETA)
+
+        t = compare(lambda batch=batch: ours.sample(batch), sample_theirs, calls, rounds)
         rows.append(Row("PER sample only", f"{setting}, batch {batch}", *t, None))
+
+        # What training does per iteration: insert 4 steps per agent, then sample + update.
+        frag = transitions(rng, (n_agents, 4))
+        per_agent = [cpprb_rows(frag, p) for p in range(n_agents)]
+
+        def ours_step(batch=batch, frag=frag) -> None:
+            ours.add(frag)
+            ours_su(batch)
+
+        def theirs_step(batch=batch, per_agent=per_agent) -> None:
+            for rb, kw in zip(theirs, per_agent):
+                rb.add(**kw)
+            theirs_su(batch)
+
+        t = compare(ours_step, theirs_step, calls, rounds)
+        rows.append(Row("PER train step (add 4 + sample + update)", f"{setting}, batch {batch}", *t, None))
     return rows
 
 
@@ -190,7 +212,8 @@ def table(rows: list[Row]) -> str:
     ]
     for r in rows:
         target, result = ("-", "info") if r.target is None else (f"<= {r.target:.1f}x", "pass" if r.passed else "FAIL")
-        lines.append(f"| {r.op} | {r.setting} | {r.ours_us:.1f} | {r.cpprb_us:.1f} | {r.ratio:.2f}x | {target} | {result} |")
+        numbers = f"{r.ours_us:.1f} | {r.cpprb_us:.1f} | {r.ratio:.2f}x"
+        lines.append(f"| {r.op} | {r.setting} | {numbers} | {target} | {result} |")
     return "\n".join(lines)
 
 
@@ -210,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     text = table(rows)
     header = (
         f"Replay benchmark ({'quick' if args.quick else 'full'}): capacity {CAPACITY:,} per agent, Pursuit fields; "
-        f"best-of-rounds block means; numpy {np.__version__}, cpprb {getattr(cpprb, '__version__', '?')}, "
+        f"best-of-rounds block means; numpy {np.__version__}, cpprb {version('cpprb')}, "
         f"Python {platform.python_version()}, {platform.machine()}; {time.perf_counter() - start:.0f} s.\n"
         "8-agent rows: one batched call of ours vs a loop over 8 cpprb buffers."
     )

@@ -21,6 +21,8 @@ from relayrl.replay.sum_tree import SumTree
 
 __all__ = ["FieldSpec", "ReplayBuffer", "SampledBatch"]
 
+_UNIFORM_BLOCK = 16_384
+
 
 @dataclass(frozen=True)
 class FieldSpec:
@@ -64,10 +66,12 @@ class ReplayBuffer:
         self.capacity = capacity
         self.fields = {name: FieldSpec(tuple(s.shape), np.dtype(s.dtype)) for name, s in fields.items()}
         self.prioritized = prioritized
-        self.alpha = alpha
-        self.beta = beta
-        self.eps = eps
+        self._alpha = alpha
+        self._eps = eps
+        self.beta = beta  # public: trainers anneal it towards 1
         self._rng = np.random.default_rng(seed)
+        self._uniforms = np.empty(0, dtype=np.float64)
+        self._uniforms_used = 0
         self._tree = SumTree(n_buffers, capacity) if prioritized else None
         # PER rows share the tree's leaf numbering, so a sampled leaf is already a row index.
         self._stride = self._tree.leaves_per_tree if self._tree is not None else capacity
@@ -79,8 +83,25 @@ class ReplayBuffer:
         self._size = np.zeros(n_buffers, dtype=np.int64)
         self._max_priority = np.ones(n_buffers, dtype=np.float64)
         self._row_offset = np.arange(n_buffers, dtype=np.int64)[:, None] * self._stride
+        # Shares memory with _size: one unsigned compare also rejects negative indices.
+        self._size_u64 = self._size.view(np.uint64)
+        # The pointer all buffers share (None once masked adds made them differ): enables slices.
+        self._common_ptr: int | None = 0
+        self._min_size = 0
+        self._last_sample: tuple[np.ndarray, np.ndarray, list[np.ndarray]] | None = None
+        self._stored_max_cache: np.ndarray | None = None
 
     # ------------------------------------------------------------------ state
+    @property
+    def alpha(self) -> float:
+        """Priority exponent (fixed: stored priorities already include it)."""
+        return self._alpha
+
+    @property
+    def eps(self) -> float:
+        """Added to raw priorities before the exponent (fixed, like alpha)."""
+        return self._eps
+
     @property
     def size(self) -> np.ndarray:
         """[P] number of filled slots per buffer."""
@@ -121,57 +142,87 @@ class ReplayBuffer:
         priority, as PER does for fresh transitions.
         """
         arrays, n_rows = self._check_data(data)
-        if n_rows == 0:
-            return
-        p_count, cap = self.n_buffers, self.capacity
         if priorities is not None:
             if self._tree is None:
-                raise ValueError("priorities given to a buffer built with prioritized=False")
-            priorities = self._check_priorities(priorities, (p_count, n_rows))
-        if mask is None:
-            # More rows than slots: only the last `cap` survive, so write only those.
-            first = max(0, n_rows - cap)
-            pos = self._ptr[:, None] + np.arange(first, n_rows)
-            pos %= cap
-            pos += self._row_offset
-            for name, a in arrays.items():
-                if first:
-                    a = a[(slice(None),) * (a.ndim - len(self.fields[name].shape) - 1) + (slice(first, None),)]
-                self._flat[name][pos] = a
-            counts = n_rows
-            if self._tree is not None:
-                if priorities is None:
-                    stored = np.broadcast_to(self._stored_max()[:, None], pos.shape)
-                else:
-                    priorities = priorities[:, first:]
-                    stored = self._stored(priorities)
-                    np.maximum(self._max_priority, priorities.max(axis=1), out=self._max_priority)
-                self._tree.update_flat(pos.ravel(), stored.ravel())
-        else:
+                raise ValueError("add: priorities given to a buffer built with prioritized=False")
+            priorities = self._check_priorities(priorities, (self.n_buffers, n_rows))
+        if mask is not None:
             mask = np.asarray(mask, dtype=bool)
-            if mask.shape != (p_count, n_rows):
-                raise ValueError(f"mask: expected shape {(p_count, n_rows)}, got {mask.shape}")
-            rank = mask.cumsum(axis=1)
-            counts = rank[:, -1].copy()
-            rank -= 1
-            if counts.max() > cap:
-                mask = mask & (rank >= counts[:, None] - cap)
-            buf, row = np.nonzero(mask)
-            pos = (self._ptr[buf] + rank[buf, row]) % cap + self._row_offset[buf, 0]
+            if mask.shape != (self.n_buffers, n_rows):
+                raise ValueError(f"add: mask must have shape {(self.n_buffers, n_rows)}, got {mask.shape}")
+            if np.count_nonzero(mask) == mask.size:  # the usual case: every row valid
+                mask = None
+        if n_rows == 0:
+            return
+        if mask is None and self._common_ptr is not None:
+            self._add_contiguous(arrays, n_rows, priorities)
+        else:
+            self._add_scattered(arrays, n_rows, mask, priorities)
+
+    def _add_contiguous(self, arrays: dict[str, np.ndarray], n_rows: int, priorities: np.ndarray | None) -> None:
+        """All buffers store all rows and share one pointer: slice writes, at most two (wrap)."""
+        cap = self.capacity
+        first = max(0, n_rows - cap)  # earlier rows would be overwritten within this call
+        start = (self._common_ptr + first) % cap
+        split = first + min(n_rows - first, cap - start)
+        segments = [(start, first, split)] + ([(0, split, n_rows)] if split < n_rows else [])
+        if self._tree is not None:
+            if priorities is None:
+                stored = self._stored_max()
+            else:
+                stored = self._stored(priorities)
+                self._raise_max_priority(priorities[:, first:])
+        for slot, r0, r1 in segments:
+            whole = r0 == 0 and r1 == n_rows
             for name, a in arrays.items():
-                self._flat[name][pos] = a[row] if a.ndim == len(self.fields[name].shape) + 1 else a[buf, row]
+                if not whole:
+                    a = a[(slice(None),) * (a.ndim - len(self.fields[name].shape) - 1) + (slice(r0, r1),)]
+                self._store[name][:, slot : slot + r1 - r0] = a
             if self._tree is not None:
-                if priorities is None:
-                    stored = self._stored_max()[buf]
-                else:
-                    stored = self._stored(priorities[buf, row])
-                    kept_max = priorities.max(axis=1, where=mask, initial=0.0)
-                    np.maximum(self._max_priority, kept_max, out=self._max_priority)
-                self._tree.update_flat(pos, stored)
+                self._tree.update_range(slot, slot + r1 - r0, stored if priorities is None else stored[:, r0:r1])
+        self._common_ptr = (self._common_ptr + n_rows) % cap
+        self._ptr.fill(self._common_ptr)
+        if self._min_size < cap:  # once every buffer is full, sizes stay put
+            self._size += n_rows
+            np.minimum(self._size, cap, out=self._size)
+            self._min_size = min(self._min_size + n_rows, cap)
+
+    def _add_scattered(
+        self, arrays: dict[str, np.ndarray], n_rows: int, mask: np.ndarray | None, priorities: np.ndarray | None
+    ) -> None:
+        """General add: per-buffer row subsets and pointers, written by one scatter per field."""
+        cap = self.capacity
+        if mask is None:
+            mask = np.ones((self.n_buffers, n_rows), dtype=bool)
+        rank = mask.cumsum(axis=1)
+        counts = rank[:, -1].copy()
+        rank -= 1
+        if counts.max() > cap:
+            mask = mask & (rank >= counts[:, None] - cap)  # only the last `cap` rows survive
+        buf, row = np.nonzero(mask)
+        pos = (self._ptr[buf] + rank[buf, row]) % cap + buf * self._stride
+        for name, a in arrays.items():
+            self._flat[name][pos] = a[row] if a.ndim == len(self.fields[name].shape) + 1 else a[buf, row]
+        if self._tree is not None:
+            if priorities is None:
+                stored = self._stored_max()[buf, 0]
+            else:
+                stored = self._stored(priorities[buf, row])
+                kept_max = priorities.max(axis=1, where=mask, initial=0.0)
+                np.maximum(self._max_priority, kept_max, out=self._max_priority)
+                self._stored_max_cache = None
+            self._tree.update_flat(pos, stored)
         self._ptr += counts
         self._ptr %= cap
         self._size += counts
         np.minimum(self._size, cap, out=self._size)
+        self._sync_pointers()
+
+    def _sync_pointers(self) -> None:
+        """Refresh the Python-side summaries of _ptr and _size after a general update."""
+        first = int(self._ptr[0])
+        self._common_ptr = first if (self._ptr == first).all() else None
+        self._min_size = int(self._size.min())
 
     def _check_data(self, data: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
         """Validate field names and shapes; returns the arrays and the row count M."""
@@ -180,10 +231,14 @@ class ReplayBuffer:
         arrays: dict[str, np.ndarray] = {}
         n_rows = -1
         for name, spec in self.fields.items():
-            a = np.asarray(data[name])
+            a = data[name]
+            if type(a) is not np.ndarray:
+                a = np.asarray(a)
             nd = len(spec.shape)
             if a.shape[a.ndim - nd :] != spec.shape or a.ndim not in (nd + 1, nd + 2):
-                raise ValueError(f"add: field {name!r} has shape {a.shape}, expected [P, M, *{spec.shape}] or [M, *{spec.shape}]")
+                raise ValueError(
+                    f"add: field {name!r} has shape {a.shape}, expected [P, M, *{spec.shape}] or [M, *{spec.shape}]"
+                )
             if a.ndim == nd + 2 and a.shape[0] != self.n_buffers:
                 raise ValueError(f"add: field {name!r} has {a.shape[0]} buffers, expected {self.n_buffers}")
             m = a.shape[a.ndim - nd - 1]
@@ -199,26 +254,42 @@ class ReplayBuffer:
 
         Uniform, or proportional PER: P(i) = p_i / sum_k p_k over stored priorities and
         weights ``(size * P(i)) ** -beta / max_j w_j = (p_i / min_k p_k) ** -beta`` (the max
-        over the whole buffer, as in Schaul et al. 2016 and RLlib).
+        over the whole buffer, as in Schaul et al. 2016 and RLlib). PER indices are read-only:
+        passing them back to :meth:`update_priorities` as they are takes a faster path.
         """
         if batch_size < 1:
             raise ValueError(f"sample: batch_size must be >= 1, got {batch_size}")
-        if not self._size.all():
+        if self._min_size == 0:
             raise ValueError(f"sample: buffers {np.flatnonzero(self._size == 0).tolist()} are empty")
-        u = self._rng.random((self.n_buffers, batch_size))
+        u = self._uniform(self.n_buffers * batch_size).reshape(self.n_buffers, batch_size)
         if self._tree is None:
             # floor(u * n) < n for every u < 1 and n < 2**53, so no clipping is needed.
             u *= self._size[:, None]
             slots = u.astype(np.int64)
+            rows = slots + self._row_offset
             weights = np.ones((self.n_buffers, batch_size), dtype=np.float32)
         else:
-            u *= self._tree.total()[:, None]
-            slots, prio = self._tree.find_prefix_sum(u, return_values=True)
+            # Rows share the tree's leaf numbering: the sampled leaves are the rows to gather.
+            rows, prio, path = self._tree.sample_leaves(u)
+            slots = rows - self._row_offset if self.n_buffers > 1 else rows
             prio /= self._tree.min()[:, None]
-            weights = np.power(prio, -self.beta, dtype=np.float32)
-        rows = slots + self._row_offset
+            prio **= -self.beta
+            weights = prio.astype(np.float32)
+            # update_priorities(these indices) reuses the rows and their tree ancestors; the
+            # indices are read-only so that they cannot drift from that cache.
+            slots.flags.writeable = False
+            self._last_sample = (slots, rows, path)
         data = {name: flat.take(rows, axis=0) for name, flat in self._flat.items()}
         return SampledBatch(data=data, indices=slots, weights=weights)
+
+    def _uniform(self, n: int) -> np.ndarray:
+        """n draws of U[0, 1), taken from a block: one Generator call costs as much as 1000 draws."""
+        if self._uniforms_used + n > self._uniforms.size:
+            self._uniforms = self._rng.random(max(n, _UNIFORM_BLOCK))
+            self._uniforms_used = 0
+        start = self._uniforms_used
+        self._uniforms_used += n
+        return self._uniforms[start : start + n]
 
     # ------------------------------------------------------------------ priorities
     def update_priorities(self, indices: np.ndarray, priorities: np.ndarray) -> None:
@@ -228,29 +299,60 @@ class ReplayBuffer:
         """
         if self._tree is None:
             raise ValueError("update_priorities needs prioritized=True")
+        last = self._last_sample
+        if last is not None and indices is last[0]:
+            # The indices of the latest sample (read-only, so unchanged): valid by construction.
+            priorities = self._check_priorities(priorities, indices.shape)
+            self._tree.update_flat(last[1], self._stored(priorities), last[2])
+            self._raise_max_priority(priorities)
+            return
         indices = np.asarray(indices)
+        if indices.dtype != np.int64:
+            indices = indices.astype(np.int64)
         if indices.ndim != 2 or indices.shape[0] != self.n_buffers:
             raise ValueError(f"update_priorities: indices must be [P={self.n_buffers}, B], got {indices.shape}")
         priorities = self._check_priorities(priorities, indices.shape)
-        if not ((indices >= 0).all() and (indices < self._size[:, None]).all()):
-            raise ValueError("update_priorities: an index is negative or not a filled slot")
+        if indices.size == 0:
+            return
+        # As unsigned, negative indices become huge: one max (then, rarely, a per-buffer
+        # compare) rejects both those and unfilled slots.
+        unsigned = indices.view(np.uint64)
+        if int(unsigned.max()) >= self._min_size:
+            if not (unsigned < self._size_u64[:, None]).all():
+                raise ValueError("update_priorities: an index is negative or not a filled slot")
         self._tree.update_flat((indices + self._row_offset).ravel(), self._stored(priorities).ravel())
-        np.maximum(self._max_priority, priorities.max(axis=1), out=self._max_priority)
+        self._raise_max_priority(priorities)
+
+    def _raise_max_priority(self, priorities: np.ndarray) -> None:
+        if self.n_buffers == 1:  # argmax + index is cheaper than a ufunc reduction here
+            new = priorities.ravel()[priorities.argmax()]
+            if new > self._max_priority[0]:
+                self._max_priority[0] = new
+                self._stored_max_cache = None
+        else:
+            np.maximum(self._max_priority, priorities.max(axis=1), out=self._max_priority)
+            self._stored_max_cache = None
+
+    def _stored_max(self) -> np.ndarray:
+        """[P, 1] stored priority of fresh rows, (max_priority + eps) ** alpha, cached."""
+        if self._stored_max_cache is None:
+            self._stored_max_cache = self._stored(self._max_priority)[:, None]
+        return self._stored_max_cache
 
     def _check_priorities(self, priorities: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
         priorities = np.asarray(priorities, dtype=np.float64)
         if priorities.shape != shape:
             raise ValueError(f"priorities: expected shape {shape}, got {priorities.shape}")
-        if not (priorities >= 0).all():  # also catches NaN
+        # argmin puts a NaN first, so one comparison rejects NaN and negatives alike.
+        if priorities.size and not priorities.ravel()[priorities.argmin()] >= 0:
             raise ValueError("priorities must be non-negative and not NaN")
         return priorities
 
     def _stored(self, raw: np.ndarray) -> np.ndarray:
         """Stored priority (raw + eps) ** alpha (Schaul et al. 2016, Sec. 3.3)."""
-        return np.power(raw + self.eps, self.alpha)
-
-    def _stored_max(self) -> np.ndarray:
-        return self._stored(self._max_priority)
+        stored = raw + self._eps
+        stored **= self._alpha
+        return stored
 
     # ------------------------------------------------------------------ checkpoint
     def state_dict(self) -> dict[str, Any]:
@@ -268,6 +370,7 @@ class ReplayBuffer:
             "size": self._size.copy(),
             "max_priority": self._max_priority.copy(),
             "rng_state": self._rng.bit_generator.state,
+            "uniforms": self._uniforms[self._uniforms_used :].copy(),
         }
         if self._tree is not None:
             state["tree"] = self._tree.state_dict()
@@ -275,8 +378,8 @@ class ReplayBuffer:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a state_dict from a buffer of the same shape; later samples are identical."""
-        fields = {name: {"shape": s.shape, "dtype": np.dtype(s.dtype).str} for name, s in self.fields.items()}
-        saved = {name: {"shape": tuple(f["shape"]), "dtype": np.dtype(f["dtype"]).str} for name, f in state["fields"].items()}
+        fields = {name: (s.shape, np.dtype(s.dtype).str) for name, s in self.fields.items()}
+        saved = {name: (tuple(f["shape"]), np.dtype(f["dtype"]).str) for name, f in state["fields"].items()}
         layout = (self.n_buffers, self.capacity, fields, self.prioritized)
         if (state["n_buffers"], state["capacity"], saved, state["prioritized"]) != layout:
             raise ValueError("load_state_dict: the state comes from a buffer with a different layout")
@@ -285,7 +388,12 @@ class ReplayBuffer:
         self._ptr[:] = state["ptr"]
         self._size[:] = state["size"]
         self._max_priority[:] = state["max_priority"]
-        self.alpha, self.beta, self.eps = state["alpha"], state["beta"], state["eps"]
+        self._alpha, self.beta, self._eps = state["alpha"], state["beta"], state["eps"]
+        self._stored_max_cache = None
         self._rng.bit_generator.state = state["rng_state"]
+        self._uniforms = np.array(state["uniforms"], dtype=np.float64)
+        self._uniforms_used = 0
+        self._last_sample = None
+        self._sync_pointers()
         if self._tree is not None:
             self._tree.load_state_dict(state["tree"])
