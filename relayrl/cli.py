@@ -1,4 +1,4 @@
-"""Command line: relayrl list | show | train | resume | eval | plot | quickstart."""
+"""Command line: relayrl list | show | train | resume | eval | plot | table | quickstart."""
 
 import argparse
 import math
@@ -12,7 +12,8 @@ from relayrl.core.errors import RelayRLError
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
 from relayrl.experiment.config import RunConfig, apply_overrides, build_config
 from relayrl.experiment.evaluation import random_policy
-from relayrl.experiment.plots import plot_runs
+from relayrl.experiment.metrics import read_metrics
+from relayrl.experiment.plots import plot_runs, summary_table
 from relayrl.experiment.presets import PRESETS, preset_dict
 from relayrl.experiment.trainer import Trainer, run_dir_for
 
@@ -115,16 +116,25 @@ def cmd_plot(args: argparse.Namespace) -> None:
     print(f"wrote {out}")
 
 
+def cmd_table(args: argparse.Namespace) -> None:
+    print(summary_table([Path(p) for p in args.runs], args.at, args.bin))
+
+
 def cmd_quickstart(args: argparse.Namespace) -> None:
     config = _config_from("pursuit-quickstart", args.overrides, args.seed)
     run_dir = run_dir_for(config, Path(args.out))
     trainer = _train(config, run_dir)
     trained, baseline = _evaluate_vs_random(trainer, args.episodes)
     trainer.close()
-    plot = plot_runs([run_dir], run_dir / "learning_curve.png", bin_size=config.report_interval, alpha=None,
-                     title="SUPER-quantile DDQN, small Pursuit (8 pursuers)")
-    rows = trainer.history or []
-    last = rows[-1] if rows else {}
+    plot = plot_runs(
+        [run_dir],
+        run_dir / "learning_curve.png",
+        bin_size=config.report_interval,
+        alpha=None,
+        title="SUPER-quantile DDQN, small Pursuit (8 pursuers): training episodes",
+        baseline=("uniformly random policy (evaluation)", float(baseline.mean())),
+    )
+    rows = read_metrics(run_dir)  # all rows, also when an earlier call did the training
     recent = [r for r in rows[-3:] if not math.isnan(r["episode_reward_mean"])]
     sps = [r["sps"] for r in rows if not math.isnan(r["sps"])]
     upd = [r["updates_per_s"] for r in rows if not math.isnan(r["updates_per_s"])]
@@ -143,7 +153,7 @@ def cmd_quickstart(args: argparse.Namespace) -> None:
             ("learning curve", str(plot)),
         ]
     )
-    if last and trained.mean() <= baseline.mean():
+    if trained.mean() <= baseline.mean():
         print("warning: the trained agents did not beat the random policy", file=sys.stderr)
 
 
@@ -185,6 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--bin", type=int, default=8000, help="bin size in env steps (paper: 8000 in Pursuit)")
     plot.add_argument("--alpha", type=float, default=0.3, help="display smoothing; 0 = none")
     plot.set_defaults(func=cmd_plot)
+
+    table = sub.add_parser("table", help="mean (std) across seeds at one step bin, as the paper's tables")
+    table.add_argument("runs", nargs="+", help="experiment directories of seeds (or single run directories)")
+    table.add_argument("--at", type=int, required=True, help="env step; its bin is reported")
+    table.add_argument("--bin", type=int, default=8000)
+    table.set_defaults(func=cmd_table)
 
     quick = sub.add_parser("quickstart", help="a short SUPER run on a small Pursuit, evaluated against random")
     with_config_args(quick)

@@ -15,9 +15,9 @@ def evaluate(factory: EnvFactory, policy: Policy, episodes: int, seed: int) -> n
     episode's reward summed over the group's entities, ``[episodes]``."""
     venv = SyncVectorEnv(factory, episodes)
     try:
-        obs, alive = venv.reset(seed)
         if len(venv.groups) != 1:
-            raise NotImplementedError("evaluation of several agent groups arrives with MAgent2 support")
+            raise ValueError(f"evaluate() drives one agent group; this env has {len(venv.groups)}")
+        obs, _ = venv.reset(seed)
         returns = np.zeros(episodes)
         running = np.ones(episodes, bool)
         while running.any():

@@ -53,6 +53,7 @@ def plot_runs(
     bin_size: int = 8000,
     alpha: float | None = 0.3,
     title: str | None = None,
+    baseline: tuple[str, float] | None = None,
 ) -> Path:
     """One curve per experiment (mean +- std across its seeds), written as a PNG."""
     import matplotlib
@@ -68,10 +69,13 @@ def plot_runs(
         steps, mean, std, _ = aggregate(runs, key, bin_size)
         if alpha is not None:
             mean, std = smooth(mean, alpha), smooth(std, alpha)
-        name = experiment.name if (experiment / "metrics.csv").is_file() is False else experiment.parent.name
+        # <preset>-<hash>/<seed>/ or <preset>-<hash>/: label by the preset
+        name = experiment.parent.name if (experiment / "metrics.csv").is_file() else experiment.name
         label = f"{name.rsplit('-', 1)[0]} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
         ax.plot(steps, mean, label=label)
         ax.fill_between(steps, mean - std, mean + std, alpha=0.2)
+    if baseline is not None:
+        ax.axhline(baseline[1], color="gray", linestyle="--", label=baseline[0])
     ax.set_xlabel("environment steps")
     ax.set_ylabel(key.replace("_", " "))
     if title:
@@ -83,3 +87,18 @@ def plot_runs(
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+def summary_table(experiments: list[Path], at: int, bin_size: int = 8000, keys: tuple[str, ...] = ("episode_reward_mean", "eval_reward_mean")) -> str:
+    """Markdown table: per experiment, mean (std) across seeds of each key in the bin
+    containing env step ``at`` (the paper's Table 1 style)."""
+    target_bin = at // bin_size * bin_size
+    lines = ["| experiment | seeds | " + " | ".join(keys) + " |", "|---|---:|" + "---:|" * len(keys)]
+    for experiment in experiments:
+        runs = [read_metrics(d) for d in seed_dirs(experiment)]
+        cells = []
+        for key in keys:
+            values = [b[target_bin] for b in (binned(rows, key, bin_size) for rows in runs) if target_bin in b]
+            cells.append(f"{np.mean(values):.2f} ({np.std(values):.2f}), n={len(values)}" if values else "not reached")
+        lines.append(f"| {experiment.name} | {len(runs)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -31,11 +31,11 @@ QUICKSTART: dict[str, Any] = {
         "settings": {"x_size": 8, "y_size": 8, "n_evaders": 4, "max_cycles": 100},
     },
     "sharing": {"select": "quantile"},
-    "total_steps": 30_000,
-    "dqn": {"epsilon_steps": 10_000, "buffer_size": 30_000},
-    "report_interval": 2_000,
-    "eval": {"interval": 10_000, "episodes": 10},
-    "checkpoint_interval": 10_000,
+    "total_steps": 12_000,
+    "dqn": {"epsilon_steps": 5_000, "buffer_size": 12_000},
+    "report_interval": 1_000,
+    "eval": {"interval": 4_000, "episodes": 10},
+    "checkpoint_interval": 4_000,
 }
 
 

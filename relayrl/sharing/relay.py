@@ -5,8 +5,7 @@ row (i, m) when sender i selected it, i != j, and both are in the sharing team. 
 replay adds all receivers in one masked call.
 """
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,7 +18,6 @@ class RelayStats:
     sent: np.ndarray  # [N] transitions each sender relayed
     delivered: int = 0  # transitions inserted into receivers' replays
     bytes_sent: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def bandwidth(self) -> np.ndarray:
         """Realised bandwidth per sender: relayed / offered (NaN where nothing was offered)."""
