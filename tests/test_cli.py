@@ -1,0 +1,79 @@
+"""Every CLI verb runs end to end on a tiny Pursuit."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from relayrl.cli import main
+
+TINY = [
+    "total_steps=400",
+    "dqn.learning_starts=100",
+    "dqn.buffer_size=1000",
+    "report_interval=200",
+    "checkpoint_interval=200",
+    "eval.interval=200",
+    "eval.episodes=2",
+    "env.settings.max_cycles=40",
+]
+
+
+def _run_dir(root: Path) -> Path:
+    (run_dir,) = [p.parent for p in root.glob("*/*/config.yaml")]
+    return run_dir
+
+
+def test_list_and_show(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "pursuit-super-quantile" in out and "pursuit-paramshare" in out
+    assert main(["show", "pursuit-super-gaussian", "sharing.bandwidth=0.01"]) == 0
+    out = capsys.readouterr().out
+    assert "bandwidth: 0.01" in out and "select: gaussian" in out
+
+
+def test_train_resume_eval_plot_table(tmp_path, capsys):
+    assert main(["train", "pursuit-quickstart", *TINY, "--seed", "3", "--out", str(tmp_path)]) == 0
+    run_dir = _run_dir(tmp_path)
+    assert run_dir.name == "3"
+    for name in ("config.yaml", "provenance.yaml", "metrics.csv"):
+        assert (run_dir / name).is_file()
+    assert list((run_dir / "tb").iterdir())
+    header, *rows = (run_dir / "metrics.csv").read_text().splitlines()
+    for column in ("env_steps", "agent_steps", "updates", "episode_reward_mean", "eval_reward_mean",
+                   "episode_len_mean", "bandwidth_actual", "td_loss", "epsilon", "sps", "updates_per_s", "wall_s"):
+        assert column in header.split(",")
+    assert len(rows) == 2
+    assert main(["resume", str(run_dir), "total_steps=600"]) == 0
+    assert len((run_dir / "metrics.csv").read_text().splitlines()) == 1 + 3
+    assert main(["eval", str(run_dir), "--episodes", "2"]) == 0
+    assert "random reward" in capsys.readouterr().out
+    out_png = tmp_path / "curve.png"
+    assert main(["plot", str(run_dir.parent), "--out", str(out_png), "--bin", "200"]) == 0
+    assert out_png.stat().st_size > 1000
+    assert main(["table", str(run_dir.parent), "--at", "600", "--bin", "200"]) == 0
+    assert "| pursuit-quickstart-" in capsys.readouterr().out
+
+
+def test_bad_input_fails_before_training(tmp_path, capsys):
+    assert main(["train", "pursuit-nope", "--out", str(tmp_path)]) == 2
+    assert "unknown preset" in capsys.readouterr().err
+    assert main(["train", "pursuit-ddqn", "dqn.gama=0.9", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "dqn.gama" in err and "gamma" in err
+    assert not list(tmp_path.iterdir())  # nothing was created
+
+
+def test_console_script_is_installed():
+    out = subprocess.run(["relayrl", "list"], capture_output=True, text=True, check=True)
+    assert "pursuit-ddqn" in out.stdout
+
+
+@pytest.mark.parametrize("script", ["examples/custom_env_and_network.py"])
+def test_example_runs(script):
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(root / script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "greedy reward per episode" in out.stdout
