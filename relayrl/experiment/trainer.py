@@ -9,7 +9,9 @@ agent per ``fragment_length`` env steps, counted over all copies.
 """
 
 import math
+import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -100,7 +102,7 @@ def provenance() -> dict[str, Any]:
         "pettingzoo": pettingzoo.__version__,
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "cpu_count": __import__("os").cpu_count(),
+        "cpu_count": os.cpu_count(),
         "command": " ".join(sys.argv),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
@@ -401,8 +403,8 @@ class Trainer:
         resumed_at = 0
         if self.run_dir is not None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            for tmp in self._checkpoint_dir().glob(".tmp_*") if self._checkpoint_dir().is_dir() else []:
-                __import__("shutil").rmtree(tmp, ignore_errors=True)
+            for tmp in self._checkpoint_dir().glob(".tmp_*"):  # left by a crash during a save
+                shutil.rmtree(tmp, ignore_errors=True)
             resumed_at = self.resume_from_latest()
             if resumed_at == 0:
                 (self.run_dir / "config.yaml").write_text(yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False))
