@@ -70,9 +70,6 @@ class Window:
     grad_norm_sum: float = 0.0
     episode_returns: list[float] = field(default_factory=list)
     episode_lengths: list[int] = field(default_factory=list)
-    sent: np.ndarray | None = None
-    offered: np.ndarray | None = None
-    bytes_sent: int = 0
     seconds: float = 0.0
 
 
