@@ -17,6 +17,9 @@ class EnvFactory:
     maker: Callable[..., ParallelEnv]
     settings: dict[str, Any] = field(default_factory=dict)
     obs_dtypes: dict[str, str] = field(default_factory=dict)
+    # A batched implementation ``(num_envs, **settings) -> VectorEnv`` with the same
+    # dynamics; where set, vector envs use it instead of E copies of ``maker``.
+    vectorised: Callable[..., Any] | None = None
 
     def make(self) -> ParallelEnv:
         return self.maker(**self.settings)
@@ -26,13 +29,16 @@ class EnvFactory:
 
 
 def make_env_factory(name: str, settings: dict[str, Any]) -> EnvFactory:
-    """Built-in environments by name: ``pursuit`` (PettingZoo SISL) and ``corridor`` (test env)."""
-    if name == "pursuit":
+    """Built-in environments by name: ``pursuit`` (vectorised NumPy Pursuit), ``pursuit-pz``
+    (PettingZoo SISL's own implementation) and ``corridor`` (test env)."""
+    if name in ("pursuit", "pursuit-pz"):
         from relayrl.envs.pursuit import make_pursuit
+        from relayrl.envs.pursuit_vector import PursuitVectorEnv
 
-        return EnvFactory(make_pursuit, dict(settings), {"pursuer": "uint8"})
+        vectorised = PursuitVectorEnv if name == "pursuit" else None
+        return EnvFactory(make_pursuit, dict(settings), {"pursuer": "uint8"}, vectorised)
     if name == "corridor":
         from relayrl.envs.corridor import CorridorEnv
 
         return EnvFactory(CorridorEnv, dict(settings), {"runner": "uint8"})
-    raise ValueError(f"unknown environment {name!r}; built-in: pursuit, corridor")
+    raise ValueError(f"unknown environment {name!r}; built-in: pursuit, pursuit-pz, corridor")

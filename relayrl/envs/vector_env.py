@@ -191,6 +191,12 @@ class SubprocVectorEnv:
 
 
 def make_vector_env(factory: EnvFactory, num_envs: int, kind: str = "sync", num_workers: int = 2) -> VectorEnv:
+    """The factory's batched implementation where it has one, else E copies in this
+    process (``sync``) or in worker processes (``subproc``)."""
+    if factory.vectorised is not None:
+        if kind != "sync":
+            raise ValueError(f"this environment is vectorised in-process; vector={kind!r} applies to per-copy envs only")
+        return factory.vectorised(num_envs, **factory.settings)
     if kind == "sync":
         return SyncVectorEnv(factory, num_envs)
     if kind == "subproc":

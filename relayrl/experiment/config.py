@@ -32,6 +32,13 @@ class PursuitSettings(Strict):
     shared_reward: bool = False
     constraint_window: float = Field(1.0, ge=0.0, le=1.0)
 
+    @model_validator(mode="after")
+    def _runnable(self) -> "PursuitSettings":
+        from relayrl.envs.pursuit_vector import validate_settings
+
+        validate_settings(self.model_dump())
+        return self
+
 
 class CorridorSettings(Strict):
     n_agents: int = Field(4, ge=1)
@@ -40,10 +47,19 @@ class CorridorSettings(Strict):
 
 
 class PursuitEnv(Strict):
-    name: Literal["pursuit"] = "pursuit"
+    """``pursuit`` is relayrl's vectorised implementation, ``pursuit-pz`` PettingZoo's own;
+    both have the same dynamics (tests/envs/test_pursuit_vector.py)."""
+
+    name: Literal["pursuit", "pursuit-pz"] = "pursuit"
     settings: PursuitSettings = PursuitSettings()
     num_envs: int = Field(1, ge=1, description="env copies stepped together (E)")
-    vector: Literal["sync", "subproc"] = "sync"
+    vector: Literal["sync", "subproc"] = Field("sync", description="pursuit-pz only: copies in this process or in workers")
+
+    @model_validator(mode="after")
+    def _vector_kind(self) -> "PursuitEnv":
+        if self.name == "pursuit" and self.vector != "sync":
+            raise ValueError("the vectorised pursuit runs in-process; vector=subproc needs env.name=pursuit-pz")
+        return self
 
 
 class CorridorEnv(Strict):
@@ -164,7 +180,7 @@ def _format_error(error: ValidationError) -> str:
     for item in error.errors():
         parts = [str(p) for p in item["loc"] if not str(p).startswith("function-after")]
         # discriminated unions insert the tag ("pursuit") into the location: drop it
-        parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "env" and p in ("pursuit", "corridor"))]
+        parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "env" and p in ("pursuit", "pursuit-pz", "corridor"))]
         path = ".".join(parts) or "(root)"
         value = item.get("input")
         shown = "" if isinstance(value, dict) else f" (got {value!r})"

@@ -5,7 +5,7 @@ from collections.abc import Callable
 import numpy as np
 
 from relayrl.envs.registry import EnvFactory
-from relayrl.envs.vector_env import SyncVectorEnv
+from relayrl.envs.vector_env import make_vector_env
 
 Policy = Callable[[np.ndarray], np.ndarray]  # obs [E, N, ...] -> actions [E, N]
 
@@ -13,7 +13,7 @@ Policy = Callable[[np.ndarray], np.ndarray]  # obs [E, N, ...] -> actions [E, N]
 def evaluate(factory: EnvFactory, policy: Policy, episodes: int, seed: int) -> np.ndarray:
     """Runs ``episodes`` episodes at once (copy e seeded from ``seed``) and returns each
     episode's reward summed over the group's entities, ``[episodes]``."""
-    venv = SyncVectorEnv(factory, episodes)
+    venv = make_vector_env(factory, episodes)
     try:
         if len(venv.groups) != 1:
             raise ValueError(f"evaluate() drives one agent group; this env has {len(venv.groups)}")

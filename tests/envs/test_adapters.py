@@ -99,7 +99,7 @@ def test_vector_env_auto_resets_and_keeps_final_obs():
 
 
 def test_vector_env_seeds_are_distinct_and_reproducible():
-    factory = make_env_factory("pursuit", {"max_cycles": 20})
+    factory = make_env_factory("pursuit-pz", {"max_cycles": 20})
     a, b = SyncVectorEnv(factory, 3), SyncVectorEnv(factory, 3)
     obs_a, _ = a.reset(7)
     obs_b, _ = b.reset(7)
@@ -110,7 +110,7 @@ def test_vector_env_seeds_are_distinct_and_reproducible():
 
 
 def test_subprocess_vector_env_matches_sync():
-    factory = make_env_factory("pursuit", {"max_cycles": 15, "x_size": 8, "y_size": 8, "n_evaders": 3})
+    factory = make_env_factory("pursuit-pz", {"max_cycles": 15, "x_size": 8, "y_size": 8, "n_evaders": 3})
     sync = SyncVectorEnv(factory, 3)
     sub = SubprocVectorEnv(factory, 3, num_workers=2)
     try:
@@ -121,7 +121,7 @@ def test_subprocess_vector_env_matches_sync():
 
 
 def test_vector_env_state_round_trip():
-    factory = make_env_factory("pursuit", {"max_cycles": 30})
+    factory = make_env_factory("pursuit-pz", {"max_cycles": 30})
     venv = SyncVectorEnv(factory, 2)
     venv.reset(1)
     _run_steps = lambda v: [v.step([np.full((2, 8), a)])[0][0].next_obs.copy() for a in (0, 1, 2, 3, 4, 1, 2)]
