@@ -157,6 +157,16 @@ def cmd_quickstart(args: argparse.Namespace) -> None:
         print("warning: the trained agents did not beat the random policy", file=sys.stderr)
 
 
+def cmd_bench(args: argparse.Namespace) -> None:
+    from relayrl.bench.suite import SECTIONS, run_suite
+
+    only = [s.strip() for s in args.only.split(",")] if args.only else None
+    unknown = sorted(set(only or []) - set(SECTIONS))
+    if unknown:
+        raise RelayRLError(f"unknown benchmark(s) {unknown}; choose from {', '.join(SECTIONS)}")
+    run_suite(only, args.quick, Path(args.out) if args.out else None, args.threads)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="relayrl", description="multi-agent RL with experience sharing")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -206,6 +216,13 @@ def build_parser() -> argparse.ArgumentParser:
     with_config_args(quick)
     quick.add_argument("--episodes", type=int, default=20)
     quick.set_defaults(func=cmd_quickstart, seed=0)
+
+    bench = sub.add_parser("bench", help="speed benchmarks against named baselines; writes a markdown report")
+    bench.add_argument("--quick", action="store_true", help="fewer rounds and steps (a few minutes)")
+    bench.add_argument("--only", help="comma-separated subset of: replay, env, learner, loop, rllib")
+    bench.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1, measured best here)")
+    bench.add_argument("--out", default="docs/results/benchmarks.md", help="report path ('' = print only)")
+    bench.set_defaults(func=cmd_bench)
     return parser
 
 

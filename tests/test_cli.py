@@ -77,3 +77,13 @@ def test_example_runs(script):
     out = subprocess.run([sys.executable, str(root / script)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "greedy reward per episode" in out.stdout
+
+
+def test_bench_writes_a_report_with_ratios(tmp_path, capsys):
+    out = tmp_path / "bench.md"
+    assert main(["bench", "--quick", "--only", "env", "--out", str(out)]) == 0
+    report = out.read_text()
+    assert "Machine:" in report and "PettingZoo pursuit_v5 (baseline)" in report
+    assert "| relayrl vectorised pursuit | 64 |" in report
+    assert main(["bench", "--only", "nonsense"]) == 2
+    assert "unknown benchmark" in capsys.readouterr().err

@@ -39,6 +39,7 @@ from relayrl.experiment.config import RunConfig
 from relayrl.experiment.evaluation import evaluate
 from relayrl.experiment.layout import AgentLayout
 from relayrl.experiment.metrics import MetricsWriter
+from relayrl.experiment.profiler import SectionTimer
 from relayrl.replay import FieldSpec, ReplayBuffer
 from relayrl.sharing.relay import Relay
 from relayrl.sharing.selectors import make_selector
@@ -187,6 +188,7 @@ class Trainer:
             next_checkpoint=config.checkpoint_interval,
         )
         self.window = Window()
+        self.timer = SectionTimer()  # enabled by relayrl bench's loop profile
         self.recent_returns: deque[float] = deque(maxlen=100)  # RLlib's episode_reward_mean window
         self.obs, self.alive = None, None
         self.metrics: MetricsWriter | None = None
@@ -219,10 +221,14 @@ class Trainer:
         self.relay.stats = state["relay"]
         self.nstep.load_state_dict(state["nstep"])
         if state["env"] is not None:
-            self.venv.set_state(state["env"])
-            self.obs, self.alive = state["obs"], state["alive"]
-        else:  # envs that cannot be copied restart their in-flight episodes on resume
-            self.obs, self.alive = self.venv.reset(self.config.seed + self.counters.iterations)
+            try:
+                self.venv.set_state(state["env"])
+                self.obs, self.alive = state["obs"], state["alive"]
+                return
+            except ValueError as error:  # e.g. saved by pursuit-pz's copies, resumed on the vectorised pursuit
+                print(f"note: the saved env state does not fit this env ({error}); episodes restart", file=sys.stderr)
+        # envs that cannot be copied restart their in-flight episodes on resume
+        self.obs, self.alive = self.venv.reset(self.config.seed + self.counters.iterations)
 
     def resume_from_latest(self) -> int:
         """Loads the newest checkpoint of the run directory; returns its env step (0 if none)."""
@@ -257,9 +263,11 @@ class Trainer:
         steps: dict[str, list[np.ndarray]] = {f: [] for f in STEP_FIELDS}
         for _ in range(n_steps):
             obs, alive = self.obs[0], self.alive[0]
-            actions_sets = self.learner.act(self.layout.to_sets(obs, 1), epsilon)
-            actions = self.layout.to_entities(actions_sets, (num_envs,))
-            result, _ = self.venv.step([actions])
+            with self.timer("act"):
+                actions_sets = self.learner.act(self.layout.to_sets(obs, 1), epsilon)
+                actions = self.layout.to_entities(actions_sets, (num_envs,))
+            with self.timer("env"):
+                result, _ = self.venv.step([actions])
             step = result[0]
             for name, value in (
                 ("obs", obs),
@@ -317,10 +325,13 @@ class Trainer:
         n_updates = int(self.counters.updates_owed)
         self.counters.updates_owed -= n_updates
         for _ in range(n_updates):
-            batch = self.replay.sample(self.batch_size)
-            td, metrics = self.learner.update(batch.data, batch.weights)
+            with self.timer("sample"):
+                batch = self.replay.sample(self.batch_size)
+            with self.timer("update"):
+                td, metrics = self.learner.update(batch.data, batch.weights)
             if dqn.prioritized:
-                self.replay.update_priorities(batch.indices, np.abs(td))
+                with self.timer("sample"):
+                    self.replay.update_priorities(batch.indices, np.abs(td))
             self.counters.updates += 1
             self.window.updates += 1
             self.window.loss_sum += metrics["td_loss"]
@@ -328,12 +339,14 @@ class Trainer:
 
     def iteration(self) -> None:
         steps = self._collect()
-        transitions = self.nstep.add(steps)
-        rows, mask = self._to_replay_rows(transitions)
-        self.counters.agent_steps += int(steps["valid"].sum())
-        if mask.any():
-            self.replay.add(rows, mask=mask)
-            if self.sharing_on:
+        with self.timer("replay add"):
+            transitions = self.nstep.add(steps)
+            rows, mask = self._to_replay_rows(transitions)
+            self.counters.agent_steps += int(steps["valid"].sum())
+            if mask.any():
+                self.replay.add(rows, mask=mask)
+        if self.sharing_on and mask.any():
+            with self.timer("td + relay"):
                 self._relay(rows, mask)
         self._train(steps["reward"].shape[0] * self.venv.num_envs)
         if self.counters.env_steps - self.counters.last_target_sync >= self.config.dqn.target_update_interval:
@@ -429,14 +442,15 @@ class Trainer:
                 c.wall_s += now - tick
                 tick = now
                 if c.env_steps >= c.next_report or c.env_steps >= self.config.total_steps:
-                    row = self._report()
-                    while c.next_report <= c.env_steps:
-                        c.next_report += self.config.report_interval
-                    self.history.append(row)
-                    if self.metrics is not None:
-                        self.metrics.write(row)
-                    if self.verbose:
-                        self._print_progress(row)
+                    with self.timer("logging"):
+                        row = self._report()
+                        while c.next_report <= c.env_steps:
+                            c.next_report += self.config.report_interval
+                        self.history.append(row)
+                        if self.metrics is not None:
+                            self.metrics.write(row)
+                        if self.verbose:
+                            self._print_progress(row)
                     tick = time.perf_counter()  # evaluation time is not training throughput
                 if c.env_steps >= c.next_checkpoint or c.env_steps >= self.config.total_steps:
                     while c.next_checkpoint <= c.env_steps:

@@ -130,3 +130,27 @@ def test_act_is_greedy_at_zero_epsilon_and_random_at_one():
     random_actions = learner.act(np.repeat(obs[:, :1], 2000, axis=1), 1.0)
     counts = np.bincount(random_actions.ravel(), minlength=N_ACTIONS) / random_actions.size
     np.testing.assert_allclose(counts, 1 / N_ACTIONS, atol=0.02)
+
+
+@pytest.mark.parametrize("double_q", [True, False])
+def test_td_error_equals_the_reference_per_agent(double_q):
+    """The relay's |td| (SPEC §1.1 step 2): current online and target networks, no update."""
+    n_agents, batch_size = 3, 5
+    settings = DQNSettings(double_q=double_q)
+    learner = DQNLearner(n_agents, OBS, N_ACTIONS, settings, {}, torch.device("cpu"), seed=2)
+    rng = np.random.default_rng(1)
+    learner.online.load_state_dict({k: v + 0.01 * torch.randn_like(v) for k, v in learner.online.state_dict().items()})
+    batch = {
+        "obs": rng.integers(0, 4, (n_agents, batch_size, *OBS)).astype(np.uint8),
+        "action": rng.integers(0, N_ACTIONS, (n_agents, batch_size)).astype(np.uint8),
+        "reward": rng.normal(size=(n_agents, batch_size)).astype(np.float32),
+        "next_obs": rng.integers(0, 4, (n_agents, batch_size, *OBS)).astype(np.uint8),
+        "discount": rng.choice([0.0, 0.99], (n_agents, batch_size)).astype(np.float32),
+    }
+    td = learner.td_error(batch)
+    for i in range(n_agents):
+        ref, target = ReferenceQ(True), ReferenceQ(True)
+        _copy_agent(learner.online, ref, i)
+        _copy_agent(learner.target, target, i)
+        ref_td, _ = _reference_update(ref, target, {k: v[i] for k, v in batch.items()}, np.ones(batch_size, np.float32), settings)
+        np.testing.assert_allclose(td[i], ref_td.numpy(), rtol=1e-5, atol=1e-5)

@@ -104,3 +104,17 @@ def test_ctrl_c_keeps_last_checkpoint_and_metrics(tmp_path):
     resumed = Trainer(build_config(config), tmp_path, env_factory=factory, verbose=False)
     resumed.train()
     assert [int(r["env_steps"]) for r in _rows(tmp_path)] == list(range(200, 2001, 200))
+
+
+def test_pettingzoo_env_state_resumes_on_the_vectorised_pursuit(tmp_path, capsys):
+    """A run saved with PettingZoo's copies continues on the vectorised pursuit (same
+    dynamics): learners and replay load, in-flight episodes restart."""
+    pz = _tiny({**PURSUIT, "name": "pursuit-pz"}, 400)
+    saved = _train(pz, tmp_path / "pz").state_dict()
+    fast = Trainer(build_config(_tiny(PURSUIT, 800)), None, verbose=False)
+    fast.load_state_dict(saved)
+    assert "episodes restart" in capsys.readouterr().err
+    assert fast.counters.env_steps == 400 and fast.obs[0].shape == (1, 3, 7, 7, 3)
+    fast.iteration()
+    for p, q in zip(saved["learner"]["online"].values(), fast.learner.state_dict()["online"].values()):
+        assert p.shape == q.shape

@@ -70,3 +70,22 @@ def test_training_intensity_does_not_depend_on_env_copies(num_envs):
     per_iteration = max(4, num_envs)
     assert trainer.counters.env_steps == 800
     assert trainer.counters.updates == (800 - 200) // 4 + per_iteration // 4
+
+
+def test_section_timer_profiles_the_loop_only_when_enabled():
+    from relayrl.experiment.profiler import LOOP_SECTIONS
+
+    config = build_config({
+        "env": {"name": "pursuit", "settings": {"x_size": 8, "y_size": 8, "n_evaders": 3, "n_pursuers": 3}},
+        "total_steps": 300, "report_interval": 100, "eval": {"interval": 0},
+        "sharing": {"select": "quantile"}, "dqn": {"learning_starts": 100, "batch_size": 8},
+    })
+    trainer = Trainer(config, None, verbose=False)
+    trainer.config.total_steps = 150
+    trainer.train()
+    assert trainer.timer.seconds == {}
+    trainer.timer.enabled = True
+    trainer.config.total_steps = 300
+    trainer.train()
+    assert set(trainer.timer.seconds) == set(LOOP_SECTIONS)
+    assert all(s > 0 for s in trainer.timer.seconds.values())

@@ -8,15 +8,12 @@ Timing: ours and cpprb alternate in rounds; each round times a block of calls wi
 time.perf_counter and keeps the block mean; the table shows the best (minimum) round of each,
 which is the least disturbed by other processes on a shared machine, and the ratio of the two.
 
-    python benchmarks/replay.py [--quick] [--out FILE.md]
+    relayrl bench --only replay
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
-import platform
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,10 +21,7 @@ from importlib.metadata import version
 
 import numpy as np
 
-try:
-    import cpprb
-except ImportError:  # pragma: no cover - the benchmark is meaningless without it
-    sys.exit("benchmarks/replay.py needs cpprb (pip install cpprb) to compare against")
+import cpprb
 
 from relayrl.replay import FieldSpec, ReplayBuffer
 
@@ -217,33 +211,17 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="fewer rounds and only 1 and 8 agents (< ~60 s)")
-    parser.add_argument("--out", help="also write the table to this markdown file")
-    args = parser.parse_args(argv)
+def run(quick: bool = False) -> tuple[str, bool]:
+    """The replay table (1 and 8 agents) and whether every target passed."""
     rng = np.random.default_rng(0)
-    start = time.perf_counter()
     rows: list[Row] = []
     for n_agents in (1, 8):
-        rows += bench_uniform(n_agents, args.quick, rng)
+        rows += bench_uniform(n_agents, quick, rng)
         gc.collect()
-        rows += bench_per(n_agents, args.quick, rng)
+        rows += bench_per(n_agents, quick, rng)
         gc.collect()
-    text = table(rows)
-    header = (
-        f"Replay benchmark ({'quick' if args.quick else 'full'}): capacity {CAPACITY:,} per agent, Pursuit fields; "
-        f"best-of-rounds block means; numpy {np.__version__}, cpprb {version('cpprb')}, "
-        f"Python {platform.python_version()}, {platform.machine()}; {time.perf_counter() - start:.0f} s.\n"
+    note = (
+        f"Capacity {CAPACITY:,} per agent, Pursuit fields, cpprb {version('cpprb')}; "
         "8-agent rows: one batched call of ours vs a loop over 8 cpprb buffers."
     )
-    print(header)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(f"{header}\n\n{text}\n")
-    return 0 if all(r.passed for r in rows) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return f"{note}\n\n{table(rows)}", all(r.passed for r in rows)

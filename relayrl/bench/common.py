@@ -1,0 +1,65 @@
+"""Timing helpers and the machine description shared by the benchmarks."""
+
+import gc
+import os
+import platform
+import time
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+
+import numpy as np
+import torch
+
+
+def machine_description() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    try:
+        memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        memory_gb = float("nan")
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {memory_gb:.0f} GiB, {gpu}; Python {platform.python_version()}, "
+        f"torch {torch.__version__}, numpy {np.__version__}, pettingzoo {package_version('pettingzoo')}"
+    )
+
+
+def package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def best_of_rounds(fns: list[Callable[[], object]], calls: list[int], rounds: int) -> list[float]:
+    """Seconds per call of each function: the callables alternate in rounds of ``calls[i]``
+    calls; each keeps its best round, the one least disturbed by other processes."""
+    best = [np.inf] * len(fns)
+    for fn in fns:
+        fn()  # warm-up: lazy allocations, caches
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            for i, fn in enumerate(fns):
+                start = time.perf_counter()
+                for _ in range(calls[i]):
+                    fn()
+                best[i] = min(best[i], (time.perf_counter() - start) / calls[i])
+    finally:
+        if enabled:
+            gc.enable()
+    return best
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    align = ["---" if i == 0 else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,87 @@
+"""The whole SUPER training loop: throughput, a profile by section, and a math-only run.
+
+Loop: a preset's Trainer (default pursuit-super-quantile, SPEC §1.1 settings and training
+intensity) runs past ``learning_starts`` to warm up, then a measured window with the
+section timer on. Math-only: the same learner, replay (now pre-filled), batch size and
+thread settings doing only what training must do per update (sample, update, priority
+update), no env, no relay, no logging; its env steps/s is fragment_length / time per
+update, since training takes one update per fragment_length env steps.
+"""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from relayrl.experiment.config import apply_overrides, build_config
+from relayrl.experiment.presets import preset_dict
+from relayrl.experiment.profiler import LOOP_SECTIONS
+from relayrl.experiment.trainer import Trainer
+
+
+@dataclass
+class LoopResult:
+    label: str
+    env_steps_per_s: float
+    updates_per_s: float  # per agent
+    section_share: dict[str, float]
+    math_env_steps_per_s: float
+    math_updates_per_s: float
+
+    @property
+    def math_ratio(self) -> float:
+        return self.env_steps_per_s / self.math_env_steps_per_s
+
+
+def _math_only(trainer: Trainer, updates: int) -> float:
+    """Seconds per update (sample + update + priority update) on the trainer's replay."""
+    replay, learner, batch_size = trainer.replay, trainer.learner, trainer.batch_size
+    sync = torch.cuda.synchronize if trainer.device.type == "cuda" else (lambda: None)
+
+    def one() -> None:
+        batch = replay.sample(batch_size)
+        td, _ = learner.update(batch.data, batch.weights)
+        replay.update_priorities(batch.indices, np.abs(td))
+
+    one()
+    sync()
+    start = time.perf_counter()
+    for _ in range(updates):
+        one()
+    sync()
+    return (time.perf_counter() - start) / updates
+
+
+def measure(preset: str, overrides: list[str], steps: int, label: str, math_updates: int = 200) -> LoopResult:
+    config = build_config(apply_overrides(preset_dict(preset), ["eval.interval=0", *overrides]))
+    warmup = config.dqn.learning_starts + 1000
+    config.total_steps = warmup
+    trainer = Trainer(config, None, verbose=False)
+    try:
+        trainer.train()
+        math_before = _math_only(trainer, math_updates)
+        trainer.timer.enabled = True
+        if trainer.device.type == "cuda":
+            trainer.timer.sync = torch.cuda.synchronize
+        trainer.config.total_steps = warmup + steps
+        steps0, updates0 = trainer.counters.env_steps, trainer.counters.updates
+        start = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - start
+        trainer.timer.enabled = False
+        math_after = _math_only(trainer, math_updates)
+    finally:
+        trainer.close()
+    sections = dict(trainer.timer.seconds)
+    sections["other"] = max(0.0, seconds - sum(sections.values()))
+    fragment = config.dqn.fragment_length
+    math_seconds = min(math_before, math_after)  # the faster math run: the stricter ratio
+    return LoopResult(
+        label=label,
+        env_steps_per_s=(trainer.counters.env_steps - steps0) / seconds,
+        updates_per_s=(trainer.counters.updates - updates0) / seconds,
+        section_share={name: sections.get(name, 0.0) / seconds for name in (*LOOP_SECTIONS, "other")},
+        math_env_steps_per_s=fragment / math_seconds,
+        math_updates_per_s=1.0 / math_seconds,
+    )
