@@ -164,7 +164,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     unknown = sorted(set(only or []) - set(SECTIONS))
     if unknown:
         raise RelayRLError(f"unknown benchmark(s) {unknown}; choose from {', '.join(SECTIONS)}")
-    run_suite(only, args.quick, Path(args.out) if args.out else None, args.threads)
+    run_suite(only, args.quick, Path(args.out) if args.out else None, args.threads, args.rllib_python)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -222,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--only", help="comma-separated subset of: replay, env, learner, loop, rllib")
     bench.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1, measured best here)")
     bench.add_argument("--out", default="docs/results/benchmarks.md", help="report path ('' = print only)")
+    bench.add_argument("--rllib-python", help="python with ray[rllib] for the RLlib baseline (default ~/venvs/rllib)")
     bench.set_defaults(func=cmd_bench)
     return parser
 

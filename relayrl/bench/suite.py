@@ -51,10 +51,22 @@ def _learner(quick: bool, device: torch.device) -> str:
     return "\n\n".join(parts)
 
 
-def _rllib(quick: bool) -> dict | None:
-    if package_version("ray") == "not installed" or not RLLIB_SCRIPT.exists():
+def rllib_python(explicit: str | None) -> str | None:
+    """The interpreter with ray[rllib]: ``--rllib-python``, else ~/venvs/rllib (its own venv,
+    see benchmarks/README.md), else this one if it has ray."""
+    if explicit:
+        return explicit
+    venv = Path.home() / "venvs" / "rllib" / "bin" / "python"
+    if venv.exists():
+        return str(venv)
+    return sys.executable if package_version("ray") != "not installed" else None
+
+
+def _rllib(quick: bool, python: str | None) -> dict | None:
+    if python is None or not RLLIB_SCRIPT.exists():
         return None
-    command = [sys.executable, str(RLLIB_SCRIPT), *(["--quick"] if quick else [])]
+    # --model exact: relayrl's network inside RLlib's DQN module, so both sides do the same math
+    command = [python, str(RLLIB_SCRIPT), "--threads", "1", "--model", "exact", *(["--quick"] if quick else [])]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("{"):
@@ -72,7 +84,7 @@ def _loop(quick: bool, rllib: dict | None) -> str:
         loop.measure("pursuit-super-quantile", ["env.num_envs=16"], steps, "E = 16"),
     ]
     baseline = rllib["env_steps_per_s"] if rllib else RLLIB_REFERENCE_SPS
-    source = f"RLlib {rllib['ray_version']} measured in this run" if rllib else "RLlib not installed: the issue's 35 env steps/s"
+    source = f"RLlib {rllib['ray']} measured in this run" if rllib else "RLlib not installed: the issue's 35 env steps/s"
     rows = []
     for r in results:
         vs_rllib = r.env_steps_per_s / baseline
@@ -82,7 +94,8 @@ def _loop(quick: bool, rllib: dict | None) -> str:
             f"{vs_rllib:.1f}x ({'pass' if vs_rllib >= LOOP_TARGET_VS_RLLIB else 'FAIL'})",
         ])
     if rllib:
-        rows.append([f"RLlib {rllib['ray_version']} (baseline)", f"{baseline:,.1f}", f"{rllib.get('updates_per_s_per_policy', float('nan')):,.1f}", "", "", "1.0x"])
+        updates = rllib.get("updates_per_s_per_policy", float("nan"))
+        rows.append([f"RLlib {rllib['ray']}, same network (baseline)", f"{baseline:,.1f}", f"{updates:,.1f}", "", "", "1.0x"])
     table = markdown_table(
         ["SUPER-quantile Pursuit loop", "env steps/s", "updates/s per agent", "math-only env steps/s",
          f"vs math-only (>= {LOOP_TARGET_VS_MATH})", f"vs RLlib (>= {LOOP_TARGET_VS_RLLIB:.0f}x)"],
@@ -100,7 +113,9 @@ def _loop(quick: bool, rllib: dict | None) -> str:
     )
 
 
-def run_suite(only: list[str] | None, quick: bool, out: Path | None, threads: int = 1) -> str:
+def run_suite(
+    only: list[str] | None, quick: bool, out: Path | None, threads: int = 1, rllib_interpreter: str | None = None
+) -> str:
     configure_threads(threads)
     device = resolve_device("auto")
     chosen = [s for s in SECTIONS if not only or s in only]
@@ -126,7 +141,7 @@ def run_suite(only: list[str] | None, quick: bool, out: Path | None, threads: in
             continue  # measured before the loop, which reports against it
         else:
             if "rllib" in chosen:
-                rllib = _rllib(quick)
+                rllib = _rllib(quick, rllib_python(rllib_interpreter))
             body = _loop(quick, rllib)
         section = f"\n## {name}\n\n{body}\n\n({time.perf_counter() - start:.0f} s)"
         print(section, flush=True)
