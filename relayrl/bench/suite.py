@@ -62,11 +62,11 @@ def rllib_python(explicit: str | None) -> str | None:
     return sys.executable if package_version("ray") != "not installed" else None
 
 
-def _rllib(quick: bool, python: str | None) -> dict | None:
+def _rllib(quick: bool, python: str | None, threads: int) -> dict | None:
     if python is None or not RLLIB_SCRIPT.exists():
         return None
     # --model exact: relayrl's network inside RLlib's DQN module, so both sides do the same math
-    command = [python, str(RLLIB_SCRIPT), "--threads", "1", "--model", "exact", *(["--quick"] if quick else [])]
+    command = [python, str(RLLIB_SCRIPT), "--threads", str(threads), "--model", "exact", *(["--quick"] if quick else [])]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("{"):
@@ -75,16 +75,22 @@ def _rllib(quick: bool, python: str | None) -> dict | None:
     return None
 
 
-def _loop(quick: bool, rllib: dict | None) -> str:
+def _loop(quick: bool, rllib: dict | None, threads: int) -> str:
     from relayrl.bench import loop
 
     steps = 1200 if quick else 4000
+    common = [f"torch_threads={threads}"]
     results = [
-        loop.measure("pursuit-super-quantile", ["env.num_envs=1"], steps, "E = 1 (one game, like the RLlib baseline)"),
-        loop.measure("pursuit-super-quantile", ["env.num_envs=16"], steps, "E = 16"),
+        loop.measure("pursuit-super-quantile", ["env.num_envs=1", *common], steps, "E = 1 (one game, like the RLlib baseline)"),
+        loop.measure("pursuit-super-quantile", ["env.num_envs=16", *common], steps, "E = 16"),
     ]
     baseline = rllib["env_steps_per_s"] if rllib else RLLIB_REFERENCE_SPS
-    source = f"RLlib {rllib['ray']} measured in this run" if rllib else "RLlib not installed: the issue's 35 env steps/s"
+    source = (
+        f"RLlib {rllib['ray']} measured in this run (torch threads {rllib['torch_threads']}, relayrl's network "
+        f"via --model exact, peak RSS {rllib['peak_rss_mib']:,.0f} MiB)"
+        if rllib
+        else f"not measured in this run (needs ray[rllib], see benchmarks/README.md): the issue's {RLLIB_REFERENCE_SPS:.0f} env steps/s"
+    )
     rows = []
     for r in results:
         vs_rllib = r.env_steps_per_s / baseline
@@ -106,10 +112,14 @@ def _loop(quick: bool, rllib: dict | None) -> str:
         ["section", *[r.label for r in results]],
         [[name, *[f"{100 * r.section_share[name]:.1f}%" for r in results]] for name in sections],
     )
+    unmatched = ""
+    if rllib and rllib.get("unmatched"):
+        items = rllib["unmatched"].items() if isinstance(rllib["unmatched"], dict) else enumerate(rllib["unmatched"])
+        unmatched = "\n\nRLlib settings that differ from relayrl's:\n" + "\n".join(f"- {v}" for _, v in items)
     return (
-        f"Preset pursuit-super-quantile (SPEC §1.1: 1 update of batch 32 per agent per 4 env steps), "
+        f"Preset pursuit-super-quantile (SPEC §1.1: 1 update of batch 32 per agent per 4 env steps), torch threads {threads}, "
         f"{steps} measured env steps after learning starts; RLlib baseline: {source}.\n\n{table}\n\n"
-        f"Share of the loop's wall time by section:\n\n{profile}"
+        f"Share of the loop's wall time by section:\n\n{profile}{unmatched}"
     )
 
 
@@ -124,7 +134,7 @@ def run_suite(
         "# relayrl benchmarks",
         "",
         f"Machine: {machine_description()}.",
-        f"Run: `relayrl bench{' --quick' if quick else ''}{' --only ' + ','.join(only) if only else ''}`, {started}. "
+        f"Run: `relayrl bench{' --quick' if quick else ''}{' --only ' + ','.join(only) if only else ''} --threads {threads}`, {started}. "
         "Every ratio compares against a baseline timed in the same run.",
     ]
     rllib = None
@@ -141,8 +151,8 @@ def run_suite(
             continue  # measured before the loop, which reports against it
         else:
             if "rllib" in chosen:
-                rllib = _rllib(quick, rllib_python(rllib_interpreter))
-            body = _loop(quick, rllib)
+                rllib = _rllib(quick, rllib_python(rllib_interpreter), threads)
+            body = _loop(quick, rllib, threads)
         section = f"\n## {name}\n\n{body}\n\n({time.perf_counter() - start:.0f} s)"
         print(section, flush=True)
         report.append(section)

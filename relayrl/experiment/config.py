@@ -126,6 +126,10 @@ class EvalConfig(Strict):
     seed_offset: int = 10_000
 
 
+# Settings that do not change what is learned (up to float rounding across devices/threads).
+RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "device", "checkpoint_interval", "keep_checkpoints"}
+
+
 class RunConfig(Strict):
     preset: str = "custom"
     total_steps: int = Field(800_000, ge=1)
@@ -155,8 +159,9 @@ class RunConfig(Strict):
         return settings.n_pursuers if isinstance(settings, PursuitSettings) else settings.n_agents
 
     def config_hash(self) -> str:
-        """Short hash of everything that changes the experiment except the seed and budget."""
-        payload = self.model_dump(mode="json", exclude={"seed", "total_steps"})
+        """Short hash of everything that changes the experiment: not the seed, the budget, or
+        how it is executed (threads, device, checkpointing), so those may change on resume."""
+        payload = self.model_dump(mode="json", exclude=RUNTIME_KEYS)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:8]
 
 

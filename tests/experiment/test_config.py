@@ -56,9 +56,11 @@ def test_every_key_is_overridable_by_dotted_path():
     assert (c.dqn.lr, c.env.settings.n_evaders, c.sharing.team, c.total_steps, c.sharing.select) == (1e-4, 5, [0, 2], 1234, "gaussian")
 
 
-def test_config_hash_ignores_seed_and_budget_only():
+def test_config_hash_ignores_seed_budget_and_execution_only():
     base = load_preset("pursuit-ddqn")
-    assert base.config_hash() == base.model_copy(update={"seed": 3, "total_steps": 5}).config_hash()
+    runtime = {"seed": 3, "total_steps": 5, "torch_threads": 2, "device": "cuda", "checkpoint_interval": 7}
+    assert base.config_hash() == base.model_copy(update=runtime).config_hash()
+    assert base.config_hash() != build_config(apply_overrides(preset_dict("pursuit-ddqn"), ["env.num_envs=4"])).config_hash()
     assert base.config_hash() != build_config(apply_overrides(preset_dict("pursuit-ddqn"), ["dqn.lr=1e-3"])).config_hash()
 
 
