@@ -114,7 +114,7 @@ def run_against_pettingzoo(settings: dict, num_envs: int, cycles: int, seed: int
 
 
 CONFIGS = [
-    pytest.param({"max_cycles": 60}, 2, 600, id="paper-16x16"),
+    pytest.param({"max_cycles": 60}, 2, 1000, id="paper-16x16"),
     pytest.param(
         {"x_size": 7, "y_size": 5, "n_pursuers": 5, "n_evaders": 3, "obs_range": 5, "max_cycles": 40},
         3, 800, id="odd-7x5-surround",
