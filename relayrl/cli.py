@@ -1,4 +1,4 @@
-"""Command line: relayrl list | show | train | resume | eval | plot | table | quickstart."""
+"""Command line: relayrl list | show | train | resume | eval | plot | table | quickstart | bench | reproduce."""
 
 import argparse
 import math
@@ -9,7 +9,7 @@ import numpy as np
 import yaml
 
 from relayrl.core.errors import RelayRLError
-from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
+from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.config import RunConfig, apply_overrides, build_config
 from relayrl.experiment.evaluation import random_policy
 from relayrl.experiment.metrics import read_metrics
@@ -34,7 +34,7 @@ def _config_of_run(run_dir: Path, overrides: list[str] | None = None) -> RunConf
 
 def _train(config: RunConfig, run_dir: Path) -> Trainer:
     checkpoints = list_checkpoints(run_dir / "checkpoints")
-    if checkpoints and int(checkpoints[-1].name.split("_")[1]) >= config.total_steps:
+    if checkpoints and checkpoint_steps(checkpoints[-1]) >= config.total_steps:
         print(f"{run_dir} is already complete ({config.total_steps:,} env steps); nothing to do")
     elif checkpoints:
         print(f"resuming {run_dir} from {checkpoints[-1].name}")
@@ -51,9 +51,19 @@ def _train(config: RunConfig, run_dir: Path) -> Trainer:
 def _evaluate_vs_random(trainer: Trainer, episodes: int) -> tuple[np.ndarray, np.ndarray]:
     from relayrl.experiment.evaluation import evaluate
 
-    trained = trainer.evaluate_greedy(episodes)
+    """The reported team's greedy rewards vs the same team acting uniformly at random (other
+    teams greedy in both)."""
+    g = trainer.reported
+    trained = trainer.evaluate_greedy(episodes)[:, g]
     seed = trainer.config.seed + trainer.config.eval.seed_offset
-    baseline = evaluate(trainer.factory, random_policy(trainer.group.n_actions, seed), episodes, seed)
+    greedy, uniform = trainer.greedy_policy(), random_policy([t.spec.n_actions for t in trainer.teams], seed)
+
+    def random_team(obs: list[np.ndarray]) -> list[np.ndarray]:
+        actions = greedy(obs)
+        actions[g] = uniform(obs)[g]
+        return actions
+
+    baseline = evaluate(trainer.factory, random_team, episodes, seed)[:, g]
     return trained, baseline
 
 
@@ -92,8 +102,8 @@ def _trainer_at_checkpoint(run_dir: Path) -> Trainer:
     checkpoints = list_checkpoints(run_dir / "checkpoints")
     if not checkpoints:
         raise RelayRLError(f"{run_dir} has no checkpoint to evaluate")
-    trainer = Trainer(config, None, verbose=False)
-    trainer.learner.load_state_dict(load_checkpoint(checkpoints[-1])["learner"])
+    trainer = Trainer(config, run_dir, verbose=False)
+    trainer.load_policies(checkpoints[-1])
     return trainer
 
 
@@ -167,6 +177,41 @@ def cmd_bench(args: argparse.Namespace) -> None:
     run_suite(only, args.quick, Path(args.out) if args.out else None, args.threads, args.rllib_python)
 
 
+def cmd_reproduce(args: argparse.Namespace) -> None:
+    from relayrl.experiment.grid import progress, run_grid, with_dependencies
+    from relayrl.experiment.super_paper import DOMAINS, collect, grid, write_report
+
+    domains = args.domains or list(DOMAINS)
+    unknown = sorted(set(domains) - set(DOMAINS))
+    if unknown:
+        raise RelayRLError(f"unknown domain(s) {unknown}; choose from {', '.join(DOMAINS)}")
+    jobs = grid(domains, args.algos, args.seeds, args.steps)
+    if not jobs:
+        raise RelayRLError(f"no presets match --algos {args.algos}; relayrl list shows the variants")
+    missing = sorted({j.preset for j in jobs} - set(PRESETS))
+    if missing:
+        raise RelayRLError(f"no preset {missing[0]!r}: check --algos against relayrl list")
+    root, results = Path(args.out), Path(args.results)
+    if args.scale_switch_from:
+        from relayrl.experiment.super_paper import scale_switch_study
+
+        print(f"wrote {scale_switch_study(Path(args.scale_switch_from), results)}")
+    if args.dry_run:
+        for job in with_dependencies(jobs):
+            print(f"{progress(job, root):>9,} / {job.steps:,}  {job.preset} seed {job.seed}")
+        return
+    if not args.report_only:
+        status = run_grid(jobs, root, args.jobs, args.backend)
+        failed = [j.name for j, s in status.items() if s != "complete"]
+        if failed:
+            print(f"{len(failed)} job(s) did not complete: {', '.join(failed)}", file=sys.stderr)
+    copied = collect(jobs, root, results)
+    table, far = write_report(results, args.seeds)
+    print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {table} and figures")
+    for line in far:
+        print(f"more than 2 paper std away: {line}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="relayrl", description="multi-agent RL with experience sharing")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -216,6 +261,21 @@ def build_parser() -> argparse.ArgumentParser:
     with_config_args(quick)
     quick.add_argument("--episodes", type=int, default=20)
     quick.set_defaults(func=cmd_quickstart, seed=0)
+
+    reproduce = sub.add_parser("reproduce", help="run a paper's experiment grid and write its tables and figures")
+    reproduce.add_argument("paper", choices=["super"])
+    reproduce.add_argument("--domains", nargs="+", help="pursuit, battle, adversarial-pursuit (default: all)")
+    reproduce.add_argument("--algos", nargs="+", help="variants, e.g. ddqn super-quantile (default: the whole grid)")
+    reproduce.add_argument("--seeds", type=int, default=3)
+    reproduce.add_argument("--steps", type=int, help="env steps per run (default: the paper's, per domain)")
+    reproduce.add_argument("--jobs", type=int, default=2, help="runs at a time (one core each)")
+    reproduce.add_argument("--backend", choices=["processes", "ray"], default="processes")
+    reproduce.add_argument("--out", default="runs", help="root of run directories")
+    reproduce.add_argument("--results", default="docs/results/super", help="where tables, figures and metric copies go")
+    reproduce.add_argument("--dry-run", action="store_true", help="list the jobs and their progress, run nothing")
+    reproduce.add_argument("--report-only", action="store_true", help="collect metrics and write the report, run nothing")
+    reproduce.add_argument("--scale-switch-from", metavar="RUN_DIR", help="also measure the gaussian scale switch on a trained run without sharing")
+    reproduce.set_defaults(func=cmd_reproduce)
 
     bench = sub.add_parser("bench", help="speed benchmarks against named baselines; writes a markdown report")
     bench.add_argument("--quick", action="store_true", help="fewer rounds and steps (a few minutes)")

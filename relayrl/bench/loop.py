@@ -36,7 +36,8 @@ class LoopResult:
 
 def _math_only(trainer: Trainer, updates: int) -> float:
     """Seconds per update (sample + update + priority update) on the trainer's replay."""
-    replay, learner, batch_size = trainer.replay, trainer.learner, trainer.batch_size
+    team = trainer.teams[0]
+    replay, learner, batch_size = team.replay, team.learner, team.batch_size
     sync = torch.cuda.synchronize if trainer.device.type == "cuda" else (lambda: None)
 
     def one() -> None:

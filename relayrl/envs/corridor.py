@@ -3,7 +3,8 @@
 N interchangeable runners, each in its own corridor of ``length`` cells, start at cell 0.
 Actions: 0 = left, 1 = right. Reaching the last cell gives +1 and the runner leaves the
 episode (terminated); everything else gives 0. The episode is truncated after
-``max_steps``. With random exploration the reward is rare, so one runner's lucky
+``max_steps``. ``n_walkers`` adds a second team, ``walker_i``, with the same rules: a
+second agent group for multi-team tests (a team can be gone while the other plays on). With random exploration the reward is rare, so one runner's lucky
 transition is worth much to the others: exactly the case SUPER relays.
 """
 
@@ -17,12 +18,12 @@ from pettingzoo.utils.env import ParallelEnv
 class CorridorEnv(ParallelEnv):
     metadata = {"name": "corridor_v0", "render_modes": [], "is_parallelizable": True}
 
-    def __init__(self, n_agents: int = 4, length: int = 8, max_steps: int = 20) -> None:
-        if length < 2 or n_agents < 1 or max_steps < 1:
-            raise ValueError("corridor needs length >= 2, n_agents >= 1, max_steps >= 1")
+    def __init__(self, n_agents: int = 4, length: int = 8, max_steps: int = 20, n_walkers: int = 0) -> None:
+        if length < 2 or n_agents < 1 or max_steps < 1 or n_walkers < 0:
+            raise ValueError("corridor needs length >= 2, n_agents >= 1, max_steps >= 1, n_walkers >= 0")
         self.length = length
         self.max_steps = max_steps
-        self.possible_agents = [f"runner_{i}" for i in range(n_agents)]
+        self.possible_agents = [f"runner_{i}" for i in range(n_agents)] + [f"walker_{i}" for i in range(n_walkers)]
         self.agents: list[str] = []
         self._obs_space = spaces.Box(0.0, 1.0, (length,), np.float32)
         self._act_space = spaces.Discrete(2)

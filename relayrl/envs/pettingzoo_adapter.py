@@ -29,7 +29,8 @@ class GroupStep:
 
 
 def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[GroupSpec, ...]:
-    """Agents with equal observation and action spaces form a group, in ``possible_agents`` order."""
+    """Agents with the same name prefix (``red`` of ``red_0``: a team) and equal observation
+    and action spaces form a group, in ``possible_agents`` order."""
     members: dict[tuple, list[str]] = {}
     for agent in env.possible_agents:
         obs_space, act_space = env.observation_space(agent), env.action_space(agent)
@@ -38,11 +39,11 @@ def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[Gro
                 f"agent {agent!r}: relayrl's discrete learners need Box observations and "
                 f"Discrete actions, got {obs_space} and {act_space}"
             )
-        key = (obs_space.shape, str(obs_space.dtype), int(act_space.n))
+        prefix = agent.rsplit("_", 1)[0] if "_" in agent else agent
+        key = (prefix, obs_space.shape, str(obs_space.dtype), int(act_space.n))
         members.setdefault(key, []).append(agent)
     groups = []
-    for (shape, dtype, n_actions), agents in members.items():
-        name = agents[0].rsplit("_", 1)[0] if "_" in agents[0] else agents[0]
+    for (name, shape, dtype, n_actions), agents in members.items():
         if any(g.name == name for g in groups):
             name = f"{name}{len(groups)}"
         chosen = np.dtype((obs_dtypes or {}).get(name, dtype))

@@ -30,15 +30,24 @@ class EnvFactory:
 
 def make_env_factory(name: str, settings: dict[str, Any]) -> EnvFactory:
     """Built-in environments by name: ``pursuit`` (vectorised NumPy Pursuit), ``pursuit-pz``
-    (PettingZoo SISL's own implementation) and ``corridor`` (test env)."""
+    (PettingZoo SISL's own implementation), ``battle`` and ``adversarial-pursuit`` (MAgent2)
+    and ``corridor`` (test env)."""
     if name in ("pursuit", "pursuit-pz"):
         from relayrl.envs.pursuit import make_pursuit
         from relayrl.envs.pursuit_vector import PursuitVectorEnv
 
         vectorised = PursuitVectorEnv if name == "pursuit" else None
         return EnvFactory(make_pursuit, dict(settings), {"pursuer": "uint8"}, vectorised)
+    if name == "battle":
+        from relayrl.envs.magent import make_battle
+
+        return EnvFactory(make_battle, dict(settings))
+    if name == "adversarial-pursuit":
+        from relayrl.envs.magent import make_adversarial_pursuit
+
+        return EnvFactory(make_adversarial_pursuit, dict(settings))
     if name == "corridor":
         from relayrl.envs.corridor import CorridorEnv
 
-        return EnvFactory(CorridorEnv, dict(settings), {"runner": "uint8"})
-    raise ValueError(f"unknown environment {name!r}; built-in: pursuit, pursuit-pz, corridor")
+        return EnvFactory(CorridorEnv, dict(settings), {"runner": "uint8", "walker": "uint8"})
+    raise ValueError(f"unknown environment {name!r}; built-in: pursuit, pursuit-pz, battle, adversarial-pursuit, corridor")

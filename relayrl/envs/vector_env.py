@@ -9,7 +9,7 @@ import numpy as np
 
 from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
-from relayrl.envs.pettingzoo_adapter import GroupStep, ParallelEnvAdapter
+from relayrl.envs.pettingzoo_adapter import GroupStep
 from relayrl.envs.registry import EnvFactory
 from relayrl.envs.snapshot import restore, snapshot
 
@@ -94,7 +94,7 @@ class SyncVectorEnv:
         """Pickled env copies and episode accumulators, or None where the env cannot be copied."""
         try:
             return snapshot((self.envs, self._returns, self._lengths, self._episodes))
-        except (pickle.PicklingError, TypeError, AttributeError):
+        except (pickle.PicklingError, TypeError, AttributeError, ValueError):  # e.g. ctypes handles of C engines
             return None
 
     def set_state(self, state: bytes) -> None:

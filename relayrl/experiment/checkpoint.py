@@ -15,6 +15,7 @@ from typing import Any
 from relayrl.core.errors import CheckpointError
 
 STATE_FILE = "state.pkl"
+POLICY_FILE = "policy.pkl"  # the teams' online networks alone: for frozen opponents and evaluation
 MANIFEST = "manifest.json"
 
 
@@ -26,15 +27,21 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def save_checkpoint(directory: Path, env_steps: int, state: dict[str, Any], keep: int) -> Path:
+def save_checkpoint(
+    directory: Path, env_steps: int, state: dict[str, Any], keep: int, policy: dict[str, Any] | None = None
+) -> Path:
+    """Writes ``state`` (everything needed to resume) and, if given, ``policy`` (the networks
+    alone, small enough to load without the replays) as one checkpoint."""
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"step_{env_steps:010d}"
     tmp = directory / f".tmp_step_{env_steps:010d}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    with (tmp / STATE_FILE).open("wb") as handle:
-        pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
-    manifest = {"env_steps": env_steps, "files": {STATE_FILE: _sha256(tmp / STATE_FILE)}}
+    files = {STATE_FILE: state} if policy is None else {STATE_FILE: state, POLICY_FILE: policy}
+    for name, content in files.items():
+        with (tmp / name).open("wb") as handle:
+            pickle.dump(content, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    manifest = {"env_steps": env_steps, "files": {name: _sha256(tmp / name) for name in files}}
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
@@ -50,17 +57,24 @@ def list_checkpoints(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("step_*") if (p / MANIFEST).is_file())
 
 
-def load_checkpoint(path: Path) -> dict[str, Any]:
+def load_checkpoint(path: Path, file: str = STATE_FILE) -> dict[str, Any]:
+    """Loads one file of a checkpoint after checking it against the manifest."""
     manifest_path = path / MANIFEST
     if not manifest_path.is_file():
         raise CheckpointError(f"{path} has no {MANIFEST}: incomplete checkpoint; resume from another one")
     manifest = json.loads(manifest_path.read_text())
-    for name, expected in manifest["files"].items():
-        file = path / name
-        if not file.is_file() or _sha256(file) != expected:
-            raise CheckpointError(
-                f"checkpoint {path} is corrupt ({name} does not match its sha256 in {MANIFEST}); "
-                f"delete it to resume from the previous checkpoint"
-            )
-    with (path / STATE_FILE).open("rb") as handle:
+    if file not in manifest["files"]:
+        raise CheckpointError(f"checkpoint {path} has no {file} (written by an older relayrl)")
+    target = path / file
+    if not target.is_file() or _sha256(target) != manifest["files"][file]:
+        raise CheckpointError(
+            f"checkpoint {path} is corrupt ({file} does not match its sha256 in {MANIFEST}); "
+            f"delete it to resume from the previous checkpoint"
+        )
+    with target.open("rb") as handle:
         return pickle.load(handle)
+
+
+def checkpoint_steps(path: Path) -> int:
+    """The env step a checkpoint directory ``step_<n>`` was taken at."""
+    return int(path.name.split("_")[1])

@@ -44,6 +44,31 @@ class CorridorSettings(Strict):
     n_agents: int = Field(4, ge=1)
     length: int = Field(8, ge=2)
     max_steps: int = Field(20, ge=1)
+    n_walkers: int = Field(0, ge=0, description="a second team of the same runners (multi-team tests)")
+
+
+class BattleSettings(Strict):
+    """magent2 battle_v4 settings; defaults are the SUPER paper's (Table 3): 18x18 gives 6 v 6."""
+
+    map_size: int = Field(18, ge=12)
+    max_cycles: int = Field(1000, ge=1)
+    minimap_mode: bool = False
+    extra_features: bool = False
+    step_reward: float = -0.005
+    dead_penalty: float = -0.1
+    attack_penalty: float = -0.1
+    attack_opponent_reward: float = 0.2
+
+
+class AdversarialPursuitSettings(Strict):
+    """magent2 adversarial_pursuit_v4 settings; defaults are the SUPER paper's (Table 4):
+    18x18 gives 4 predators and 8 prey."""
+
+    map_size: int = Field(18, ge=7)
+    max_cycles: int = Field(500, ge=1)
+    minimap_mode: bool = False
+    extra_features: bool = False
+    tag_penalty: float = -0.2
 
 
 class PursuitEnv(Strict):
@@ -62,11 +87,46 @@ class PursuitEnv(Strict):
         return self
 
 
+    def group_names(self) -> list[str]:
+        return ["pursuer"]
+
+
 class CorridorEnv(Strict):
     name: Literal["corridor"] = "corridor"
     settings: CorridorSettings = CorridorSettings()
     num_envs: int = Field(1, ge=1)
     vector: Literal["sync", "subproc"] = "sync"
+
+    def group_names(self) -> list[str]:
+        return ["runner", "walker"] if self.settings.n_walkers else ["runner"]
+
+
+class BattleEnv(Strict):
+    """MAgent2 Battle: teams ``red`` and ``blue``; killed agents leave the episode."""
+
+    name: Literal["battle"] = "battle"
+    settings: BattleSettings = BattleSettings()
+    num_envs: int = Field(1, ge=1)
+    vector: Literal["sync", "subproc"] = "sync"
+
+    def group_names(self) -> list[str]:
+        return ["red", "blue"]
+
+
+class AdversarialPursuitEnv(Strict):
+    """MAgent2 Adversarial-Pursuit: teams ``predator`` and ``prey``."""
+
+    name: Literal["adversarial-pursuit"] = "adversarial-pursuit"
+    settings: AdversarialPursuitSettings = AdversarialPursuitSettings()
+    num_envs: int = Field(1, ge=1)
+    vector: Literal["sync", "subproc"] = "sync"
+
+    def group_names(self) -> list[str]:
+        return ["predator", "prey"]
+
+
+EnvConfig = Annotated[PursuitEnv | CorridorEnv | BattleEnv | AdversarialPursuitEnv, Field(discriminator="name")]
+ENV_NAMES = ("pursuit", "pursuit-pz", "corridor", "battle", "adversarial-pursuit")
 
 
 class ModelConfig(Strict):
@@ -120,6 +180,33 @@ class SharingConfig(Strict):
     priority: Literal["max", "sender_td"] = "max"
 
 
+class GroupConfig(Strict):
+    """How one team (agent group) of the environment is driven (paper 000, section 5.3).
+
+    ``main``: the run's learner (``dqn``, ``model``, ``sharing``). ``ddqn``: independent
+    dueling double DQN with PER and no sharing, trained at the same time (co-evolving
+    opponents, paper 000 appendix C.3). ``frozen``: pretrained policies with learning off,
+    loaded from ``checkpoint`` (a run or checkpoint directory) or from the run of the preset
+    ``pretrained`` (seed ``pretrained_seed``) under the same runs root.
+    """
+
+    role: Literal["main", "ddqn", "frozen"] = "main"
+    checkpoint: str | None = None
+    pretrained: str | None = None
+    pretrained_seed: int = 0
+    pretrained_group: str | None = Field(None, description="group name in the pretrained run; default the same name")
+    # A policy restored from a finished DDQN run acts with that run's final epsilon.
+    epsilon: float = Field(0.001, ge=0, le=1, description="frozen: exploration of the pretrained policy")
+
+    @model_validator(mode="after")
+    def _source(self) -> "GroupConfig":
+        if self.role == "frozen" and (self.checkpoint is None) == (self.pretrained is None):
+            raise ValueError("a frozen group needs exactly one of checkpoint=PATH or pretrained=PRESET")
+        if self.role != "frozen" and (self.checkpoint or self.pretrained):
+            raise ValueError("checkpoint/pretrained apply to role=frozen only")
+        return self
+
+
 class EvalConfig(Strict):
     interval: int = Field(50_000, ge=0, description="env steps between greedy evaluations; 0 = off")
     episodes: int = Field(5, ge=1)
@@ -128,16 +215,20 @@ class EvalConfig(Strict):
 
 # Settings that do not change what is learned (up to float rounding across devices/threads).
 RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "device", "checkpoint_interval", "keep_checkpoints"}
+# Sections added after runs existed: hashed only when set, so older run directories keep their hashes.
+HASHED_WHEN_SET = {"groups": {}, "report_group": None}
 
 
 class RunConfig(Strict):
     preset: str = "custom"
     total_steps: int = Field(800_000, ge=1)
     seed: int = 0
-    env: Annotated[PursuitEnv | CorridorEnv, Field(discriminator="name")] = PursuitEnv()
+    env: EnvConfig = PursuitEnv()
     model: ModelConfig = ModelConfig()
     dqn: DQNConfig = DQNConfig()
     sharing: SharingConfig = SharingConfig()
+    groups: dict[str, GroupConfig] = Field(default_factory=dict, description="per team; unlisted teams are role=main")
+    report_group: str | None = Field(None, description="team whose summed reward is reported; default the first main team")
     eval: EvalConfig = EvalConfig()
     report_interval: int = Field(8000, ge=1, description="env steps between metrics rows (the paper's bin)")
     checkpoint_interval: int = Field(50_000, ge=1)
@@ -149,19 +240,38 @@ class RunConfig(Strict):
     def _consistent(self) -> "RunConfig":
         if self.dqn.param_sharing and self.sharing.select != "none":
             raise ValueError("parameter sharing has one replay: set sharing.select=none")
-        n_agents = self.n_agents()
-        if self.sharing.team is not None and any(not 0 <= i < n_agents for i in self.sharing.team):
-            raise ValueError(f"sharing.team indices must be in [0, {n_agents}), got {self.sharing.team}")
+        names = self.env.group_names()
+        unknown = sorted(set(self.groups) - set(names))
+        if unknown:
+            raise ValueError(f"groups {unknown} are not teams of {self.env.name}; its teams: {names}")
+        if self.report_group is not None and self.report_group not in names:
+            raise ValueError(f"report_group {self.report_group!r} is not a team of {self.env.name}; its teams: {names}")
+        if all(self.group(n).role == "frozen" for n in names):
+            raise ValueError("every team is frozen: nothing would learn; set groups.<team>.role=main for one")
+        if self.sharing.team is not None and isinstance(self.env.settings, PursuitSettings):
+            n_agents = self.env.settings.n_pursuers
+            if any(not 0 <= i < n_agents for i in self.sharing.team):
+                raise ValueError(f"sharing.team indices must be in [0, {n_agents}), got {self.sharing.team}")
         return self
 
-    def n_agents(self) -> int:
-        settings = self.env.settings
-        return settings.n_pursuers if isinstance(settings, PursuitSettings) else settings.n_agents
+    def group(self, name: str) -> GroupConfig:
+        """The team's settings (unlisted teams train with the run's learner)."""
+        return self.groups.get(name, GroupConfig())
+
+    def reported_group(self) -> str:
+        """The team whose episode reward is the run's figure (paper 000: the sharing team)."""
+        if self.report_group is not None:
+            return self.report_group
+        names = self.env.group_names()
+        return next((n for n in names if self.group(n).role == "main"), names[0])
 
     def config_hash(self) -> str:
         """Short hash of everything that changes the experiment: not the seed, the budget, or
         how it is executed (threads, device, checkpointing), so those may change on resume."""
         payload = self.model_dump(mode="json", exclude=RUNTIME_KEYS)
+        for key, default in HASHED_WHEN_SET.items():
+            if payload[key] == default:
+                del payload[key]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:8]
 
 
@@ -185,7 +295,7 @@ def _format_error(error: ValidationError) -> str:
     for item in error.errors():
         parts = [str(p) for p in item["loc"] if not str(p).startswith("function-after")]
         # discriminated unions insert the tag ("pursuit") into the location: drop it
-        parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "env" and p in ("pursuit", "pursuit-pz", "corridor"))]
+        parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "env" and p in ENV_NAMES)]
         path = ".".join(parts) or "(root)"
         value = item.get("input")
         shown = "" if isinstance(value, dict) else f" (got {value!r})"

@@ -29,13 +29,14 @@ COLUMNS = (
 class MetricsWriter:
     """Appends rows to ``metrics.csv`` and mirrors them to TensorBoard under stable names."""
 
-    def __init__(self, run_dir: Path, resume_at: int | None = None) -> None:
+    def __init__(self, run_dir: Path, resume_at: int | None = None, extra_columns: tuple[str, ...] = ()) -> None:
         self.path = run_dir / "metrics.csv"
+        self.columns = COLUMNS + tuple(extra_columns)  # per-team columns of multi-team runs
         if resume_at is not None and self.path.exists():
             self._truncate_after(resume_at)
         new = not self.path.exists()
         self._file = self.path.open("a", newline="")
-        self._csv = csv.DictWriter(self._file, fieldnames=COLUMNS)
+        self._csv = csv.DictWriter(self._file, fieldnames=self.columns)
         if new:
             self._csv.writeheader()
         from torch.utils.tensorboard import SummaryWriter
@@ -47,12 +48,12 @@ class MetricsWriter:
         with self.path.open(newline="") as handle:
             rows = [r for r in csv.DictReader(handle) if int(float(r["env_steps"])) <= env_steps]
         with self.path.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+            writer = csv.DictWriter(handle, fieldnames=self.columns)
             writer.writeheader()
             writer.writerows(rows)
 
     def write(self, row: dict[str, float]) -> None:
-        self._csv.writerow({k: row.get(k, math.nan) for k in COLUMNS})
+        self._csv.writerow({k: row.get(k, math.nan) for k in self.columns})
         self._file.flush()
         step = int(row["env_steps"])
         for key, value in row.items():

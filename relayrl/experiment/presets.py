@@ -1,8 +1,10 @@
-"""Named presets, generated from one table of variants (no copy-pasted config files).
+"""Named presets, generated from one grid of domains x variants (no copy-pasted configs).
 
-Pursuit presets carry the SUPER paper's Pursuit hyperparameters (Table 2; SPEC §1.1) and
-the 800k env-step budget of its Table 1. Each preset is a set of overrides on RunConfig's
-defaults, which already are the paper's Pursuit values.
+``<domain>-<variant>`` for the domains Pursuit, Battle and Adversarial-Pursuit and the
+algorithms of the SUPER paper's Table 1 and Figures 1-7; bandwidth sweeps
+``pursuit-super-<mode>-bw<b>``; co-evolving variants ``<domain>-coevolve-<variant>``; and the
+opponents' pretraining ``<domain>-pretrain``. Each preset is a set of overrides on
+RunConfig's defaults, which are the paper's Pursuit values (Table 2; SPEC §1.1).
 """
 
 from typing import Any
@@ -10,19 +12,91 @@ from typing import Any
 from relayrl.core.errors import ConfigError
 from relayrl.experiment.config import RunConfig, build_config
 
+
+def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``update`` over ``base``, section by section; an empty dict replaces a section."""
+    merged = dict(base)
+    for key, value in update.items():
+        nested = isinstance(value, dict) and value and isinstance(merged.get(key), dict)
+        merged[key] = _merge(merged[key], value) if nested else value
+    return merged
+
+
+# Table 1 step counts (paper 000, appendix C.1): 800k Pursuit, 300k Battle and Adversarial-Pursuit.
 PURSUIT_BASE: dict[str, Any] = {"env": {"name": "pursuit"}, "total_steps": 800_000}
 
-# name -> (description, overrides)
-PURSUIT_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "dqn": ("independent DQN (no double, no dueling), PER", {"dqn": {"double_q": False, "dueling": False}}),
+# Battle and Adversarial-Pursuit hyperparameters (paper 000, Tables 3-4; SPEC §1.1); the
+# report bin is the paper's 6000 env steps.
+MAGENT_DQN: dict[str, Any] = {"lr": 1e-4, "buffer_size": 90_000, "target_update_interval": 1200, "fragment_length": 5}
+
+
+def _magent_base(env: str, opponent: str, sharing_team: str, opponent_role: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "env": {"name": env},
+        "total_steps": 300_000,
+        "dqn": MAGENT_DQN,
+        "groups": {opponent: opponent_role},
+        "report_group": sharing_team,
+        "report_interval": 6000,
+    }
+
+
+# The opposing team (red in Battle, predators in Adversarial-Pursuit) is pretrained with
+# independent DDQN alongside the sharing team, then frozen (paper 000, section 5.3); SPEC
+# §1.1 pins the pretraining budget to 300k / 600k env steps.
+DOMAINS: dict[str, dict[str, Any]] = {
+    "pursuit": PURSUIT_BASE,
+    "battle": _magent_base("battle", "red", "blue", {"role": "frozen", "pretrained": "battle-pretrain"}),
+    "adversarial-pursuit": _magent_base(
+        "adversarial-pursuit", "predator", "prey", {"role": "frozen", "pretrained": "adversarial-pursuit-pretrain"}
+    ),
+}
+COEVOLVING: dict[str, dict[str, Any]] = {
+    "battle": _magent_base("battle", "red", "blue", {"role": "ddqn"}),
+    "adversarial-pursuit": _magent_base("adversarial-pursuit", "predator", "prey", {"role": "ddqn"}),
+}
+PRETRAIN_STEPS = {"battle": 300_000, "adversarial-pursuit": 600_000}
+
+PLAIN_DQN = {"dqn": {"double_q": False, "dueling": False}}
+
+# name -> (description, overrides): the algorithms of Table 1 and Figures 1-3 (dueling DDQN).
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "ddqn": ("independent dueling double DQN with PER: the paper's baseline", {}),
-    "paramshare": ("one dueling DDQN drives all pursuers (batch N x 32)", {"dqn": {"param_sharing": True}}),
-    "shareall": ("DDQN relaying every transition to every agent", {"sharing": {"select": "all"}}),
+    "paramshare": ("one dueling DDQN drives the whole team (batch N x 32)", {"dqn": {"param_sharing": True}}),
+    "shareall": ("DDQN relaying every transition to every teammate", {"sharing": {"select": "all"}}),
     "uniform": ("DDQN relaying a random 10% (ablation)", {"sharing": {"select": "uniform"}}),
     "super-quantile": ("SUPER-DDQN, quantile selection, bandwidth 0.1", {"sharing": {"select": "quantile"}}),
     "super-gaussian": ("SUPER-DDQN, gaussian selection, bandwidth 0.1", {"sharing": {"select": "gaussian"}}),
     "super-stochastic": ("SUPER-DDQN, stochastic selection, bandwidth 0.1", {"sharing": {"select": "stochastic"}}),
+    "super-gaussian-variance": (
+        "SUPER-DDQN, gaussian selection with the reference code's variance scale",
+        {"sharing": {"select": "gaussian", "gaussian_scale": "variance"}},
+    ),
 }
+# Figure 6: the same comparison on plain DQN (no double, no dueling).
+DQN_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "dqn": ("independent DQN (no double, no dueling), PER", PLAIN_DQN),
+    **{
+        f"dqn-{name}": (description.replace("DDQN", "DQN").replace("dueling DDQN", "DQN"), _merge(PLAIN_DQN, overrides))
+        for name, (description, overrides) in VARIANTS.items()
+        if name in ("paramshare", "shareall", "super-quantile", "super-gaussian", "super-stochastic")
+    },
+}
+# Figures 4, 10, 11: target bandwidth sweep per selection mode (Pursuit, 250k).
+SWEEP_BANDWIDTHS = (1e-4, 1e-3, 1e-2, 0.1, 0.5, 1.0)
+SWEEP_MODES = ("quantile", "gaussian", "stochastic")
+SWEEP_STEPS = 250_000
+DEFAULT_BANDWIDTH = 0.1
+
+
+def sweep_preset(mode: str, bandwidth: float) -> str:
+    """The Pursuit preset of one sweep point (the default bandwidth is the main preset)."""
+    return f"pursuit-super-{mode}" if bandwidth == DEFAULT_BANDWIDTH else f"pursuit-super-{mode}-bw{bandwidth:g}"
+
+
+# Figure 7: co-evolving opponents, for the DDQN baseline and the sharing variants.
+COEVOLVING_VARIANTS = ("ddqn", "shareall", "super-quantile", "super-gaussian", "super-stochastic")
+
 
 # A few minutes on 2 CPU cores: 8 pursuers on a small grid with few evaders.
 QUICKSTART: dict[str, Any] = {
@@ -39,18 +113,26 @@ QUICKSTART: dict[str, Any] = {
 }
 
 
-def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in update.items():
-        merged[key] = _merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
-    return merged
-
-
 def _presets() -> dict[str, tuple[str, dict[str, Any]]]:
-    table = {
-        f"pursuit-{name}": (description, _merge(PURSUIT_BASE, overrides))
-        for name, (description, overrides) in PURSUIT_VARIANTS.items()
-    }
+    table: dict[str, tuple[str, dict[str, Any]]] = {}
+    for domain, base in DOMAINS.items():
+        for name, (description, overrides) in {**VARIANTS, **DQN_VARIANTS}.items():
+            table[f"{domain}-{name}"] = (f"{description} [{domain}]", _merge(base, overrides))
+    for domain, base in COEVOLVING.items():
+        for name in COEVOLVING_VARIANTS:
+            description, overrides = VARIANTS[name]
+            table[f"{domain}-coevolve-{name}"] = (f"{description}, co-evolving DDQN opponents [{domain}]", _merge(base, overrides))
+        pretrain = _merge(base, {"groups": {}, "total_steps": PRETRAIN_STEPS[domain]})
+        table[f"{domain}-pretrain"] = (f"both teams independent DDQN: the frozen opponents' pretraining [{domain}]", pretrain)
+    for mode in SWEEP_MODES:
+        for bandwidth in SWEEP_BANDWIDTHS:
+            if bandwidth == DEFAULT_BANDWIDTH:
+                continue  # that sweep point is pursuit-super-<mode> itself
+            overrides = {"sharing": {"select": mode, "bandwidth": bandwidth}, "total_steps": SWEEP_STEPS}
+            table[sweep_preset(mode, bandwidth)] = (
+                f"SUPER-DDQN, {mode} selection, bandwidth {bandwidth:g} (sweep) [pursuit]",
+                _merge(PURSUIT_BASE, overrides),
+            )
     table["pursuit-quickstart"] = ("SUPER-quantile on a small Pursuit, a few minutes on a laptop", QUICKSTART)
     return table
 

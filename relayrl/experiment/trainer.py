@@ -1,13 +1,15 @@
-"""The SUPER / DQN training loop (SPEC §1.1), one iteration at a time.
+"""The SUPER / DQN training loop (SPEC §1.1), one iteration at a time, for one or more teams.
 
 Per iteration: (1) collect a rollout fragment from every env copy and insert each agent's
 own transitions into its replay; (2) each sender computes |td| of its new transitions with
 its current online and target networks, selects, and the relay inserts the selection into
-the other agents' replays; (3) every agent samples its replay and takes its gradient steps.
+the other agents' replays of its team; (3) every agent samples its replay and takes its
+gradient steps. Frozen teams only act.
 Training intensity is fixed whatever the number of env copies: one update of batch 32 per
 agent per ``fragment_length`` env steps, counted over all copies.
 """
 
+import json
 import math
 import os
 import platform
@@ -26,25 +28,26 @@ import torch
 import yaml
 
 import relayrl
-from relayrl.algos.dqn import DQNLearner, DQNSettings
-from relayrl.algos.nstep import STEP_FIELDS, NStepBuilder, Transitions
+from relayrl.algos.nstep import STEP_FIELDS
 from relayrl.algos.schedules import linear_schedule
 from relayrl.core.device import configure_threads, resolve_device
 from relayrl.core.errors import CheckpointError
-from relayrl.core.seeding import derive_seeds
 from relayrl.envs.registry import EnvFactory, make_env_factory
 from relayrl.envs.vector_env import make_vector_env
-from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
+from relayrl.experiment.checkpoint import (
+    MANIFEST,
+    POLICY_FILE,
+    checkpoint_steps,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
 from relayrl.experiment.config import RunConfig
 from relayrl.experiment.evaluation import evaluate
-from relayrl.experiment.layout import AgentLayout
 from relayrl.experiment.metrics import MetricsWriter
 from relayrl.experiment.profiler import SectionTimer
-from relayrl.replay import FieldSpec, ReplayBuffer
-from relayrl.sharing.relay import Relay
-from relayrl.sharing.selectors import make_selector
-
-NetworkFactory = Callable[[int, tuple[int, ...], int], torch.nn.Module]
+from relayrl.experiment.run_lock import RunLock
+from relayrl.experiment.team import NetworkFactory, Team, TeamWindow
 
 
 @dataclass
@@ -66,10 +69,7 @@ class Window:
     """Accumulators between two metric reports."""
 
     env_steps: int = 0
-    updates: int = 0
-    loss_sum: float = 0.0
-    grad_norm_sum: float = 0.0
-    episode_returns: list[float] = field(default_factory=list)
+    episode_returns: list[np.ndarray] = field(default_factory=list)  # each [n_teams]: summed over a team
     episode_lengths: list[int] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -107,7 +107,7 @@ def provenance() -> dict[str, Any]:
 
 
 class Trainer:
-    """Trains the agents of a config; a run directory makes it checkpointed and resumable."""
+    """Trains the teams of a config; a run directory makes it checkpointed and resumable."""
 
     def __init__(
         self,
@@ -125,74 +125,86 @@ class Trainer:
         self.device = resolve_device(config.device)
         self.factory = env_factory or make_env_factory(config.env.name, config.env.settings.model_dump())
         self.venv = make_vector_env(self.factory, config.env.num_envs, config.env.vector)
-        if len(self.venv.groups) != 1:
-            raise ValueError(
-                f"this environment has {len(self.venv.groups)} agent groups "
-                f"({[g.name for g in self.venv.groups]}); the DQN trainer trains one group"
+        self.timer = SectionTimer()  # enabled by relayrl bench's loop profile
+        names = [g.name for g in self.venv.groups]
+        unknown = sorted(set(config.groups) - set(names))
+        if unknown or (config.report_group is not None and config.report_group not in names):
+            raise ValueError(f"this environment's teams are {names}; the config names {unknown or [config.report_group]}")
+        self.teams = [
+            Team(
+                spec,
+                index,
+                config.group(spec.name),
+                config.dqn,
+                config.model,
+                config.sharing,
+                self.device,
+                config.seed,
+                self.timer,
+                network_factory,
             )
-        self.group = self.venv.groups[0]
-        dqn = config.dqn
-        self.layout = AgentLayout(self.group.n_agents, dqn.param_sharing)
-        seeds = derive_seeds(config.seed, 4, "trainer")
-        settings = DQNSettings(dqn.lr, dqn.adam_eps, dqn.double_q, dqn.dueling, dqn.grad_clip, dqn.huber_delta)
-        self.learner = DQNLearner(
-            self.layout.n_sets,
-            self.group.obs_shape,
-            self.group.n_actions,
-            settings,
-            config.model.model_dump(),
-            self.device,
-            seeds[0],
-            network_factory=network_factory,
-        )
-        self.action_dtype = np.dtype(np.uint8 if self.group.n_actions <= 256 else np.int64)
-        fields = {
-            "obs": FieldSpec(self.group.obs_shape, self.group.obs_dtype),
-            "action": FieldSpec((), self.action_dtype),
-            "reward": FieldSpec((), np.float32),
-            "next_obs": FieldSpec(self.group.obs_shape, self.group.obs_dtype),
-            "discount": FieldSpec((), np.float32),
-        }
-        self.bytes_per_transition = sum(
-            int(np.prod(f.shape, dtype=np.int64)) * np.dtype(f.dtype).itemsize for f in fields.values()
-        )
-        self.replay = ReplayBuffer(
-            self.layout.n_sets,
-            dqn.buffer_size,
-            fields,
-            prioritized=dqn.prioritized,
-            alpha=dqn.alpha,
-            beta=dqn.beta,
-            eps=dqn.priority_eps,
-            seed=seeds[1],
-        )
-        self.batch_size = dqn.batch_size * (self.group.n_agents if dqn.param_sharing else 1)
-        share = config.sharing
-        self.sharing_on = share.select != "none"
-        self.selector = make_selector(
-            share.select,
-            self.group.n_agents,
-            bandwidth=share.bandwidth,
-            window=share.window,
-            gaussian_scale=share.gaussian_scale,
-            running_moments=share.running_moments,
-            stochastic_alpha=share.stochastic_alpha,
-            stochastic_normaliser=share.stochastic_normaliser,
-            seed=seeds[2],
-        )
-        self.relay = Relay(self.group.n_agents, share.team)
-        self.nstep = NStepBuilder(dqn.n_step, dqn.gamma, dqn.time_limit_as_terminal)
+            for index, spec in enumerate(self.venv.groups)
+        ]
+        self.learning = [t for t in self.teams if t.learns]
+        self.reported = names.index(config.reported_group()) if env_factory is None else self._first_main(names)
+        for team in self.teams:
+            if not team.learns:
+                self._load_frozen(team)
         self.counters = Counters(
             next_report=config.report_interval,
             next_eval=config.eval.interval if config.eval.interval else math.inf,
             next_checkpoint=config.checkpoint_interval,
         )
         self.window = Window()
-        self.timer = SectionTimer()  # enabled by relayrl bench's loop profile
         self.recent_returns: deque[float] = deque(maxlen=100)  # RLlib's episode_reward_mean window
         self.obs, self.alive = None, None
         self.metrics: MetricsWriter | None = None
         self.history: list[dict[str, float]] = []
+        self.lock = RunLock(run_dir) if run_dir is not None else None
+
+    def _first_main(self, names: list[str]) -> int:
+        """A user env's teams are known only once it is built: resolve report_group here."""
+        if self.config.report_group is not None:
+            return names.index(self.config.report_group)
+        return next((i for i, t in enumerate(self.teams) if t.role == "main"), 0)
+
+    @property
+    def sharing_on(self) -> bool:
+        return any(t.sharing_on for t in self.teams)
+
+    def _load_frozen(self, team: Team) -> None:
+        """Loads a frozen team's networks from its pretrained run (policy file only)."""
+        group = self.config.group(team.name)
+        source = Path(group.checkpoint) if group.checkpoint else self._pretrained_run(group.pretrained, group.pretrained_seed)
+        checkpoint = source
+        if not (source / MANIFEST).is_file():
+            found = list_checkpoints(source / "checkpoints") or list_checkpoints(source)
+            if not found:
+                hint = f"; train it first: relayrl train {group.pretrained} --seed {group.pretrained_seed}" if group.pretrained else ""
+                raise CheckpointError(f"team {team.name!r} is frozen but {source} has no checkpoint{hint}")
+            checkpoint = found[-1]
+        policies = load_checkpoint(checkpoint, POLICY_FILE)
+        key = group.pretrained_group or team.name
+        if key not in policies:
+            raise CheckpointError(f"{checkpoint} holds teams {sorted(policies)}, not {key!r} (set groups.{team.name}.pretrained_group)")
+        team.load_policy_state(policies[key], str(checkpoint))
+        self.frozen_sources = {**getattr(self, "frozen_sources", {}), team.name: str(checkpoint)}
+
+    def _pretrained_run(self, preset: str, seed: int) -> Path:
+        from relayrl.experiment.presets import load_preset
+
+        if self.run_dir is None:
+            raise ValueError(f"pretrained={preset!r} is found under the runs root of a run directory; pass checkpoint=PATH instead")
+        config = load_preset(preset).model_copy(update={"seed": seed})
+        run = run_dir_for(config, self.run_dir.parent.parent)
+        done = list_checkpoints(run / "checkpoints")
+        if not done or checkpoint_steps(done[-1]) < config.total_steps:
+            have = f"it stopped at {checkpoint_steps(done[-1]):,} env steps" if done else "it has not been run"
+            raise CheckpointError(
+                f"pretrained opponents {preset} seed {seed} are not complete ({have}; needs {config.total_steps:,}): "
+                f"run relayrl train {preset} --seed {seed} --out {self.run_dir.parent.parent}"
+            )
+        return run
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
@@ -201,25 +213,38 @@ class Trainer:
             "counters": self.counters,
             "window": self.window,
             "recent_returns": list(self.recent_returns),
-            "learner": self.learner.state_dict(),
-            "replay": self.replay.state_dict(),
-            "selector": self.selector.state_dict(),
-            "relay": self.relay.stats,
-            "nstep": self.nstep.state_dict(),
+            "teams": {t.name: t.state_dict() for t in self.teams},
             "env": self.venv.get_state(),
             "obs": self.obs,
             "alive": self.alive,
         }
 
+    def policy_dict(self) -> dict[str, Any]:
+        return {t.name: t.policy_state() for t in self.teams}
+
+    def load_policies(self, checkpoint: Path) -> None:
+        """Loads every team's networks from a checkpoint of this run (for evaluation)."""
+        manifest = json.loads((checkpoint / MANIFEST).read_text()) if (checkpoint / MANIFEST).is_file() else {}
+        if POLICY_FILE in manifest.get("files", {}):
+            policies = load_checkpoint(checkpoint, POLICY_FILE)
+            for team in self.teams:
+                team.load_policy_state(policies[team.name], str(checkpoint))
+        else:  # checkpoints written before policy files existed: one team, in the full state
+            self.teams[0].learner.load_state_dict(load_checkpoint(checkpoint)["learner"])
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.counters = state["counters"]
         self.window = state["window"]
         self.recent_returns = deque(state["recent_returns"], maxlen=100)
-        self.learner.load_state_dict(state["learner"])
-        self.replay.load_state_dict(state["replay"])
-        self.selector.load_state_dict(state["selector"])
-        self.relay.stats = state["relay"]
-        self.nstep.load_state_dict(state["nstep"])
+        teams = state.get("teams")
+        if teams is None:  # single-team checkpoints written before teams existed
+            old = self.window
+            teams = {self.teams[0].name: {k: state[k] for k in ("learner", "replay", "selector", "relay", "nstep")}}
+            teams[self.teams[0].name]["window"] = TeamWindow(old.updates, old.loss_sum, old.grad_norm_sum)
+            returns = [np.array([r]) for r in old.episode_returns]
+            self.window = Window(old.env_steps, returns, old.episode_lengths, old.seconds)
+        for team in self.teams:
+            team.load_state_dict(teams[team.name])
         if state["env"] is not None:
             try:
                 self.venv.set_state(state["env"])
@@ -227,7 +252,7 @@ class Trainer:
                 return
             except ValueError as error:  # e.g. saved by pursuit-pz's copies, resumed on the vectorised pursuit
                 print(f"note: the saved env state does not fit this env ({error}); episodes restart", file=sys.stderr)
-        # envs that cannot be copied restart their in-flight episodes on resume
+        # envs that cannot be copied (MAgent2's engine) restart their in-flight episodes on resume
         self.obs, self.alive = self.venv.reset(self.config.seed + self.counters.iterations)
 
     def resume_from_latest(self) -> int:
@@ -246,7 +271,7 @@ class Trainer:
         if self.run_dir is None:
             return None
         return save_checkpoint(
-            self._checkpoint_dir(), self.counters.env_steps, self.state_dict(), self.config.keep_checkpoints
+            self._checkpoint_dir(), self.counters.env_steps, self.state_dict(), self.config.keep_checkpoints, self.policy_dict()
         )
 
     # ------------------------------------------------------------------ loop
@@ -254,142 +279,123 @@ class Trainer:
         dqn = self.config.dqn
         return linear_schedule(dqn.epsilon_start, dqn.epsilon_end, dqn.epsilon_steps, self.counters.env_steps)
 
-    def _collect(self) -> dict[str, np.ndarray]:
-        """Steps the vector env for one fragment; returns ``[T, E, N, ...]`` step arrays."""
-        dqn = self.config.dqn
+    def _collect(self) -> list[dict[str, np.ndarray]]:
+        """Steps the vector env for one fragment; returns per-team ``[T, E, N, ...]`` step arrays."""
         num_envs = self.venv.num_envs
-        n_steps = max(1, dqn.fragment_length // num_envs)
+        n_steps = max(1, self.config.dqn.fragment_length // num_envs)
         epsilon = self.epsilon()
-        steps: dict[str, list[np.ndarray]] = {f: [] for f in STEP_FIELDS}
+        steps: list[dict[str, list[np.ndarray]]] = [{f: [] for f in STEP_FIELDS} for _ in self.teams]
         for _ in range(n_steps):
-            obs, alive = self.obs[0], self.alive[0]
             with self.timer("act"):
-                actions_sets = self.learner.act(self.layout.to_sets(obs, 1), epsilon)
-                actions = self.layout.to_entities(actions_sets, (num_envs,))
+                actions = [team.act(obs, epsilon) for team, obs in zip(self.teams, self.obs)]
             with self.timer("env"):
-                result, _ = self.venv.step([actions])
-            step = result[0]
-            for name, value in (
-                ("obs", obs),
-                ("action", actions),
-                ("reward", step.reward),
-                ("next_obs", step.next_obs),
-                ("terminated", step.terminated),
-                ("truncated", step.truncated),
-                ("valid", alive),
-            ):
-                steps[name].append(value)
-            self.obs, self.alive = [step.obs], [step.alive]
+                result, _ = self.venv.step(actions)
+            for g, step in enumerate(result):
+                for name, value in (
+                    ("obs", self.obs[g]),
+                    ("action", actions[g]),
+                    ("reward", step.reward),
+                    ("next_obs", step.next_obs),
+                    ("terminated", step.terminated),
+                    ("truncated", step.truncated),
+                    ("valid", self.alive[g]),
+                ):
+                    steps[g][name].append(value)
+            self.obs, self.alive = [s.obs for s in result], [s.alive for s in result]
         episodes = self.venv.drain_episodes()
-        self.window.episode_returns += [float(r[0]) for r in episodes.returns]
+        self.window.episode_returns += episodes.returns
         self.window.episode_lengths += episodes.lengths
-        self.recent_returns.extend(float(r[0]) for r in episodes.returns)
+        self.recent_returns.extend(float(r[self.reported]) for r in episodes.returns)
         collected = n_steps * num_envs
         self.counters.env_steps += collected
         self.window.env_steps += collected
-        return {k: np.stack(v) for k, v in steps.items()}
-
-    def _to_replay_rows(self, t: Transitions) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """``[T, E, N, ...]`` transitions -> per-set rows ``[P, M, ...]`` and mask ``[P, M]``."""
-        data = {
-            "obs": t.obs,
-            "action": t.action.astype(self.action_dtype),
-            "reward": t.reward,
-            "next_obs": t.next_obs,
-            "discount": t.discount,
-        }
-        rows = {k: self.layout.to_sets(v.reshape(-1, *v.shape[2:]), 1) for k, v in data.items()}
-        mask = self.layout.to_sets(t.valid.reshape(-1, t.valid.shape[2]), 1)
-        return rows, mask
-
-    def _relay(self, rows: dict[str, np.ndarray], mask: np.ndarray) -> None:
-        """SUPER step 2: |td| of the new transitions with each sender's current networks,
-        selection, and insertion into the other agents' replays."""
-        td_abs = np.abs(self.learner.td_error(rows))
-        selected = self.selector.select(td_abs, mask)
-        receive = self.relay.route(selected, mask, self.bytes_per_transition)
-        if not receive.any():
-            return
-        n, m = mask.shape
-        shared = {k: v.reshape(n * m, *v.shape[2:]) for k, v in rows.items()}
-        priorities = None
-        if self.config.sharing.priority == "sender_td":
-            priorities = np.broadcast_to(td_abs.reshape(1, n * m), receive.shape)
-        self.replay.add(shared, mask=receive, priorities=priorities)
-
-    def _train(self, collected: int) -> None:
-        dqn = self.config.dqn
-        if self.counters.env_steps < dqn.learning_starts:
-            return
-        self.counters.updates_owed += collected / dqn.fragment_length
-        n_updates = int(self.counters.updates_owed)
-        self.counters.updates_owed -= n_updates
-        for _ in range(n_updates):
-            with self.timer("sample"):
-                batch = self.replay.sample(self.batch_size)
-            with self.timer("update"):
-                td, metrics = self.learner.update(batch.data, batch.weights)
-            if dqn.prioritized:
-                with self.timer("sample"):
-                    self.replay.update_priorities(batch.indices, np.abs(td))
-            self.counters.updates += 1
-            self.window.updates += 1
-            self.window.loss_sum += metrics["td_loss"]
-            self.window.grad_norm_sum += metrics["grad_norm"]
+        return [{k: np.stack(v) for k, v in team_steps.items()} for team_steps in steps]
 
     def iteration(self) -> None:
+        """Collect, store and relay (per team), then train, then sync targets (SPEC §1.1)."""
         steps = self._collect()
-        with self.timer("replay add"):
-            transitions = self.nstep.add(steps)
-            rows, mask = self._to_replay_rows(transitions)
-            self.counters.agent_steps += int(steps["valid"].sum())
-            if mask.any():
-                self.replay.add(rows, mask=mask)
-        if self.sharing_on and mask.any():
-            with self.timer("td + relay"):
-                self._relay(rows, mask)
-        self._train(steps["reward"].shape[0] * self.venv.num_envs)
-        if self.counters.env_steps - self.counters.last_target_sync >= self.config.dqn.target_update_interval:
-            self.learner.sync_target()
+        for team, team_steps in zip(self.learning, [s for t, s in zip(self.teams, steps) if t.learns]):
+            self.counters.agent_steps += team.store(team_steps)
+        collected = steps[0]["reward"].shape[0] * self.venv.num_envs
+        dqn = self.config.dqn
+        if self.counters.env_steps >= dqn.learning_starts:
+            self.counters.updates_owed += collected / dqn.fragment_length
+            n_updates = int(self.counters.updates_owed)
+            self.counters.updates_owed -= n_updates
+            for team in self.learning:
+                team.train(n_updates)
+            self.counters.updates += n_updates
+        if self.counters.env_steps - self.counters.last_target_sync >= dqn.target_update_interval:
+            for team in self.learning:
+                team.learner.sync_target()
             self.counters.last_target_sync = self.counters.env_steps
         self.counters.iterations += 1
 
     def _report(self) -> dict[str, float]:
         c, w = self.counters, self.window
-        relay = self.relay.drain()
         nan = math.nan
+        returns = np.array(w.episode_returns).reshape(-1, len(self.teams))
+        windows = {t.name: t.drain_window() for t in self.learning}
+        reported = self.teams[self.reported]
+        loss_window = windows.get(reported.name) or next(iter(windows.values()))
+        relays = [t.relay.drain() for t in self.learning if t.sharing_on]
+        offered = np.concatenate([r.offered for r in relays]) if relays else np.zeros(0)
+        sent = np.concatenate([r.sent for r in relays]) if relays else np.zeros(0)
+        bandwidth = np.divide(sent, offered, out=np.full(sent.shape, np.nan), where=offered > 0)
         row = {
             "env_steps": c.env_steps,
             "agent_steps": c.agent_steps,
             "updates": c.updates,
-            "episodes": len(w.episode_returns),
-            "episode_reward_mean": float(np.mean(w.episode_returns)) if w.episode_returns else nan,
+            "episodes": len(returns),
+            "episode_reward_mean": float(returns[:, self.reported].mean()) if len(returns) else nan,
             "episode_reward_mean_100": float(np.mean(self.recent_returns)) if self.recent_returns else nan,
             "eval_reward_mean": nan,
             "episode_len_mean": float(np.mean(w.episode_lengths)) if w.episode_lengths else nan,
-            "bandwidth_actual": float(np.nanmean(relay.bandwidth())) if self.sharing_on and relay.offered.any() else nan,
-            "transitions_relayed": int(relay.sent.sum()),
-            "bytes_relayed": relay.bytes_sent,
-            "td_loss": w.loss_sum / w.updates if w.updates else nan,
-            "grad_norm": w.grad_norm_sum / w.updates if w.updates else nan,
+            "bandwidth_actual": float(np.nanmean(bandwidth)) if (offered > 0).any() else nan,
+            "transitions_relayed": int(sent.sum()),
+            "bytes_relayed": sum(r.bytes_sent for r in relays),
+            "td_loss": loss_window.loss_sum / loss_window.updates if loss_window.updates else nan,
+            "grad_norm": loss_window.grad_norm_sum / loss_window.updates if loss_window.updates else nan,
             "epsilon": self.epsilon(),
             "sps": w.env_steps / w.seconds if w.seconds > 0 else nan,
-            "updates_per_s": w.updates / w.seconds if w.seconds > 0 else nan,
+            "updates_per_s": loss_window.updates / w.seconds if w.seconds > 0 else nan,
             "wall_s": c.wall_s,
         }
+        if len(self.teams) > 1:
+            for g, team in enumerate(self.teams):
+                row[f"episode_reward_mean/{team.name}"] = float(returns[:, g].mean()) if len(returns) else nan
+                if team.name in windows:
+                    tw = windows[team.name]
+                    row[f"td_loss/{team.name}"] = tw.loss_sum / tw.updates if tw.updates else nan
         if c.env_steps >= c.next_eval:
-            row["eval_reward_mean"] = float(np.mean(self.evaluate_greedy(self.config.eval.episodes)))
+            evaluated = self.evaluate_greedy(self.config.eval.episodes)
+            row["eval_reward_mean"] = float(evaluated[:, self.reported].mean())
+            if len(self.teams) > 1:
+                for g, team in enumerate(self.teams):
+                    row[f"eval_reward_mean/{team.name}"] = float(evaluated[:, g].mean())
             while c.next_eval <= c.env_steps:
                 c.next_eval += self.config.eval.interval
         self.window = Window()
         return row
 
-    def evaluate_greedy(self, episodes: int) -> np.ndarray:
-        def greedy(obs: np.ndarray) -> np.ndarray:
-            actions = self.learner.act(self.layout.to_sets(obs, 1), 0.0)
-            return self.layout.to_entities(actions, (obs.shape[0],))
+    def metric_columns(self) -> tuple[str, ...]:
+        """Per-team columns after the standard ones (multi-team runs only)."""
+        if len(self.teams) == 1:
+            return ()
+        names = [t.name for t in self.teams]
+        return (
+            *(f"episode_reward_mean/{n}" for n in names),
+            *(f"eval_reward_mean/{n}" for n in names),
+            *(f"td_loss/{t.name}" for t in self.learning),
+        )
 
-        return evaluate(self.factory, greedy, episodes, self.config.seed + self.config.eval.seed_offset)
+    def greedy_policy(self) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
+        """Every team greedy (frozen teams with their own small epsilon)."""
+        return lambda obs: [team.act(o, 0.0) for team, o in zip(self.teams, obs)]
+
+    def evaluate_greedy(self, episodes: int) -> np.ndarray:
+        """Greedy episodes ``[episodes, n_teams]``: each team's reward summed over its entities."""
+        return evaluate(self.factory, self.greedy_policy(), episodes, self.config.seed + self.config.eval.seed_offset)
 
     def _print_progress(self, row: dict[str, float]) -> None:
         c, total = self.counters, self.config.total_steps
@@ -413,6 +419,8 @@ class Trainer:
         resumed_at = 0
         if self.run_dir is not None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
+            assert self.lock is not None
+            self.lock.acquire()
             for tmp in self._checkpoint_dir().glob(".tmp_*"):  # left by a crash during a save
                 shutil.rmtree(tmp, ignore_errors=True)
             resumed_at = self.resume_from_latest()
@@ -420,7 +428,7 @@ class Trainer:
                 (self.run_dir / "config.yaml").write_text(yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False))
             with (self.run_dir / "provenance.yaml").open("a") as handle:
                 yaml.safe_dump([{**provenance(), "resumed_at": resumed_at}], handle, sort_keys=False)
-            self.metrics = MetricsWriter(self.run_dir, resume_at=resumed_at)
+            self.metrics = MetricsWriter(self.run_dir, resume_at=resumed_at, extra_columns=self.metric_columns())
         if self.obs is None:
             self.obs, self.alive = self.venv.reset(self.config.seed)
         return resumed_at
@@ -467,6 +475,8 @@ class Trainer:
             if self.metrics is not None:
                 self.metrics.close()
                 self.metrics = None
+            if self.lock is not None:
+                self.lock.release()
         return self.history
 
     def close(self) -> None:

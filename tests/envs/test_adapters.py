@@ -8,8 +8,10 @@ from relayrl.envs.corridor import CorridorEnv
 from relayrl.envs.pursuit import PAPER_SETTINGS, make_pursuit
 
 
-def _lockstep(reference, adapter, steps, seed, rng):
-    """Steps a bare env and the adapter-wrapped twin with the same actions; compares outputs."""
+def _lockstep(reference, adapter, steps, seed, rng, draw=None):
+    """Steps a bare env and the adapter-wrapped twin with the same actions; compares outputs.
+    ``draw(group, rng)`` picks a group's actions (default uniform)."""
+    draw = draw or (lambda g, rng: rng.integers(0, g.n_actions, g.n_agents))
     ref_obs, _ = reference.reset(seed=seed)
     obs, alive = adapter.reset(seed=seed)
     assert {k: v for k, v in adapter.to_dicts(obs, alive).items()}.keys() == ref_obs.keys()
@@ -18,7 +20,7 @@ def _lockstep(reference, adapter, steps, seed, rng):
     for _ in range(steps):
         if not reference.agents:
             break
-        actions = [rng.integers(0, g.n_actions, g.n_agents) for g in adapter.groups]
+        actions = [draw(g, rng) for g in adapter.groups]
         ref_actions = {a: int(v) for a, v in adapter.to_dicts(actions, [np.ones(g.n_agents, bool) for g in adapter.groups]).items() if a in reference.agents}
         r_obs, r_rew, r_term, r_trunc, _ = reference.step(ref_actions)
         steps_out, done = adapter.step(actions)
@@ -32,6 +34,7 @@ def _lockstep(reference, adapter, steps, seed, rng):
         alive_now = adapter.to_dicts([s.alive for s in steps_out], [np.ones(g.n_agents, bool) for g in adapter.groups])
         assert {a for a, v in alive_now.items() if v} == set(reference.agents)
         assert done == (not reference.agents)
+    return reference
 
 
 def test_pursuit_adapter_round_trip():

@@ -78,7 +78,7 @@ def run_against_pettingzoo(settings: dict, num_envs: int, cycles: int, seed: int
     np.testing.assert_array_equal(venv.observe(), np.stack(first))
 
     rng = np.random.default_rng(seed)
-    n, m = full["n_pursuers"], full["n_evaders"]
+    m = full["n_evaders"]
     seen = {"episodes": 0, "terminations": 0, "catch_rewards": 0, "tag_rewards": 0}
     for cycle in range(cycles):
         actions = chasing_actions(venv, rng)

@@ -1,7 +1,6 @@
 """Checkpoints: exact resume, corrupt checkpoints detected, Ctrl-C keeps what was written."""
 
 import csv
-import pickle
 from pathlib import Path
 
 import numpy as np
@@ -57,9 +56,9 @@ def test_train_n_equals_train_k_then_resume(tmp_path, env):
     resumed = _train(_tiny(env, total), tmp_path / "b")  # same config hash: resumes at k
     assert _rows(tmp_path / "a") == _rows(tmp_path / "b")
     assert len(_rows(tmp_path / "a")) == total // 200
-    for p, q in zip(straight.learner.online.parameters(), resumed.learner.online.parameters()):
+    for p, q in zip(straight.teams[0].learner.online.parameters(), resumed.teams[0].learner.online.parameters()):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
-    a, b = straight.replay.state_dict(), resumed.replay.state_dict()
+    a, b = straight.teams[0].replay.state_dict(), resumed.teams[0].replay.state_dict()
     for key in a:
         if isinstance(a[key], np.ndarray):
             np.testing.assert_array_equal(a[key], b[key])
@@ -116,5 +115,20 @@ def test_pettingzoo_env_state_resumes_on_the_vectorised_pursuit(tmp_path, capsys
     assert "episodes restart" in capsys.readouterr().err
     assert fast.counters.env_steps == 400 and fast.obs[0].shape == (1, 3, 7, 7, 3)
     fast.iteration()
-    for p, q in zip(saved["learner"]["online"].values(), fast.learner.state_dict()["online"].values()):
+    for p, q in zip(saved["teams"]["pursuer"]["learner"]["online"].values(), fast.teams[0].learner.state_dict()["online"].values()):
         assert p.shape == q.shape
+
+
+def test_a_run_directory_is_trained_by_one_process_at_a_time(tmp_path):
+    from relayrl.core.errors import RelayRLError
+    from relayrl.experiment.run_lock import RunLock, is_locked
+
+    holder = RunLock(tmp_path)
+    holder.acquire()
+    assert is_locked(tmp_path)
+    with pytest.raises(RelayRLError, match="is being trained by pid"):
+        Trainer(build_config(_tiny(CORRIDOR, 200)), tmp_path, verbose=False).train()
+    holder.release()
+    assert not is_locked(tmp_path)
+    Trainer(build_config(_tiny(CORRIDOR, 200)), tmp_path, verbose=False).train()
+    assert not is_locked(tmp_path)

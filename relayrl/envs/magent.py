@@ -1,0 +1,58 @@
+"""MAgent2 Battle and Adversarial-Pursuit with the SUPER paper's settings (paper 000,
+Appendix B.1 and Tables 3-4; SPEC §3).
+
+Battle on an 18x18 map gives 6 red v 6 blue (13x13x5 observations, 21 actions); agents
+that are killed leave the episode. Adversarial-Pursuit on an 18x18 map gives 4 predators
+(10x10x5, 13 actions) and 8 prey (9x9x5, 9 actions); prey are never removed. Each team is
+one agent group. Versions: magent2 0.3.4 with pettingzoo 1.27.0 (the ``magent`` extra).
+"""
+
+from typing import Any
+
+from pettingzoo.utils.env import ParallelEnv
+
+from relayrl.core.errors import MissingExtraError
+
+# Paper 000, Table 3 (Battle) and Table 4 (Adversarial Pursuit).
+BATTLE_SETTINGS: dict[str, Any] = {
+    "map_size": 18,
+    "max_cycles": 1000,
+    "minimap_mode": False,
+    "extra_features": False,
+    "step_reward": -0.005,
+    "dead_penalty": -0.1,
+    "attack_penalty": -0.1,
+    "attack_opponent_reward": 0.2,
+}
+ADVERSARIAL_PURSUIT_SETTINGS: dict[str, Any] = {
+    "map_size": 18,
+    "max_cycles": 500,
+    "minimap_mode": False,
+    "extra_features": False,
+    "tag_penalty": -0.2,
+}
+
+
+def _checked(settings: dict[str, Any], defaults: dict[str, Any], name: str) -> dict[str, Any]:
+    unknown = set(settings) - set(defaults)
+    if unknown:
+        raise ValueError(f"unknown {name} settings {sorted(unknown)}; allowed: {sorted(defaults)}")
+    return {**defaults, **settings}
+
+
+def make_battle(**settings: Any) -> ParallelEnv:
+    """A battle_v4 parallel env; ``settings`` override BATTLE_SETTINGS key by key."""
+    try:
+        from magent2.environments import battle_v4
+    except ImportError as error:
+        raise MissingExtraError("magent2", "magent") from error
+    return battle_v4.parallel_env(**_checked(settings, BATTLE_SETTINGS, "battle"))
+
+
+def make_adversarial_pursuit(**settings: Any) -> ParallelEnv:
+    """An adversarial_pursuit_v4 parallel env; ``settings`` override ADVERSARIAL_PURSUIT_SETTINGS."""
+    try:
+        from magent2.environments import adversarial_pursuit_v4
+    except ImportError as error:
+        raise MissingExtraError("magent2", "magent") from error
+    return adversarial_pursuit_v4.parallel_env(**_checked(settings, ADVERSARIAL_PURSUIT_SETTINGS, "adversarial-pursuit"))

@@ -1,0 +1,205 @@
+"""Runs a grid of (preset, seed, env steps) jobs in parallel processes or on Ray.
+
+A job is complete when a run directory with the same config hash (whatever preset name it
+was started under) has a checkpoint at or past the job's env steps; complete jobs are
+skipped, interrupted ones resume from their last checkpoint, a job whose frozen
+opponents come from a pretraining preset waits until that run is complete, and a run
+being trained by a process outside the grid (its run lock is held) is waited for.
+"""
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
+from relayrl.experiment.config import RunConfig
+from relayrl.experiment.presets import load_preset
+from relayrl.experiment.run_lock import is_locked
+
+
+@dataclass(frozen=True)
+class Job:
+    preset: str
+    seed: int
+    steps: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.preset} seed {self.seed} @ {self.steps:,}"
+
+    def config(self) -> RunConfig:
+        return load_preset(self.preset).model_copy(update={"seed": self.seed, "total_steps": self.steps})
+
+    def dependencies(self) -> list["Job"]:
+        """Pretraining runs whose checkpoints drive this job's frozen teams."""
+        config = self.config()
+        needs = []
+        for group in config.groups.values():
+            if group.role == "frozen" and group.pretrained is not None:
+                needs.append(Job(group.pretrained, group.pretrained_seed, load_preset(group.pretrained).total_steps))
+        return needs
+
+
+def find_run(config: RunConfig, root: Path) -> Path | None:
+    """An existing run directory of this exact configuration and seed, under any preset name."""
+    matches = sorted(root.glob(f"*-{config.config_hash()}/{config.seed}"))
+    started = [m for m in matches if (m / "config.yaml").is_file()]
+    return started[0] if started else None
+
+
+def progress(job: Job, root: Path) -> int:
+    """Env steps of the job's latest checkpoint (0 if it has not started)."""
+    run = find_run(job.config(), root)
+    done = list_checkpoints(run / "checkpoints") if run else []
+    return checkpoint_steps(done[-1]) if done else 0
+
+
+def command(job: Job, root: Path) -> list[str]:
+    """The CLI call that starts or continues the job."""
+    run = find_run(job.config(), root)
+    cli = [sys.executable, "-m", "relayrl.cli"]
+    if run is not None:
+        return [*cli, "resume", str(run), f"total_steps={job.steps}"]
+    return [*cli, "train", job.preset, f"total_steps={job.steps}", "--seed", str(job.seed), "--out", str(root)]
+
+
+class ProcessBackend:
+    """Each job in its own process (one torch thread each, SPEC's default)."""
+
+    def launch(self, cmd: list[str], log: Path) -> Any:
+        handle = log.open("a")
+        return subprocess.Popen(cmd, stdout=handle, stderr=subprocess.STDOUT), handle
+
+    def poll(self, token: Any) -> int | None:
+        proc, handle = token
+        rc = proc.poll()
+        if rc is not None:
+            handle.close()
+        return rc
+
+    def stop(self, token: Any) -> None:
+        proc, handle = token
+        proc.terminate()
+        proc.wait()
+        handle.close()
+
+    def close(self) -> None:
+        pass
+
+
+class RayBackend:
+    """Each job as a Ray task (one CPU each) on the local or connected cluster."""
+
+    def __init__(self, jobs: int) -> None:
+        import ray
+
+        self.ray = ray
+        self.started = not ray.is_initialized()
+        if self.started:
+            # Ray starts workers at niceness 15 by default: on a busy machine the training
+            # processes they launch then starve (measured 17x slower here), so a local
+            # cluster runs them at normal priority.
+            ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False, _system_config={"worker_niceness": 0})
+
+        @ray.remote(num_cpus=1)
+        def run(cmd: list[str], log: str) -> int:
+            with open(log, "a") as handle:
+                return subprocess.run(cmd, stdout=handle, stderr=subprocess.STDOUT).returncode
+
+        self._run = run
+
+    def launch(self, cmd: list[str], log: Path) -> Any:
+        return self._run.remote(cmd, str(log))
+
+    def poll(self, token: Any) -> int | None:
+        ready, _ = self.ray.wait([token], timeout=0)
+        return self.ray.get(ready[0]) if ready else None
+
+    def stop(self, token: Any) -> None:
+        self.ray.cancel(token, force=True)
+
+    def close(self) -> None:
+        if self.started:
+            self.ray.shutdown()
+
+
+def with_dependencies(jobs: list[Job]) -> list[Job]:
+    """The jobs in order, each preceded by the pretraining runs it needs; a run asked for at
+    several budgets (a sweep point that is also a Table 1 run) is one job, at the largest."""
+    longest: dict[tuple[str, int], int] = {}
+    for job in jobs:
+        for one in [*job.dependencies(), job]:
+            key = (one.preset, one.seed)
+            longest[key] = max(longest.get(key, 0), one.steps)
+    ordered: list[Job] = []
+    for job in jobs:
+        for one in [*job.dependencies(), job]:
+            merged = Job(one.preset, one.seed, longest[(one.preset, one.seed)])
+            if merged not in ordered:
+                ordered.append(merged)
+    return ordered
+
+
+def run_grid(
+    jobs: list[Job],
+    root: Path,
+    parallel: int,
+    backend: str = "processes",
+    say: Callable[[str], None] = print,
+) -> dict[Job, str]:
+    """Runs the jobs (and the pretraining runs they need), ``parallel`` at a time, in the
+    given order of priority. Returns each job's final status."""
+    ordered = with_dependencies(jobs)
+    status = {j: "complete" for j in ordered if progress(j, root) >= j.steps}
+    for job in status:
+        say(f"complete: {job.name}")
+    pending = [j for j in ordered if j not in status]
+    if not pending:
+        return status
+    runner = RayBackend(parallel) if backend == "ray" else ProcessBackend()
+    (root / "logs").mkdir(parents=True, exist_ok=True)
+    running: dict[Job, Any] = {}
+    try:
+        while pending or running:
+            for job, token in list(running.items()):
+                rc = runner.poll(token)
+                if rc is None:
+                    continue
+                del running[job]
+                status[job] = "complete" if rc == 0 and progress(job, root) >= job.steps else f"failed (exit {rc})"
+                say(f"{status[job]}: {job.name}")
+            for job in list(pending):
+                if len(running) >= parallel:
+                    break
+                needs = job.dependencies()
+                if any(status.get(n, "").startswith("failed") for n in needs):
+                    pending.remove(job)
+                    status[job] = "skipped (pretraining failed)"
+                    say(f"{status[job]}: {job.name}")
+                    continue
+                if any(status.get(n) != "complete" for n in needs):
+                    continue
+                run = find_run(job.config(), root)
+                if run is not None and is_locked(run):
+                    continue  # trained by a process outside this grid: wait for it
+                if progress(job, root) >= job.steps:
+                    pending.remove(job)
+                    status[job] = "complete"
+                    say(f"complete: {job.name}")
+                    continue
+                pending.remove(job)
+                log = root / "logs" / f"{job.preset}-s{job.seed}.log"
+                say(f"start: {job.name} (log {log})")
+                running[job] = runner.launch(command(job, root), log)
+            time.sleep(2)
+    except KeyboardInterrupt:
+        for token in running.values():
+            runner.stop(token)  # each run keeps its last checkpoint; run again to resume
+        raise
+    finally:
+        runner.close()
+    return status

@@ -1,0 +1,103 @@
+"""``relayrl reproduce super``: the grid in priority order, skip and resume by config hash,
+and the report with the paper's numbers."""
+
+import pytest
+
+from relayrl.cli import main
+from relayrl.experiment.grid import Job, find_run, progress, run_grid, with_dependencies
+from relayrl.experiment.presets import PRESETS
+from relayrl.experiment.super_paper import PAPER_TABLE1, grid
+
+
+def test_grid_runs_the_issue_priorities_first_and_every_preset_exists():
+    jobs = grid(["pursuit", "battle", "adversarial-pursuit"], None, 3, None)
+    assert all(j.preset in PRESETS for j in jobs)
+    assert [j.preset for j in jobs[:6]] == ["pursuit-ddqn"] * 3 + ["pursuit-super-quantile"] * 3
+    assert {j.preset for j in jobs[6:18]} == {f"{d}-{a}" for d in ("battle", "adversarial-pursuit") for a in ("ddqn", "super-quantile")}
+    assert {j.steps for j in jobs[:6]} == {800_000} and {j.steps for j in jobs[6:18]} == {300_000}
+    sweep = [j for j in jobs if "-bw" in j.preset]
+    assert len(sweep) == 3 * 5 * 3 and {j.steps for j in sweep} == {250_000}  # bandwidth 0.1 is the table run
+
+
+def test_pretraining_runs_come_first_and_once():
+    jobs = with_dependencies(grid(["battle"], ["ddqn", "super-quantile"], 2, None))
+    assert jobs[0] == Job("battle-pretrain", 0, 300_000)
+    assert [j.preset for j in jobs].count("battle-pretrain") == 1
+
+
+def test_the_default_bandwidth_sweep_point_is_the_table_run_at_its_longer_budget():
+    jobs = grid(["pursuit"], ["super-quantile", "super-quantile-bw0.01"], 1, None)
+    assert [(j.preset, j.steps) for j in jobs] == [
+        ("pursuit-super-quantile", 800_000),
+        ("pursuit-super-quantile-bw0.01", 250_000),
+        ("pursuit-super-quantile", 250_000),
+    ]
+    merged = with_dependencies(jobs)
+    assert [(j.preset, j.steps) for j in merged] == [("pursuit-super-quantile", 800_000), ("pursuit-super-quantile-bw0.01", 250_000)]
+
+
+def test_a_run_is_found_by_its_config_hash(tmp_path):
+    assert main(["train", "pursuit-super-quantile", "total_steps=8", "--seed", "0", "--out", str(tmp_path)]) == 0
+    job = Job("pursuit-super-quantile", 0, 8)
+    assert find_run(job.config(), tmp_path).name == "0"
+    assert find_run(Job("pursuit-super-quantile", 1, 8).config(), tmp_path) is None
+    assert progress(job, tmp_path) == 8
+
+
+def test_reproduce_runs_skips_and_reports(tmp_path, capsys):
+    root, results = tmp_path / "runs", tmp_path / "results"
+    args = ["reproduce", "super", "--domains", "pursuit", "--algos", "ddqn", "--seeds", "2", "--steps", "40",
+            "--jobs", "2", "--out", str(root), "--results", str(results)]
+    assert main(args) == 0
+    assert all(progress(Job("pursuit-ddqn", s, 40), root) == 40 for s in (0, 1))
+    copies = sorted(p.relative_to(results) for p in (results / "runs").glob("*/*/metrics.csv"))
+    assert [p.parent.name for p in copies] == ["0", "1"]
+    table = (results / "table1.md").read_text()
+    assert "181.43 (4.16)" in table and "not run" in table and "not DQN-family" in table
+    capsys.readouterr()
+    assert main(args) == 0  # everything complete: nothing runs again
+    assert capsys.readouterr().out.count("complete: pursuit-ddqn") == 2
+
+
+def test_interrupted_job_resumes_to_the_longer_budget(tmp_path):
+    status = run_grid([Job("pursuit-ddqn", 0, 8)], tmp_path, 1, say=lambda _: None)
+    assert list(status.values()) == ["complete"]
+    status = run_grid([Job("pursuit-ddqn", 0, 16)], tmp_path, 1, say=lambda _: None)
+    assert list(status.values()) == ["complete"] and progress(Job("pursuit-ddqn", 0, 16), tmp_path) == 16
+    assert len(list(tmp_path.glob("pursuit-ddqn-*"))) == 1
+
+
+def test_paper_table_is_the_specs():
+    assert PAPER_TABLE1["super-quantile"]["pursuit"] == (454.56, 5.89)
+    assert PAPER_TABLE1["ddqn"]["adversarial-pursuit"] == (-719.78, 66.82)
+
+
+def test_unknown_domain_is_a_clear_error(capsys):
+    assert main(["reproduce", "super", "--domains", "pong"]) == 2
+    assert "choose from pursuit, battle, adversarial-pursuit" in capsys.readouterr().err
+
+
+def test_ray_backend_runs_a_job(tmp_path):
+    pytest.importorskip("ray")
+    status = run_grid([Job("pursuit-ddqn", 0, 8)], tmp_path, 1, backend="ray", say=lambda _: None)
+    assert list(status.values()) == ["complete"]
+
+
+def test_gaussian_scale_switch_study_on_a_trained_run(tmp_path):
+    from relayrl.experiment import Trainer, build_config
+    from relayrl.experiment.super_paper import figures, scale_switch_study
+
+    config = build_config({
+        "preset": "scale", "total_steps": 600, "checkpoint_interval": 600, "eval": {"interval": 0},
+        "env": {"name": "pursuit", "settings": {"x_size": 8, "y_size": 8, "n_evaders": 3, "n_pursuers": 2}},
+        "dqn": {"learning_starts": 100, "buffer_size": 1000},
+    })
+    Trainer(config, tmp_path / "run", verbose=False).train()
+    out = scale_switch_study(tmp_path / "run", tmp_path / "results", window=100)
+    rows = out.read_text().splitlines()[1:]
+    assert len(rows) == 3 * 6
+    realised = {(r.split(",")[0], float(r.split(",")[1])): float(r.split(",")[2]) for r in rows}
+    assert all(0.0 <= v <= 1.0 for v in realised.values())
+    assert realised[("quantile", 1.0)] == 1.0 and realised[("gaussian (std)", 1.0)] == 1.0
+    assert abs(realised[("quantile", 0.1)] - 0.1) < 0.05  # the quantile rule meets its target
+    assert (tmp_path / "results" / "gaussian_scale_switch_bandwidth.png") in figures(tmp_path / "results")

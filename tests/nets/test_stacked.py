@@ -1,0 +1,31 @@
+"""Stacked layers against per-agent torch references."""
+
+import torch
+import torch.nn.functional as F
+
+from relayrl.nets.qnetwork import QNetwork
+from relayrl.nets.stacked import StackedConv2d
+
+
+def test_stacked_conv_equals_each_agents_own_convolution():
+    torch.manual_seed(0)
+    n_sets, batch, k = 3, 4, 2
+    conv = StackedConv2d(n_sets, 5, 7, k)
+    x = torch.rand(n_sets, batch, 9, 8, 5)  # channel-last, as the envs give it
+    out = conv(x)  # [P, B, H', W', C_out]
+    for p in range(n_sets):
+        # W rows are ordered (di, dj, c): that is the agent's k x k x C_in kernel
+        weight = conv.weight[p].view(k, k, 5, 7).permute(3, 2, 0, 1)
+        ref = F.conv2d(x[p].permute(0, 3, 1, 2), weight, conv.bias[p, 0])  # [B, C_out, H', W']
+        torch.testing.assert_close(out[p], ref.permute(0, 2, 3, 1))
+
+
+def test_q_network_on_grid_observations_matches_per_agent_networks():
+    torch.manual_seed(1)
+    stacked = QNetwork(2, (7, 7, 3), 5)
+    obs = torch.randint(0, 3, (2, 6, 7, 7, 3), dtype=torch.uint8)
+    q = stacked(obs)
+    for p in range(2):
+        single = QNetwork(1, (7, 7, 3), 5)
+        single.load_state_dict({k: v[p : p + 1] for k, v in stacked.state_dict().items()})
+        torch.testing.assert_close(q[p : p + 1], single(obs[p : p + 1]))
