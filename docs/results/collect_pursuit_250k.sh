@@ -15,7 +15,9 @@ for experiment in "$runs"/pursuit-ddqn-* "$runs"/pursuit-super-quantile-*; do
     [ "$last" -ge 100000 ] 2>/dev/null || continue
     dest="$out/$(basename "$experiment")/$(basename "$seed_dir")"
     mkdir -p "$dest"
-    cp "$seed_dir/metrics.csv" "$seed_dir/config.yaml" "$dest/"
+    # the first 250k steps only (the same runs continue to 800k for docs/results/super)
+    awk -F, 'NR == 1 || $1 <= 250000' "$seed_dir/metrics.csv" > "$dest/metrics.csv"
+    cp "$seed_dir/config.yaml" "$dest/"
   done
 done
 experiments=("$out"/pursuit-ddqn-* "$out"/pursuit-super-quantile-*)

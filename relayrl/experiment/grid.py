@@ -58,13 +58,18 @@ def progress(job: Job, root: Path) -> int:
     return checkpoint_steps(done[-1]) if done else 0
 
 
+# Long runs are stopped and resumed between sessions: checkpoint often enough to lose little.
+CHECKPOINT_INTERVAL = 25_000
+
+
 def command(job: Job, root: Path) -> list[str]:
     """The CLI call that starts or continues the job."""
     run = find_run(job.config(), root)
     cli = [sys.executable, "-m", "relayrl.cli"]
+    budget = [f"total_steps={job.steps}", f"checkpoint_interval={min(CHECKPOINT_INTERVAL, job.steps)}"]
     if run is not None:
-        return [*cli, "resume", str(run), f"total_steps={job.steps}"]
-    return [*cli, "train", job.preset, f"total_steps={job.steps}", "--seed", str(job.seed), "--out", str(root)]
+        return [*cli, "resume", str(run), *budget]
+    return [*cli, "train", job.preset, *budget, "--seed", str(job.seed), "--out", str(root)]
 
 
 class ProcessBackend:

@@ -119,11 +119,34 @@ def _at(runs: list[list[dict[str, float]]], key: str, step: int, bin_size: int) 
     return [b[target] for b in (binned(r, key, bin_size) for r in runs) if target in b]
 
 
-def _cell(values: list[float], seeds: int) -> str:
+def _cell(values: list[float], seeds: int, runs: list[list[dict[str, float]]]) -> str:
     if not values:
-        return "not run"
+        if not runs:
+            return "not run"
+        last = [int(r[-1]["env_steps"]) for r in runs if r]
+        return f"running ({len(runs)} seeds at {min(last) // 1000}k-{max(last) // 1000}k)"
     partial = "" if len(values) >= seeds else f" [{len(values)}/{seeds} seeds]"
     return f"{np.mean(values):.2f} ({np.std(values):.2f}){partial}"
+
+
+def snapshot(results: Path, algos: tuple[str, ...] = (*TABLE1_ALGOS, "uniform")) -> str:
+    """Runs still in progress, at the latest bin every seed has reached: mean (std)."""
+    lines = ["| run | seeds | bin (env steps) | train | eval (latest in bin) |", "|---|---:|---:|---:|---:|"]
+    for domain in DOMAINS:
+        for algo in algos:
+            runs = [r for r in _runs_of(f"{domain}-{algo}", results) if r]
+            if not runs:
+                continue
+            step = min(int(r[-1]["env_steps"]) for r in runs) // BIN[domain] * BIN[domain]
+            train = _at(runs, "episode_reward_mean", step, BIN[domain])
+            evaluation = [
+                [row["eval_reward_mean"] for row in r if row["env_steps"] <= step + BIN[domain] - 1 and not math.isnan(row["eval_reward_mean"])]
+                for r in runs
+            ]
+            latest_eval = [e[-1] for e in evaluation if e]
+            cells = [f"{np.mean(v):.2f} ({np.std(v):.2f})" if v else "-" for v in (train, latest_eval)]
+            lines.append(f"| {domain}-{algo} | {len(runs)} | {step:,} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- Table 1
@@ -144,11 +167,11 @@ def table1(results: Path, seeds: int = 3) -> tuple[str, list[str]]:
             runs = _runs_of(f"{domain}-{algo}", results)
             train = _at(runs, "episode_reward_mean", TABLE_STEPS[domain], BIN[domain])
             evaluation = _at(runs, "eval_reward_mean", TABLE_STEPS[domain], BIN[domain])
-            cell = _cell(train, seeds)
+            cell = _cell(train, seeds, runs)
             if train and len(train) >= seeds and abs(np.mean(train) - mean) > 2 * max(std, 1e-9):
                 cell += " †"
                 far.append(f"{domain} {algo}: ours {np.mean(train):.2f} vs paper {mean:.2f} ({std:.2f})")
-            cells += [cell, _cell(evaluation, seeds)]
+            cells += [cell, _cell(evaluation, seeds, runs)]
         lines.append(f"| {algo} | " + " | ".join(cells) + " |")
     return "\n".join(lines), far
 
@@ -194,9 +217,17 @@ def _curves_figure(results: Path, out: Path, panels: list[tuple[str, list[tuple[
             ax.legend(fontsize=8)
         else:
             ax.text(0.5, 0.5, "not run yet", ha="center", va="center", transform=ax.transAxes)
+    return _save(plt, fig, out, drew, title)
+
+
+def _save(plt, fig, out: Path, drew: bool, title: str) -> Path | None:
+    """Writes the figure only if it shows data (a stale file is removed)."""
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    if drew:
+        fig.savefig(out, dpi=110)
+    else:
+        out.unlink(missing_ok=True)
     plt.close(fig)
     return out if drew else None
 
@@ -221,11 +252,7 @@ def _bars_figure(results: Path, out: Path, algos: tuple[str, ...], title: str) -
         ax.grid(alpha=0.3, axis="y")
         ax.legend(fontsize=8)
         drew |= any(not math.isnan(m) for m in means)
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out if drew else None
+    return _save(plt, fig, out, drew, title)
 
 
 def _sweep_figures(results: Path, out_dir: Path) -> list[Path]:
@@ -259,15 +286,12 @@ def _sweep_figures(results: Path, out_dir: Path) -> list[Path]:
         ax.set_xscale("log")
         ax.set_xlabel("target bandwidth")
         ax.set_ylabel(ylabel)
-        ax.set_title("Pursuit bandwidth sweep" if drew else "Pursuit bandwidth sweep: not run yet")
         ax.grid(alpha=0.3)
         if drew:
             ax.legend()
-        fig.tight_layout()
-        fig.savefig(out_dir / name, dpi=110)
-        plt.close(fig)
-        if drew:
-            written.append(out_dir / name)
+        saved = _save(plt, fig, out_dir / name, drew, "Pursuit bandwidth sweep")
+        if saved is not None:
+            written.append(saved)
     return written
 
 
@@ -331,8 +355,12 @@ def write_report(results: Path, seeds: int = 3) -> tuple[Path, list[str]]:
         "exploration, what the paper's RLlib runs report); 'eval' is the greedy evaluation. "
         "† marks a training mean more than two of the paper's standard deviations away (see README.md)."
     )
+    progress_notes = (
+        "Runs not yet at the paper's step count, at the latest bin all their seeds have reached "
+        "(training mean in the bin; the last greedy evaluation up to it)."
+    )
     path = results / "table1.md"
-    path.write_text(f"# Table 1\n\n{notes}\n\n{table}\n")
+    path.write_text(f"# Table 1\n\n{notes}\n\n{table}\n\n## As the runs stand\n\n{progress_notes}\n\n{snapshot(results)}\n")
     figures(results)
     return path, far
 
