@@ -87,3 +87,12 @@ def test_bench_writes_a_report_with_ratios(tmp_path, capsys):
     assert "| relayrl vectorised pursuit | 64 |" in report
     assert main(["bench", "--only", "nonsense"]) == 2
     assert "unknown benchmark" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("preset", ["battle-coevolve-super-quantile", "adversarial-pursuit-coevolve-ddqn"])
+def test_a_magent_preset_runs_a_few_hundred_steps(tmp_path, preset):
+    pytest.importorskip("magent2")
+    overrides = ["total_steps=200", "dqn.learning_starts=100", "dqn.buffer_size=300", "eval.interval=0", "report_interval=100"]
+    assert main(["train", preset, *overrides, "--out", str(tmp_path)]) == 0
+    rows = (next(tmp_path.glob(f"{preset}-*")) / "0" / "metrics.csv").read_text().splitlines()
+    assert len(rows) == 3 and "td_loss/" in rows[0]

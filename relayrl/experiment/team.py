@@ -15,6 +15,7 @@ import torch
 
 from relayrl.algos.dqn import DQNLearner, DQNSettings
 from relayrl.algos.nstep import NStepBuilder, Transitions
+from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
 from relayrl.experiment.config import DQNConfig, GroupConfig, ModelConfig, SharingConfig
@@ -111,7 +112,7 @@ class Team:
         self.batch_size = d.batch_size * (spec.n_agents if d.param_sharing else 1)
         s = self.sharing
         if s.team is not None and any(not 0 <= i < spec.n_agents for i in s.team):
-            raise ValueError(f"sharing.team indices must be in [0, {spec.n_agents}) for team {spec.name!r}, got {s.team}")
+            raise ConfigError(f"sharing.team indices must be in [0, {spec.n_agents}) for team {spec.name!r}, got {s.team}")
         self.selector = make_selector(
             s.select,
             spec.n_agents,
@@ -198,11 +199,11 @@ class Team:
 
     def load_policy_state(self, state: dict[str, Any], source: str) -> None:
         if state["param_sharing"] != self.dqn.param_sharing:
-            raise ValueError(f"{source}: team {self.name!r} was trained with param_sharing={state['param_sharing']}")
+            raise CheckpointError(f"{source}: team {self.name!r} was trained with param_sharing={state['param_sharing']}")
         try:
             self.learner.online.load_state_dict(state["online"])
         except RuntimeError as error:
-            raise ValueError(f"{source}: team {self.name!r}'s networks do not fit this run's model ({error})") from None
+            raise CheckpointError(f"{source}: team {self.name!r}'s networks do not fit this run's model ({error})") from None
         self.learner.sync_target()
 
     def state_dict(self) -> dict[str, Any]:

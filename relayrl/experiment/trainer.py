@@ -31,7 +31,7 @@ import relayrl
 from relayrl.algos.nstep import STEP_FIELDS
 from relayrl.algos.schedules import linear_schedule
 from relayrl.core.device import configure_threads, resolve_device
-from relayrl.core.errors import CheckpointError
+from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.envs.registry import EnvFactory, make_env_factory
 from relayrl.envs.vector_env import make_vector_env
 from relayrl.experiment.checkpoint import (
@@ -129,7 +129,7 @@ class Trainer:
         names = [g.name for g in self.venv.groups]
         unknown = sorted(set(config.groups) - set(names))
         if unknown or (config.report_group is not None and config.report_group not in names):
-            raise ValueError(f"this environment's teams are {names}; the config names {unknown or [config.report_group]}")
+            raise ConfigError(f"this environment's teams are {names}; the config names {unknown or [config.report_group]}")
         self.teams = [
             Team(
                 spec,
@@ -146,7 +146,8 @@ class Trainer:
             for index, spec in enumerate(self.venv.groups)
         ]
         self.learning = [t for t in self.teams if t.learns]
-        self.reported = names.index(config.reported_group()) if env_factory is None else self._first_main(names)
+        self.reported = self._reported_index(names)
+        self.frozen_sources: dict[str, str] = {}  # team -> checkpoint its networks came from
         for team in self.teams:
             if not team.learns:
                 self._load_frozen(team)
@@ -162,8 +163,10 @@ class Trainer:
         self.history: list[dict[str, float]] = []
         self.lock = RunLock(run_dir) if run_dir is not None else None
 
-    def _first_main(self, names: list[str]) -> int:
-        """A user env's teams are known only once it is built: resolve report_group here."""
+    def _reported_index(self, names: list[str]) -> int:
+        """The team whose reward is the run's figure: ``report_group``, else the first team
+        trained with the run's learner (resolved here: a user env's teams are known only
+        once it is built)."""
         if self.config.report_group is not None:
             return names.index(self.config.report_group)
         return next((i for i, t in enumerate(self.teams) if t.role == "main"), 0)
@@ -188,13 +191,13 @@ class Trainer:
         if key not in policies:
             raise CheckpointError(f"{checkpoint} holds teams {sorted(policies)}, not {key!r} (set groups.{team.name}.pretrained_group)")
         team.load_policy_state(policies[key], str(checkpoint))
-        self.frozen_sources = {**getattr(self, "frozen_sources", {}), team.name: str(checkpoint)}
+        self.frozen_sources[team.name] = str(checkpoint)
 
     def _pretrained_run(self, preset: str, seed: int) -> Path:
         from relayrl.experiment.presets import load_preset
 
         if self.run_dir is None:
-            raise ValueError(f"pretrained={preset!r} is found under the runs root of a run directory; pass checkpoint=PATH instead")
+            raise ConfigError(f"pretrained={preset!r} is looked up under a run directory's runs root; without one pass checkpoint=PATH")
         config = load_preset(preset).model_copy(update={"seed": seed})
         run = run_dir_for(config, self.run_dir.parent.parent)
         done = list_checkpoints(run / "checkpoints")
@@ -427,7 +430,10 @@ class Trainer:
             if resumed_at == 0:
                 (self.run_dir / "config.yaml").write_text(yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False))
             with (self.run_dir / "provenance.yaml").open("a") as handle:
-                yaml.safe_dump([{**provenance(), "resumed_at": resumed_at}], handle, sort_keys=False)
+                entry = {**provenance(), "resumed_at": resumed_at}
+                if self.frozen_sources:
+                    entry["frozen_teams_from"] = self.frozen_sources
+                yaml.safe_dump([entry], handle, sort_keys=False)
             self.metrics = MetricsWriter(self.run_dir, resume_at=resumed_at, extra_columns=self.metric_columns())
         if self.obs is None:
             self.obs, self.alive = self.venv.reset(self.config.seed)

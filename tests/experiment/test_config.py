@@ -39,6 +39,30 @@ def test_pursuit_presets_carry_the_paper_hyperparameters(name):
     assert c.model.conv_channels == [32, 64, 64] and c.model.kernel_size == 2
 
 
+@pytest.mark.parametrize("domain, opponent, team", [("battle", "red", "blue"), ("adversarial-pursuit", "predator", "prey")])
+def test_magent_presets_carry_the_paper_hyperparameters_and_teams(domain, opponent, team):
+    c = load_preset(f"{domain}-super-quantile")
+    d = c.dqn
+    assert (d.lr, d.batch_size, d.buffer_size, d.target_update_interval, d.fragment_length) == (1e-4, 32, 90_000, 1200, 5)
+    assert (d.epsilon_start, d.epsilon_end, d.epsilon_steps, d.alpha, d.dueling) == (0.1, 0.001, 100_000, 0.6, True)
+    assert c.total_steps == 300_000 and c.report_interval == 6000
+    assert c.groups[opponent].role == "frozen" and c.groups[opponent].pretrained == f"{domain}-pretrain"
+    assert c.reported_group() == team and c.sharing.select == "quantile"
+    assert load_preset(f"{domain}-coevolve-super-quantile").groups[opponent].role == "ddqn"
+    pretrain = load_preset(f"{domain}-pretrain")
+    assert pretrain.groups == {} and pretrain.sharing.select == "none"
+    assert pretrain.total_steps == {"battle": 300_000, "adversarial-pursuit": 600_000}[domain]
+
+
+def test_battle_settings_are_the_papers():
+    s = load_preset("battle-ddqn").env.settings
+    assert (s.map_size, s.max_cycles, s.step_reward, s.dead_penalty, s.attack_penalty, s.attack_opponent_reward) == (
+        18, 1000, -0.005, -0.1, -0.1, 0.2,
+    )
+    a = load_preset("adversarial-pursuit-ddqn").env.settings
+    assert (a.map_size, a.max_cycles, a.tag_penalty) == (18, 500, -0.2)
+
+
 def test_preset_variants_differ_where_they_should():
     assert load_preset("pursuit-dqn").dqn.double_q is False
     assert load_preset("pursuit-paramshare").dqn.param_sharing is True

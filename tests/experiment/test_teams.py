@@ -60,6 +60,7 @@ def test_frozen_team_loads_the_pretrained_networks_and_never_learns(tmp_path):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
     assert any(not torch.equal(p, q) for p, q in zip(_params(runner), before_runner))
     assert trainer.config.reported_group() == "runner"
+    assert "frozen_teams_from" in (tmp_path / "main" / "provenance.yaml").read_text()
 
 
 def test_pretrained_preset_that_was_not_run_is_a_clear_error(tmp_path):
