@@ -3,6 +3,7 @@
 import argparse
 import math
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -178,7 +179,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
-    from relayrl.experiment.grid import progress, run_grid, with_dependencies
+    from relayrl.experiment.grid import progress, run_grid, status_table, with_dependencies
     from relayrl.experiment.super_paper import DOMAINS, collect, grid, write_report
 
     domains = args.domains or list(DOMAINS)
@@ -207,6 +208,8 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
             print(f"{len(failed)} job(s) did not complete: {', '.join(failed)}", file=sys.stderr)
     copied = collect(jobs, root, results)
     table, far = write_report(results, args.seeds)
+    stamp = time.strftime("%Y-%m-%d %H:%M %Z")
+    (results / "status.md").write_text(f"# Progress of the selected jobs, {stamp}\n\n{status_table(jobs, root)}\n")
     print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {table} and figures")
     for line in far:
         print(f"more than 2 paper std away: {line}")

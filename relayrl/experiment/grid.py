@@ -149,6 +149,17 @@ def with_dependencies(jobs: list[Job]) -> list[Job]:
     return ordered
 
 
+def status_table(jobs: list[Job], root: Path) -> str:
+    """Markdown: every job (with its pretraining runs) and its progress in env steps."""
+    lines = ["| run | seed | env steps | target | state |", "|---|---:|---:|---:|---|"]
+    for job in with_dependencies(jobs):
+        done = progress(job, root)
+        run = find_run(job.config(), root)
+        state = "complete" if done >= job.steps else "running" if run is not None and is_locked(run) else "started" if done else "not started"
+        lines.append(f"| {job.preset} | {job.seed} | {done:,} | {job.steps:,} | {state} |")
+    return "\n".join(lines)
+
+
 def run_grid(
     jobs: list[Job],
     root: Path,

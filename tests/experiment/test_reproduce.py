@@ -101,3 +101,13 @@ def test_gaussian_scale_switch_study_on_a_trained_run(tmp_path):
     assert realised[("quantile", 1.0)] == 1.0 and realised[("gaussian (std)", 1.0)] == 1.0
     assert abs(realised[("quantile", 0.1)] - 0.1) < 0.05  # the quantile rule meets its target
     assert (tmp_path / "results" / "gaussian_scale_switch_bandwidth.png") in figures(tmp_path / "results")
+
+
+def test_status_table_lists_pretraining_and_progress(tmp_path):
+    from relayrl.experiment.grid import status_table
+
+    run_grid([Job("pursuit-ddqn", 0, 8)], tmp_path, 1, say=lambda _: None)
+    table = status_table([Job("pursuit-ddqn", 0, 8), Job("battle-ddqn", 0, 300_000)], tmp_path)
+    assert "| pursuit-ddqn | 0 | 8 | 8 | complete |" in table
+    assert table.index("battle-pretrain") < table.index("battle-ddqn")
+    assert "| battle-ddqn | 0 | 0 | 300,000 | not started |" in table
