@@ -71,14 +71,20 @@ class AdversarialPursuitSettings(Strict):
     tag_penalty: float = -0.2
 
 
-class PursuitEnv(Strict):
+class EnvSection(Strict):
+    """What every environment section has: E copies stepped together, in this process or
+    in worker processes (envs without a batched implementation)."""
+
+    num_envs: int = Field(1, ge=1, description="env copies stepped together (E)")
+    vector: Literal["sync", "subproc"] = Field("sync", description="copies in this process or in workers")
+
+
+class PursuitEnv(EnvSection):
     """``pursuit`` is relayrl's vectorised implementation, ``pursuit-pz`` PettingZoo's own;
     both have the same dynamics (tests/envs/test_pursuit_vector.py)."""
 
     name: Literal["pursuit", "pursuit-pz"] = "pursuit"
     settings: PursuitSettings = PursuitSettings()
-    num_envs: int = Field(1, ge=1, description="env copies stepped together (E)")
-    vector: Literal["sync", "subproc"] = Field("sync", description="pursuit-pz only: copies in this process or in workers")
 
     @model_validator(mode="after")
     def _vector_kind(self) -> "PursuitEnv":
@@ -86,40 +92,33 @@ class PursuitEnv(Strict):
             raise ValueError("the vectorised pursuit runs in-process; vector=subproc needs env.name=pursuit-pz")
         return self
 
-
     def group_names(self) -> list[str]:
         return ["pursuer"]
 
 
-class CorridorEnv(Strict):
+class CorridorEnv(EnvSection):
     name: Literal["corridor"] = "corridor"
     settings: CorridorSettings = CorridorSettings()
-    num_envs: int = Field(1, ge=1)
-    vector: Literal["sync", "subproc"] = "sync"
 
     def group_names(self) -> list[str]:
         return ["runner", "walker"] if self.settings.n_walkers else ["runner"]
 
 
-class BattleEnv(Strict):
+class BattleEnv(EnvSection):
     """MAgent2 Battle: teams ``red`` and ``blue``; killed agents leave the episode."""
 
     name: Literal["battle"] = "battle"
     settings: BattleSettings = BattleSettings()
-    num_envs: int = Field(1, ge=1)
-    vector: Literal["sync", "subproc"] = "sync"
 
     def group_names(self) -> list[str]:
         return ["red", "blue"]
 
 
-class AdversarialPursuitEnv(Strict):
+class AdversarialPursuitEnv(EnvSection):
     """MAgent2 Adversarial-Pursuit: teams ``predator`` and ``prey``."""
 
     name: Literal["adversarial-pursuit"] = "adversarial-pursuit"
     settings: AdversarialPursuitSettings = AdversarialPursuitSettings()
-    num_envs: int = Field(1, ge=1)
-    vector: Literal["sync", "subproc"] = "sync"
 
     def group_names(self) -> list[str]:
         return ["predator", "prey"]
