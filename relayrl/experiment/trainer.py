@@ -211,6 +211,8 @@ class Trainer:
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
+        """Everything a resume needs. Replay rows are views of the live buffers (no second
+        copy in memory): pickle the state, as ``save`` does, before training on."""
         return {
             "config": self.config.model_dump(mode="json"),
             "counters": self.counters,

@@ -356,7 +356,8 @@ class ReplayBuffer:
 
     # ------------------------------------------------------------------ checkpoint
     def state_dict(self) -> dict[str, Any]:
-        """Copies of contents, pointers, sizes, priorities and RNG state; see load_state_dict."""
+        """Contents, pointers, sizes, priorities and RNG state; see load_state_dict. The stored
+        rows are views into this buffer (no copy): pickle them, or copy them, before adding more."""
         state: dict[str, Any] = {
             "n_buffers": self.n_buffers,
             "capacity": self.capacity,
@@ -365,7 +366,9 @@ class ReplayBuffer:
             "alpha": self.alpha,
             "beta": self.beta,
             "eps": self.eps,
-            "data": {name: a[:, : self.capacity].copy() for name, a in self._store.items()},
+            # per buffer, views of the live rows: a checkpoint pickles them at once, so saving
+            # does not hold a second copy of the replay in memory (GBs for MAgent observations)
+            "data": {name: [a[i, : self.capacity] for i in range(self.n_buffers)] for name, a in self._store.items()},
             "ptr": self._ptr.copy(),
             "size": self._size.copy(),
             "max_priority": self._max_priority.copy(),
@@ -384,7 +387,12 @@ class ReplayBuffer:
         if (state["n_buffers"], state["capacity"], saved, state["prioritized"]) != layout:
             raise ValueError("load_state_dict: the state comes from a buffer with a different layout")
         for name, a in self._store.items():
-            a[:, : self.capacity] = state["data"][name]
+            data = state["data"][name]
+            if isinstance(data, list):
+                for i, rows in enumerate(data):
+                    a[i, : self.capacity] = rows
+            else:  # one [P, capacity, ...] array: checkpoints written before per-buffer rows
+                a[:, : self.capacity] = data
         self._ptr[:] = state["ptr"]
         self._size[:] = state["size"]
         self._max_priority[:] = state["max_priority"]

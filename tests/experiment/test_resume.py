@@ -62,6 +62,8 @@ def test_train_n_equals_train_k_then_resume(tmp_path, env):
     for key in a:
         if isinstance(a[key], np.ndarray):
             np.testing.assert_array_equal(a[key], b[key])
+    for name in a["data"]:
+        np.testing.assert_array_equal(np.stack(a["data"][name]), np.stack(b["data"][name]))
 
 
 def test_corrupt_checkpoint_is_detected(tmp_path):

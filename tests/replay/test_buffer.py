@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from scipy.stats import chisquare
@@ -283,7 +285,7 @@ def test_state_dict_round_trip_gives_identical_samples(prioritized: bool) -> Non
     buf = ReplayBuffer(2, 50, FIELDS, prioritized=prioritized, seed=4)
     buf.add(rows(rng.integers(0, 256, (2, 30))), mask=rng.random((2, 30)) < 0.7)
     run(buf, 10)
-    state = buf.state_dict()
+    state = pickle.loads(pickle.dumps(buf.state_dict()))  # what a checkpoint does, at once
     expected = run(buf, 40)
     restored = ReplayBuffer(2, 50, FIELDS, prioritized=prioritized, seed=999)
     restored.load_state_dict(state)
@@ -295,3 +297,16 @@ def test_state_dict_round_trip_gives_identical_samples(prioritized: bool) -> Non
     np.testing.assert_array_equal(restored.max_priority(), buf.max_priority())
     with pytest.raises(ValueError):
         ReplayBuffer(2, 60, FIELDS, prioritized=prioritized).load_state_dict(state)
+
+
+def test_state_dict_does_not_copy_the_stored_rows_and_loads_older_checkpoints() -> None:
+    buf = ReplayBuffer(3, 40, FIELDS, prioritized=True, seed=1)
+    buf.add(rows(np.arange(3 * 25).reshape(3, 25) % 256))
+    state = buf.state_dict()
+    assert all(np.shares_memory(rows_i, buf._store["obs"]) for rows_i in state["data"]["obs"])
+    legacy = {**state, "data": {k: np.stack(v) for k, v in state["data"].items()}}  # one [P, capacity] array
+    for saved in (pickle.loads(pickle.dumps(state)), legacy):
+        restored = ReplayBuffer(3, 40, FIELDS, prioritized=True, seed=2)
+        restored.load_state_dict(saved)
+        for name in FIELDS:
+            np.testing.assert_array_equal(restored.storage()[name], buf.storage()[name])
