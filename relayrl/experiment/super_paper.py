@@ -46,6 +46,7 @@ NOT_IN_SCOPE = {"maddpg", "seac"}  # not DQN-family: outside the SUPER grid
 TABLE1_ALGOS = ("ddqn", "paramshare", "shareall", "super-quantile", "super-gaussian", "super-stochastic")
 DQN_ALGOS = ("dqn", "dqn-paramshare", "dqn-shareall", "dqn-super-quantile", "dqn-super-gaussian", "dqn-super-stochastic")
 MAIN_ALGOS = ("ddqn", "super-quantile")
+SWEEP_ENDPOINTS = {"none (ddqn)": "ddqn", "all (share-all)": "shareall"}  # Figure 4/10's ends
 
 
 def grid(domains: list[str], algos: list[str] | None, seeds: int, steps: int | None) -> list[Job]:
@@ -67,6 +68,8 @@ def grid(domains: list[str], algos: list[str] | None, seeds: int, steps: int | N
                 for bandwidth in SWEEP_BANDWIDTHS:
                     tiers[3].append((domain, sweep_preset(mode, bandwidth).removeprefix("pursuit-"), SWEEP_STEPS))
             tiers[3].append((domain, "super-gaussian-variance", SWEEP_STEPS))
+            for endpoint in SWEEP_ENDPOINTS.values():  # the sweep's "none" and "all" ends
+                tiers[3].append((domain, endpoint, SWEEP_STEPS))
         for algo in DQN_ALGOS:
             tiers[4].append((domain, algo, TABLE_STEPS[domain]))
         if domain != "pursuit":
@@ -283,6 +286,12 @@ def _sweep_figures(results: Path, out_dir: Path) -> list[Path]:
         if key == "bandwidth_actual":
             ax.plot(SWEEP_BANDWIDTHS, SWEEP_BANDWIDTHS, "k--", lw=0.8, label="target")
             ax.set_yscale("log")
+        else:
+            for (label, algo), style in zip(SWEEP_ENDPOINTS.items(), (":", "-.")):
+                values = _at(_runs_of(f"pursuit-{algo}", results), key, SWEEP_STEPS, BIN["pursuit"])
+                if values:
+                    ax.axhline(np.mean(values), color="gray", linestyle=style, label=f"{label}, {len(values)} seeds")
+                    drew = True
         ax.set_xscale("log")
         ax.set_xlabel("target bandwidth")
         ax.set_ylabel(ylabel)

@@ -17,6 +17,8 @@ def test_grid_runs_the_issue_priorities_first_and_every_preset_exists():
     assert {j.steps for j in jobs[:6]} == {800_000} and {j.steps for j in jobs[6:18]} == {300_000}
     sweep = [j for j in jobs if "-bw" in j.preset]
     assert len(sweep) == 3 * 5 * 3 and {j.steps for j in sweep} == {250_000}  # bandwidth 0.1 is the table run
+    ends = {(j.preset, j.steps) for j in jobs if j.steps == 250_000 and "-bw" not in j.preset}
+    assert {("pursuit-ddqn", 250_000), ("pursuit-shareall", 250_000)} <= ends  # the sweep's none / all ends
 
 
 def test_pretraining_runs_come_first_and_once():
