@@ -10,7 +10,9 @@ class GroupSpec:
     """One group of agents stepped as an agent axis ``[E, N, ...]``.
 
     ``obs_dtype`` is the smallest dtype that stores the observations exactly
-    (Pursuit counts fit uint8); adapters convert once, at the boundary.
+    (Pursuit counts fit uint8); adapters convert once, at the boundary. Discrete actions
+    have ``n_actions`` choices; continuous actions (``n_actions == 0``) are vectors of
+    ``action_shape`` within ``[action_low, action_high]`` per dimension.
     """
 
     name: str
@@ -18,6 +20,13 @@ class GroupSpec:
     obs_shape: tuple[int, ...]
     obs_dtype: np.dtype
     n_actions: int
+    action_shape: tuple[int, ...] = ()
+    action_low: tuple[float, ...] = ()
+    action_high: tuple[float, ...] = ()
+
+    @property
+    def continuous(self) -> bool:
+        return self.n_actions == 0
 
     @property
     def n_agents(self) -> int:

@@ -16,10 +16,13 @@ from relayrl.envs.snapshot import restore, snapshot
 
 @dataclass
 class EpisodeStats:
-    """Finished episodes since the last drain: per-group returns summed over the group's agents."""
+    """Finished episodes since the last drain: per-group returns summed over the group's
+    agents. Envs whose agents have episodes of their own (K copies of one single-agent
+    env) also list the agent each episode belongs to."""
 
     returns: list[np.ndarray] = field(default_factory=list)  # each [n_groups]
     lengths: list[int] = field(default_factory=list)
+    agents: list[int] = field(default_factory=list)
 
 
 class VectorEnv(Protocol):

@@ -1,0 +1,63 @@
+"""K copies of a Gymnasium env as one K-agent env: seeds seed + k, lockstep equality with
+K independent envs, independent resets with the final observation kept."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from relayrl.envs.gym_copies import GymCopiesEnv
+
+
+def _lockstep(env_id: str, k: int, steps: int, seed: int, **kwargs):
+    copies = GymCopiesEnv(env_id, k, **kwargs)
+    refs = [gym.make(env_id, **kwargs) for _ in range(k)]
+    obs, alive = copies.reset(seed)
+    assert alive[0].all() and obs[0].shape == (1, k, *copies.groups[0].obs_shape) and obs[0].dtype == np.float32
+    ref_obs = [r.reset(seed=seed + i)[0] for i, r in enumerate(refs)]
+    np.testing.assert_array_equal(obs[0][0], np.stack(ref_obs).astype(np.float32))
+    rng = np.random.default_rng(seed)
+    ref_returns: list[list[float]] = [[] for _ in range(k)]
+    running = np.zeros(k)
+    resets_alone = 0
+    for _ in range(steps):
+        space = refs[0].action_space
+        actions = np.stack([rng.uniform(space.low, space.high).astype(space.dtype) for _ in range(k)])
+        (step,), over = copies.step([actions[None]])
+        assert not over.any()
+        ended = []
+        for i, ref in enumerate(refs):
+            o, r, term, trunc, _ = ref.step(actions[i])
+            np.testing.assert_array_equal(step.next_obs[0, i], np.float32(o))
+            assert step.reward[0, i] == np.float32(r)
+            assert (step.terminated[0, i], step.truncated[0, i]) == (term, trunc)
+            running[i] += r
+            if term or trunc:
+                ref_returns[i].append(running[i])
+                running[i] = 0
+                o, _ = ref.reset()
+                ended.append(i)
+            np.testing.assert_array_equal(step.obs[0, i], np.float32(o))
+        resets_alone += 0 < len(ended) < k
+    episodes = copies.drain_episodes()
+    for i in range(k):
+        mine = [float(r[0]) for r, a in zip(episodes.returns, episodes.agents) if a == i]
+        np.testing.assert_allclose(mine, ref_returns[i], rtol=1e-9)
+    return copies, resets_alone, sum(len(r) for r in ref_returns)
+
+
+def test_copies_match_independent_envs_through_time_limits():
+    copies, _, episodes = _lockstep("Pendulum-v1", 3, 450, seed=7)
+    assert episodes == 6  # 200-step time limit, twice per copy
+    spec = copies.groups[0]
+    assert spec.continuous and spec.action_shape == (1,) and spec.action_low == (-2.0,) and spec.action_high == (2.0,)
+
+
+def test_each_copy_resets_on_its_own():
+    pytest.importorskip("Box2D")
+    _, resets_alone, episodes = _lockstep("LunarLanderContinuous-v3", 4, 400, seed=3)
+    assert episodes >= 4 and resets_alone > 0
+
+
+def test_discrete_actions_are_described_too():
+    spec = GymCopiesEnv("CartPole-v1", 2).groups[0]
+    assert not spec.continuous and spec.n_actions == 2 and spec.agent_ids == ("agent_0", "agent_1")
