@@ -1,4 +1,5 @@
-"""TD3 (Fujimoto et al. 2018) for P agents in batched calls, with weighted losses for DASE.
+"""TD3 (Fujimoto et al. 2018), and DDPG as its special case, for P agents in batched calls,
+with weighted losses for DASE.
 
 Each of the P parameter sets is an independent agent (actor, twin critics, their targets,
 Adam moments); all P are computed in one forward and backward pass over stacked
@@ -13,6 +14,8 @@ Hyperparameters (paper 001, Tables 1-2; SPEC §1.2): Adam 3e-4 for actor and cri
 256-256 ReLU MLPs, tau 0.005, policy noise 0.2 and noise clip 0.5 (in units of the
 action range's half-width, as the original code scales them by max_action), policy
 delay 2, exploration noise 0.1, gamma 0.99 (applied through the stored ``discount``).
+``TD3Settings.ddpg()`` is DDPG in the same form (Fujimoto et al.'s DDPG baseline, which
+paper 001 uses): one critic, no target smoothing, actor and targets updated every step.
 """
 
 import copy
@@ -37,6 +40,11 @@ class TD3Settings:
     noise_clip: float = 0.5
     policy_delay: int = 2
     exploration_noise: float = 0.1
+    twin_critics: bool = True
+
+    @classmethod
+    def ddpg(cls, **overrides: object) -> "TD3Settings":
+        return cls(**{"policy_noise": 0.0, "noise_clip": 0.0, "policy_delay": 1, "twin_critics": False, **overrides})
 
 
 class StackedMLP(nn.Module):
@@ -83,7 +91,8 @@ class TD3Learner:
         torch.manual_seed(seed)
         hidden = list(settings.hidden)
         self.actor = StackedMLP(n_sets, [obs_dim, *hidden, self.action_dim]).to(device)
-        self.critics = nn.ModuleList(StackedMLP(n_sets, [obs_dim + self.action_dim, *hidden, 1]) for _ in range(2)).to(device)
+        n_critics = 2 if settings.twin_critics else 1
+        self.critics = nn.ModuleList(StackedMLP(n_sets, [obs_dim + self.action_dim, *hidden, 1]) for _ in range(n_critics)).to(device)
         self.actor_target, self.critics_target = copy.deepcopy(self.actor), copy.deepcopy(self.critics)
         self.actor_target.requires_grad_(False)
         self.critics_target.requires_grad_(False)
@@ -124,10 +133,9 @@ class TD3Learner:
             noise = torch.randn(action.shape, generator=self.generator, device=self.device) * s.policy_noise
             noise = noise.clamp(-s.noise_clip, s.noise_clip) * self.scale
             next_action = torch.maximum(torch.minimum(self.policy(next_obs, target=True) + noise, self.center + self.scale), self.center - self.scale)
-            q1_next, q2_next = self._q(self.critics_target, next_obs, next_action)
-            y = t["reward"].float() + t["discount"].float() * torch.minimum(q1_next, q2_next)
-        q1, q2 = self._q(self.critics, obs, action)
-        critic_loss = ((w * (q1 - y) ** 2).sum(1) + (w * (q2 - y) ** 2).sum(1)) / w_sum  # [P]
+            next_q = torch.stack(self._q(self.critics_target, next_obs, next_action)).min(dim=0).values
+            y = t["reward"].float() + t["discount"].float() * next_q
+        critic_loss = sum((w * (q - y) ** 2).sum(1) for q in self._q(self.critics, obs, action)) / w_sum  # [P]
         self.critic_optimizer.zero_grad(set_to_none=True)
         critic_loss.sum().backward()  # agents share no parameters: each gets its own gradient
         self.critic_optimizer.step()

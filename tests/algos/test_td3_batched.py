@@ -80,3 +80,12 @@ def test_state_round_trip_gives_identical_updates():
         b.update(_batch(2, 8, step))
     for p, q in zip(a.critics.parameters(), b.critics.parameters()):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
+
+
+def test_ddpg_is_td3_with_one_critic_and_no_delay():
+    learner = TD3Learner(2, OBS, LOW, HIGH, TD3Settings.ddpg(hidden=(16,)), torch.device("cpu"), 0)
+    assert len(learner.critics) == 1
+    before = [p.detach().clone() for p in learner.actor.parameters()]
+    metrics = learner.update(_batch(2, 8, 0))
+    assert "actor_loss" in metrics  # the actor steps on every update
+    assert any(not torch.equal(p, q) for p, q in zip(learner.actor.parameters(), before))
