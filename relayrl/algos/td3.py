@@ -87,6 +87,7 @@ class TD3Learner:
         low = torch.as_tensor(action_low, dtype=torch.float32, device=device)
         high = torch.as_tensor(action_high, dtype=torch.float32, device=device)
         self.center, self.scale = (high + low) / 2, (high - low) / 2
+        self._low_np, self._high_np, self._scale_np = (x.cpu().numpy() for x in (low, high, self.scale))
         self.action_dim = len(action_low)
         torch.manual_seed(seed)
         hidden = list(settings.hidden)
@@ -116,9 +117,8 @@ class TD3Learner:
         """Actions ``[P, M, act]``; with ``explore``, Gaussian noise of std 0.1 x the half-range, clipped to the bounds."""
         action = self.policy(torch.as_tensor(obs, dtype=torch.float32, device=self.device)).cpu().numpy()
         if explore:
-            noise = self.rng.normal(0.0, self.settings.exploration_noise, action.shape) * self.scale.cpu().numpy()
-            low, high = (self.center - self.scale).cpu().numpy(), (self.center + self.scale).cpu().numpy()
-            action = np.clip(action + noise, low, high)
+            noise = self.rng.normal(0.0, self.settings.exploration_noise, action.shape) * self._scale_np
+            action = np.clip(action + noise, self._low_np, self._high_np)
         return action.astype(np.float32)
 
     def update(self, batch: dict[str, np.ndarray], weights: np.ndarray | None = None) -> dict[str, float]:

@@ -75,6 +75,12 @@ def load_checkpoint(path: Path, file: str = STATE_FILE) -> dict[str, Any]:
         return pickle.load(handle)
 
 
+def has_file(path: Path, file: str) -> bool:
+    """Whether the checkpoint's manifest lists ``file`` (older checkpoints lack the policy file)."""
+    manifest = path / MANIFEST
+    return manifest.is_file() and file in json.loads(manifest.read_text())["files"]
+
+
 def checkpoint_steps(path: Path) -> int:
     """The env step a checkpoint directory ``step_<n>`` was taken at."""
     return int(path.name.split("_")[1])

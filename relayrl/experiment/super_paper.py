@@ -391,7 +391,7 @@ def scale_switch_study(run_dir: Path, results: Path, transitions: int = 20_000, 
     trainer = Trainer(config, None, verbose=False)
     trainer.load_state_dict(load_checkpoint(checkpoint))
     team = trainer.teams[0]
-    store, ptr, size = team.replay.storage(), team.replay._ptr, team.replay.size
+    store, ptr, size = team.replay.storage(), team.replay.write_position, team.replay.size
     n = min(transitions, int(size.min()))
     if n < 2 * window:
         raise ValueError(f"{run_dir} holds {n} transitions per agent; the study needs at least {2 * window}")

@@ -9,7 +9,6 @@ Training intensity is fixed whatever the number of env copies: one update of bat
 agent per ``fragment_length`` env steps, counted over all copies.
 """
 
-import json
 import math
 import os
 import platform
@@ -38,6 +37,7 @@ from relayrl.experiment.checkpoint import (
     MANIFEST,
     POLICY_FILE,
     checkpoint_steps,
+    has_file,
     list_checkpoints,
     load_checkpoint,
     save_checkpoint,
@@ -229,8 +229,7 @@ class Trainer:
 
     def load_policies(self, checkpoint: Path) -> None:
         """Loads every team's networks from a checkpoint of this run (for evaluation)."""
-        manifest = json.loads((checkpoint / MANIFEST).read_text()) if (checkpoint / MANIFEST).is_file() else {}
-        if POLICY_FILE in manifest.get("files", {}):
+        if has_file(checkpoint, POLICY_FILE):
             policies = load_checkpoint(checkpoint, POLICY_FILE)
             for team in self.teams:
                 team.load_policy_state(policies[team.name], str(checkpoint))

@@ -107,6 +107,11 @@ class ReplayBuffer:
         """[P] number of filled slots per buffer."""
         return self._size.copy()
 
+    @property
+    def write_position(self) -> np.ndarray:
+        """[P] slot each buffer writes next (its oldest row once full)."""
+        return self._ptr.copy()
+
     def max_priority(self) -> np.ndarray:
         """[P] largest raw priority seen so far per buffer (1.0 before any), as PER inserts with."""
         return self._max_priority.copy()
