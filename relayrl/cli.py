@@ -179,20 +179,35 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
-    from relayrl.experiment.grid import progress, run_grid, status_table, with_dependencies
-    from relayrl.experiment.super_paper import DOMAINS, collect, grid, write_report
+    from relayrl.experiment.grid import collect, progress, run_grid, status_table, with_dependencies
 
-    domains = args.domains or list(DOMAINS)
-    unknown = sorted(set(domains) - set(DOMAINS))
-    if unknown:
-        raise RelayRLError(f"unknown domain(s) {unknown}; choose from {', '.join(DOMAINS)}")
-    jobs = grid(domains, args.algos, args.seeds, args.steps)
+    if args.paper == "dase":
+        from relayrl.experiment import dase_paper
+        from relayrl.experiment.presets import GYM_TASKS
+
+        if args.domains or args.scale_switch_from:
+            raise RelayRLError("--domains and --scale-switch-from are options of reproduce super; DASE takes --tasks")
+        tasks = args.tasks or list(dase_paper.DEFAULT_TASKS)
+        unknown = sorted(set(tasks) - set(GYM_TASKS))
+        if unknown:
+            raise RelayRLError(f"unknown task(s) {unknown}; choose from {', '.join(GYM_TASKS)}")
+        jobs = dase_paper.grid(tasks, args.algos, args.seeds, args.steps)
+    else:
+        from relayrl.experiment.super_paper import DOMAINS, grid
+
+        if args.tasks:
+            raise RelayRLError("--tasks is an option of reproduce dase; SUPER takes --domains")
+        domains = args.domains or list(DOMAINS)
+        unknown = sorted(set(domains) - set(DOMAINS))
+        if unknown:
+            raise RelayRLError(f"unknown domain(s) {unknown}; choose from {', '.join(DOMAINS)}")
+        jobs = grid(domains, args.algos, args.seeds, args.steps)
     if not jobs:
         raise RelayRLError(f"no presets match --algos {args.algos}; relayrl list shows the variants")
     missing = sorted({j.preset for j in jobs} - set(PRESETS))
     if missing:
         raise RelayRLError(f"no preset {missing[0]!r}: check --algos against relayrl list")
-    root, results = Path(args.out), Path(args.results)
+    root, results = Path(args.out), Path(args.results or f"docs/results/{args.paper}")
     if args.scale_switch_from:
         from relayrl.experiment.super_paper import scale_switch_study
 
@@ -207,9 +222,15 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         if failed:
             print(f"{len(failed)} job(s) did not complete: {', '.join(failed)}", file=sys.stderr)
     copied = collect(jobs, root, results)
-    table, far = write_report(results, args.seeds)
     stamp = time.strftime("%Y-%m-%d %H:%M %Z")
     (results / "status.md").write_text(f"# Progress of the selected jobs, {stamp}\n\n{status_table(jobs, root)}\n")
+    if args.paper == "dase":
+        written = dase_paper.write_report(results, tuple(tasks), args.steps or dase_paper.DEFAULT_STEPS, args.seeds)
+        print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {', '.join(str(p) for p in written)}")
+        return
+    from relayrl.experiment.super_paper import write_report
+
+    table, far = write_report(results, args.seeds)
     print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {table} and figures")
     for line in far:
         print(f"more than 2 paper std away: {line}")
@@ -266,15 +287,16 @@ def build_parser() -> argparse.ArgumentParser:
     quick.set_defaults(func=cmd_quickstart, seed=0)
 
     reproduce = sub.add_parser("reproduce", help="run a paper's experiment grid and write its tables and figures")
-    reproduce.add_argument("paper", choices=["super"])
-    reproduce.add_argument("--domains", nargs="+", help="pursuit, battle, adversarial-pursuit (default: all)")
+    reproduce.add_argument("paper", choices=["super", "dase"])
+    reproduce.add_argument("--domains", nargs="+", help="super: pursuit, battle, adversarial-pursuit (default: all)")
+    reproduce.add_argument("--tasks", nargs="+", help="dase: halfcheetah, swimmer, ant, lunarlander, ... (default: halfcheetah swimmer)")
     reproduce.add_argument("--algos", nargs="+", help="variants, e.g. ddqn super-quantile (default: the whole grid)")
     reproduce.add_argument("--seeds", type=int, default=3)
-    reproduce.add_argument("--steps", type=int, help="env steps per run (default: the paper's, per domain)")
+    reproduce.add_argument("--steps", type=int, help="env steps per run (default: super: the paper's per domain; dase: 300k per agent)")
     reproduce.add_argument("--jobs", type=int, default=2, help="runs at a time (one core each)")
     reproduce.add_argument("--backend", choices=["processes", "ray"], default="processes")
     reproduce.add_argument("--out", default="runs", help="root of run directories")
-    reproduce.add_argument("--results", default="docs/results/super", help="where tables, figures and metric copies go")
+    reproduce.add_argument("--results", help="where tables, figures and metric copies go (default: docs/results/<paper>)")
     reproduce.add_argument("--dry-run", action="store_true", help="list the jobs and their progress, run nothing")
     reproduce.add_argument("--report-only", action="store_true", help="collect metrics and write the report, run nothing")
     reproduce.add_argument("--scale-switch-from", metavar="RUN_DIR", help="also measure the gaussian scale switch on a trained run without sharing")
@@ -291,7 +313,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    # key=value overrides may also follow the options (train PRESET --seed 1 total_steps=N)
+    late = [a for a in extra if "=" in a and not a.startswith("-")]
+    if late and hasattr(args, "overrides"):
+        args.overrides = [*args.overrides, *late]
+        extra = [a for a in extra if a not in late]
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         args.func(args)
     except RelayRLError as error:

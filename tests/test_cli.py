@@ -32,6 +32,11 @@ def test_list_and_show(capsys):
     assert main(["show", "pursuit-super-gaussian", "sharing.bandwidth=0.01"]) == 0
     out = capsys.readouterr().out
     assert "bandwidth: 0.01" in out and "select: gaussian" in out
+    assert main(["show", "halfcheetah-dase-td3", "--seed", "4", "actor_critic.tau=0.01"]) == 0  # overrides after options
+    out = capsys.readouterr().out
+    assert "tau: 0.01" in out and "seed: 4" in out and "n_agents: 2" in out
+    with pytest.raises(SystemExit):
+        main(["show", "halfcheetah-td3", "--no-such-option"])
 
 
 def test_train_resume_eval_plot_table(tmp_path, capsys):

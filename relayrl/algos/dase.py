@@ -4,8 +4,8 @@ shared replay, other agents' transitions weighted by Deterministic Policy Simila
 The replay is one buffer whose rows carry ``agent``, the index of the agent that collected
 them. Each update, every agent draws its own uniform batch from it, splits it into
 internal (its own) and external transitions, computes one DPS weight for the external
-ones with its current actor (``relayrl.sharing.corrections``) and takes a weighted TD3
-step; all K agents in one batched call.
+ones with its current actor (``relayrl.sharing.corrections``) and takes a weighted step
+of its learner (TD3, DDPG or deterministic SAC); all K agents in one batched call.
 """
 
 from dataclasses import dataclass
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from relayrl.algos.td3 import TD3Learner
+from relayrl.algos.actor_critic import DeterministicActorLearner
 from relayrl.replay import ReplayBuffer
 from relayrl.sharing.corrections import Divergence, ReferenceCov, dps_weight, transition_weights
 
@@ -32,7 +32,7 @@ class DPSSettings:
 
 
 def dase_update(
-    learner: TD3Learner, replay: ReplayBuffer, batch_size: int, dps: DPSSettings, generator: torch.Generator | None = None
+    learner: DeterministicActorLearner, replay: ReplayBuffer, batch_size: int, dps: DPSSettings, generator: torch.Generator | None = None
 ) -> dict[str, float]:
     """One DASE step for all K agents of ``learner`` from the shared ``replay`` (1 buffer)."""
     k = learner.n_sets

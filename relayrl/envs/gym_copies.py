@@ -4,15 +4,19 @@ DASE (paper 001, section 3; SPEC §1.2): agent k acts only in copy k, seeded see
 the agents share nothing but a replay. Each copy runs its own episodes: when copy k's
 episode ends it is reset on its own (its ``next_obs`` keeps the final observation for
 bootstrapping), and the finished episode is recorded for agent k. The copies form one
-agent group ``[1, K, ...]``, so the learners above see the same interface as for Pursuit.
+agent group ``[E, K, ...]`` (E = 1 for training; E > 1 steps evaluation episodes as a
+batch), so the learners above see the same interface as for Pursuit.
 Observations are float32, the networks' precision (MuJoCo's float64 is rounded once, here).
 """
 
+import pickle
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
+from gymnasium.utils import EzPickle
 
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.pettingzoo_adapter import GroupStep
@@ -32,68 +36,130 @@ def _spec(env: gym.Env, n_agents: int, name: str) -> GroupSpec:
     raise TypeError(f"K-copies envs need Discrete or Box actions, got {act_space}")
 
 
+def check_env_id(env_id: str) -> None:
+    """Fails with the fix when ``env_id`` is not registered or needs a missing extra."""
+    if env_id not in gym.registry:
+        raise ValueError(f"{env_id!r} is not a registered Gymnasium env (e.g. HalfCheetah-v5, Swimmer-v5, LunarLanderContinuous-v3)")
+    entry = str(gym.registry[env_id].entry_point)
+    for marker, module in (("mujoco", "mujoco"), ("box2d", "Box2D")):
+        if marker in entry:
+            try:
+                __import__(module)
+            except ImportError:
+                raise ValueError(f"{env_id} needs {module}: pip install -c constraints.txt -e '.[mujoco]'") from None
+
+
+def _copy_state(env: gym.Env) -> dict[str, Any] | None:
+    base = env.unwrapped
+    state: dict[str, Any] = {"elapsed": env.get_wrapper_attr("_elapsed_steps"), "rng": base.np_random.bit_generator.state}
+    if isinstance(base, MujocoEnv):
+        # all of MjData: besides qpos/qvel, the solver's warm start and quantities some
+        # observations read before they are recomputed (Ant's contact forces after a reset)
+        state["mujoco"] = pickle.dumps(base.data)
+        return state
+    if isinstance(base, EzPickle):
+        return None  # pickling rebuilds such envs from their arguments: their state is lost
+    state["env"] = pickle.dumps(base)
+    return state
+
+
+def _restore_state(env: gym.Env, state: dict[str, Any]) -> None:
+    env.reset()  # a fresh env's wrappers refuse steps before a reset; what it set is overwritten below
+    base = env.unwrapped
+    if "mujoco" in state:
+        base.data = pickle.loads(state["mujoco"])
+    else:
+        base.__dict__.update(pickle.loads(state["env"]).__dict__)
+    base.np_random.bit_generator.state = state["rng"]
+    env.set_wrapper_attr("_elapsed_steps", state["elapsed"])
+
+
 class GymCopiesEnv:
-    """``n_agents`` copies of ``gym.make(env_id, **kwargs)``; a VectorEnv with E = 1."""
+    """``num_envs`` x ``n_agents`` copies of ``gym.make(env_id, **kwargs)``: a VectorEnv
+    whose agents each run their own episodes (``independent_episodes``)."""
 
-    num_envs = 1
+    independent_episodes = True
 
-    def __init__(self, env_id: str, n_agents: int, name: str = "agent", **kwargs: Any) -> None:
-        if n_agents < 1:
-            raise ValueError(f"need n_agents >= 1, got {n_agents}")
+    def __init__(self, env_id: str, n_agents: int, num_envs: int = 1, name: str = "agent", **kwargs: Any) -> None:
+        if n_agents < 1 or num_envs < 1:
+            raise ValueError(f"need n_agents >= 1 and num_envs >= 1, got {n_agents} and {num_envs}")
+        check_env_id(env_id)
         self.env_id = env_id
-        self.envs = [gym.make(env_id, **kwargs) for _ in range(n_agents)]
+        self.num_envs, self.n_agents = num_envs, n_agents
+        self.envs = [gym.make(env_id, **kwargs) for _ in range(num_envs * n_agents)]  # copy (e, k) at e * K + k
         spec = _spec(self.envs[0], n_agents, name)
         self.groups = (spec,)
-        self._returns = np.zeros(n_agents)
-        self._lengths = np.zeros(n_agents, np.int64)
+        self._returns = np.zeros(len(self.envs))
+        self._lengths = np.zeros(len(self.envs), np.int64)
         self._episodes = EpisodeStats()
 
     def _stack(self, values: list[np.ndarray]) -> np.ndarray:
-        return np.stack(values).astype(np.float32)[None]
+        return np.stack(values).astype(np.float32).reshape(self.num_envs, self.n_agents, *self.groups[0].obs_shape)
 
     def reset(self, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Copy k is reset with seed ``seed + k`` (paper 001's seeding); later episodes
-        continue each copy's own RNG."""
-        obs = [env.reset(seed=seed + k)[0] for k, env in enumerate(self.envs)]
+        """Copy (e, k) is reset with seed ``seed + e * K + k``: agent k's training copy gets
+        seed + k (paper 001's seeding); later episodes continue each copy's own RNG."""
+        obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(self.envs)]
         self._returns[:] = 0
         self._lengths[:] = 0
-        alive = np.ones((1, len(self.envs)), bool)
+        alive = np.ones((self.num_envs, self.n_agents), bool)
         return [self._stack(obs)], [alive]
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
-        """``actions[0]`` is ``[1, K, ...]``; copies whose episode ended are reset on their own."""
-        n = len(self.envs)
+        """``actions[0]`` is ``[E, K, ...]``; copies whose episode ended are reset on their own."""
+        flat_actions = actions[0].reshape(len(self.envs), *actions[0].shape[2:])
         obs, next_obs = [], []
-        reward = np.zeros(n, np.float32)
-        terminated, truncated = np.zeros(n, bool), np.zeros(n, bool)
-        for k, env in enumerate(self.envs):
-            o, r, term, trunc, _ = env.step(actions[0][0, k])
-            reward[k], terminated[k], truncated[k] = r, term, trunc
-            self._returns[k] += r
-            self._lengths[k] += 1
+        reward = np.zeros(len(self.envs), np.float32)
+        terminated, truncated = np.zeros(len(self.envs), bool), np.zeros(len(self.envs), bool)
+        for i, env in enumerate(self.envs):
+            o, r, term, trunc, _ = env.step(flat_actions[i])
+            reward[i], terminated[i], truncated[i] = r, term, trunc
+            self._returns[i] += r
+            self._lengths[i] += 1
             next_obs.append(o)
             if term or trunc:
-                self._episodes.returns.append(np.array([self._returns[k]]))
-                self._episodes.lengths.append(int(self._lengths[k]))
-                self._episodes.agents.append(k)
-                self._returns[k], self._lengths[k] = 0, 0
+                self._episodes.returns.append(np.array([self._returns[i]]))
+                self._episodes.lengths.append(int(self._lengths[i]))
+                self._episodes.agents.append(i % self.n_agents)
+                self._returns[i], self._lengths[i] = 0, 0
                 o, _ = env.reset()
             obs.append(o)
+        shape = (self.num_envs, self.n_agents)
         step = GroupStep(
-            self._stack(obs), self._stack(next_obs), reward[None], terminated[None], truncated[None], np.ones((1, n), bool)
+            self._stack(obs),
+            self._stack(next_obs),
+            reward.reshape(shape),
+            terminated.reshape(shape),
+            truncated.reshape(shape),
+            np.ones(shape, bool),
         )
-        return [step], np.zeros(1, bool)  # no joint episode: each copy resets on its own
+        return [step], np.zeros(self.num_envs, bool)  # no joint episode: each copy resets on its own
 
     def drain_episodes(self) -> EpisodeStats:
         done, self._episodes = self._episodes, EpisodeStats()
         return done
 
     def get_state(self) -> bytes | None:
-        return None  # simulator state is not copied: in-flight episodes restart on resume
+        """Every copy's simulator state, so a resumed run continues its episodes exactly;
+        None where an env cannot be copied (Box2D: its episodes restart on resume)."""
+        copies = [_copy_state(env) for env in self.envs]
+        if any(c is None for c in copies):
+            return None
+        return pickle.dumps({"env_id": self.env_id, "copies": copies, "returns": self._returns, "lengths": self._lengths})
 
     def set_state(self, state: bytes) -> None:
-        raise ValueError("K-copies envs do not restore simulator state")
+        saved = pickle.loads(state)
+        if saved["env_id"] != self.env_id or len(saved["copies"]) != len(self.envs):
+            raise ValueError(f"saved for {len(saved['copies'])} copies of {saved['env_id']}, not {len(self.envs)} of {self.env_id}")
+        for env, copy_state in zip(self.envs, saved["copies"]):
+            _restore_state(env, copy_state)
+        self._returns, self._lengths = saved["returns"].copy(), saved["lengths"].copy()
 
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+def make_gym_copies(num_envs: int, env_id: str, n_agents: int, kwargs: dict[str, Any] | None = None) -> GymCopiesEnv:
+    """The ``gym`` env factory's batched constructor (``relayrl.envs.registry``)."""
+    return GymCopiesEnv(env_id, n_agents, num_envs, **(kwargs or {}))

@@ -14,7 +14,7 @@ class EnvFactory:
     """Makes one PettingZoo ParallelEnv. ``maker`` must be picklable (a module-level
     function or a functools.partial of one) for the subprocess vector env."""
 
-    maker: Callable[..., ParallelEnv]
+    maker: Callable[..., ParallelEnv] | None
     settings: dict[str, Any] = field(default_factory=dict)
     obs_dtypes: dict[str, str] = field(default_factory=dict)
     # A batched implementation ``(num_envs, **settings) -> VectorEnv`` with the same
@@ -22,6 +22,8 @@ class EnvFactory:
     vectorised: Callable[..., Any] | None = None
 
     def make(self) -> ParallelEnv:
+        if self.maker is None:
+            raise ValueError("this environment exists only in its batched form (make_vector_env)")
         return self.maker(**self.settings)
 
     def adapter(self) -> ParallelEnvAdapter:
@@ -31,7 +33,7 @@ class EnvFactory:
 def make_env_factory(name: str, settings: dict[str, Any]) -> EnvFactory:
     """Built-in environments by name: ``pursuit`` (vectorised NumPy Pursuit), ``pursuit-pz``
     (PettingZoo SISL's own implementation), ``battle`` and ``adversarial-pursuit`` (MAgent2)
-    and ``corridor`` (test env)."""
+    ``gym`` (K copies of a Gymnasium env, one per agent) and ``corridor`` (test env)."""
     if name in ("pursuit", "pursuit-pz"):
         from relayrl.envs.pursuit import make_pursuit
         from relayrl.envs.pursuit_vector import PursuitVectorEnv
@@ -50,4 +52,8 @@ def make_env_factory(name: str, settings: dict[str, Any]) -> EnvFactory:
         from relayrl.envs.corridor import CorridorEnv
 
         return EnvFactory(CorridorEnv, dict(settings), {"runner": "uint8", "walker": "uint8"})
-    raise ValueError(f"unknown environment {name!r}; built-in: pursuit, pursuit-pz, battle, adversarial-pursuit, corridor")
+    if name == "gym":
+        from relayrl.envs.gym_copies import make_gym_copies
+
+        return EnvFactory(None, dict(settings), vectorised=make_gym_copies)
+    raise ValueError(f"unknown environment {name!r}; built-in: pursuit, pursuit-pz, battle, adversarial-pursuit, gym, corridor")

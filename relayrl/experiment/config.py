@@ -124,8 +124,40 @@ class AdversarialPursuitEnv(EnvSection):
         return ["predator", "prey"]
 
 
-EnvConfig = Annotated[PursuitEnv | CorridorEnv | BattleEnv | AdversarialPursuitEnv, Field(discriminator="name")]
-ENV_NAMES = ("pursuit", "pursuit-pz", "corridor", "battle", "adversarial-pursuit")
+class GymSettings(Strict):
+    """K copies of one single-agent Gymnasium env as one K-agent team (DASE, paper 001):
+    agent k acts only in copy k, seeded seed + k."""
+
+    env_id: str = "HalfCheetah-v5"
+    n_agents: int = Field(2, ge=1, description="K: agents, one env copy each")
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="passed to gymnasium.make")
+
+    @model_validator(mode="after")
+    def _registered(self) -> "GymSettings":
+        from relayrl.envs.gym_copies import check_env_id
+
+        check_env_id(self.env_id)
+        return self
+
+
+class GymEnv(EnvSection):
+    """A Gymnasium env copied K times; its one team is ``agent``."""
+
+    name: Literal["gym"] = "gym"
+    settings: GymSettings = GymSettings()
+
+    @model_validator(mode="after")
+    def _one_copy_set(self) -> "GymEnv":
+        if self.num_envs != 1 or self.vector != "sync":
+            raise ValueError("gym envs already step K copies, one per agent: leave env.num_envs=1 and env.vector=sync")
+        return self
+
+    def group_names(self) -> list[str]:
+        return ["agent"]
+
+
+EnvConfig = Annotated[PursuitEnv | CorridorEnv | BattleEnv | AdversarialPursuitEnv | GymEnv, Field(discriminator="name")]
+ENV_NAMES = ("pursuit", "pursuit-pz", "corridor", "battle", "adversarial-pursuit", "gym")
 
 
 class ModelConfig(Strict):
@@ -166,7 +198,16 @@ class DQNConfig(Strict):
 
 
 class SharingConfig(Strict):
-    """``select`` x ``bandwidth`` at the sender (SUPER, paper 000 section 4.1)."""
+    """What is shared and how the receiver corrects it (DESIGN.md §1: selection x correction).
+
+    Selection at the sender: ``select`` x ``bandwidth`` (SUPER, paper 000 section 4.1).
+    ``replay: shared`` keeps one replay for the team, each row tagged with the agent that
+    collected it, instead of one replay per agent (DASE, paper 001; needs ``select: all``).
+    ``correction: dps`` weights other agents' transitions by Deterministic Policy Similarity
+    (paper 001 eq. 7, SPEC §1.2) with ``divergence`` sym_kl (the reference code's), jsd (the
+    paper's text; Monte-Carlo, bounded by ln 2 so weights stay >= 0.5) or kl (KL-DASE);
+    ``correction: none`` with a shared replay is ES-DASE.
+    """
 
     select: Literal["quantile", "gaussian", "stochastic", "uniform", "all", "none"] = "none"
     bandwidth: float = Field(0.1, gt=0, le=1)
@@ -177,6 +218,52 @@ class SharingConfig(Strict):
     stochastic_normaliser: Literal["fragment", "window"] = "fragment"
     team: list[int] | None = Field(None, description="agent indices that send and receive; None = all")
     priority: Literal["max", "sender_td"] = "max"
+    replay: Literal["own", "shared"] = "own"
+    correction: Literal["none", "dps"] = "none"
+    divergence: Literal["sym_kl", "jsd", "kl"] = "sym_kl"
+    reference_cov: Literal["sigma", "std_squared"] = Field(
+        "sigma", description="DPS reference N(0, s I): s = exploration std (paper eq. 7) or its square"
+    )
+    cov_regulariser: float = Field(1e-6, gt=0, description="added to the action-difference covariance's diagonal")
+    jsd_samples: int = Field(256, ge=1, description="Monte-Carlo samples per distribution for divergence=jsd")
+
+    @model_validator(mode="after")
+    def _shared_replay(self) -> "SharingConfig":
+        if self.replay == "shared" and self.select != "all":
+            raise ValueError("a shared replay holds every agent's transitions: set sharing.select=all with sharing.replay=shared")
+        if self.correction == "dps" and self.replay != "shared":
+            raise ValueError("correction=dps weights other agents' rows of a shared replay: set sharing.replay=shared")
+        return self
+
+
+class ActorCriticConfig(Strict):
+    """Deterministic actor-critic learners for continuous actions (paper 001, appendix C.4,
+    Tables 1-2; SPEC §1.2). Defaults are TD3's column; presets set DDPG's and SAC's.
+
+    ``td3``: twin critics, target policy smoothing, delayed actor (Fujimoto et al. 2018).
+    ``ddpg``: one critic, actor every step, critic L2 penalty (Lillicrap et al. 2016, with
+    paper 001's batch 256 and Gaussian exploration). ``sac``: SAC with a deterministic actor
+    (Haarnoja et al. 2018, section 5.2's deterministic variant: state-value network with a
+    soft target, twin critics, no entropy term) plus Gaussian exploration noise.
+    Noise stds are in units of the action range's half-width.
+    """
+
+    algo: Literal["td3", "ddpg", "sac"] = "td3"
+    actor_lr: float = Field(3e-4, gt=0)
+    critic_lr: float = Field(3e-4, gt=0)
+    critic_weight_decay: float = Field(0.0, ge=0, description="L2 penalty coefficient on the critic's weights")
+    hidden: list[int] = [256, 256]
+    tau: float = Field(0.005, gt=0, le=1)
+    gamma: float = Field(0.99, ge=0, le=1)
+    batch_size: int = Field(256, ge=1, description="per agent")
+    buffer_size: int = Field(100_000, ge=1, description="the shared replay's capacity, or each agent's own")
+    random_steps: int = Field(25_000, ge=0, description="env steps of uniformly random actions before learning")
+    exploration_noise: float = Field(0.1, ge=0)
+    policy_noise: float = Field(0.2, ge=0, description="td3: target policy smoothing std")
+    noise_clip: float = Field(0.5, ge=0)
+    policy_delay: int = Field(2, ge=1, description="critic updates per actor and target update")
+    reward_scale: float = Field(1.0, gt=0)
+    updates_per_step: int = Field(1, ge=1, description="gradient steps per agent per env step")
 
 
 class GroupConfig(Strict):
@@ -215,7 +302,17 @@ class EvalConfig(Strict):
 # Settings that do not change what is learned (up to float rounding across devices/threads).
 RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "device", "checkpoint_interval", "keep_checkpoints"}
 # Sections added after runs existed: hashed only when set, so older run directories keep their hashes.
-HASHED_WHEN_SET = {"groups": {}, "report_group": None}
+HASHED_WHEN_SET: dict[str, Any] = {
+    "groups": {},
+    "report_group": None,
+    "actor_critic": None,
+    "sharing.replay": "own",
+    "sharing.correction": "none",
+    "sharing.divergence": "sym_kl",
+    "sharing.reference_cov": "sigma",
+    "sharing.cov_regulariser": 1e-6,
+    "sharing.jsd_samples": 256,
+}
 
 
 class RunConfig(Strict):
@@ -225,6 +322,7 @@ class RunConfig(Strict):
     env: EnvConfig = PursuitEnv()
     model: ModelConfig = ModelConfig()
     dqn: DQNConfig = DQNConfig()
+    actor_critic: ActorCriticConfig | None = Field(None, description="continuous actions: the actor-critic learner (dqn is unused)")
     sharing: SharingConfig = SharingConfig()
     groups: dict[str, GroupConfig] = Field(default_factory=dict, description="per team; unlisted teams are role=main")
     report_group: str | None = Field(None, description="team whose summed reward is reported; default the first main team")
@@ -237,6 +335,20 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> "RunConfig":
+        continuous = isinstance(self.env, GymEnv) and self.actor_critic is not None
+        if isinstance(self.env, GymEnv) and self.actor_critic is None:
+            raise ValueError("gym envs train the actor-critic learner: set actor_critic (e.g. the preset halfcheetah-td3)")
+        if not isinstance(self.env, GymEnv) and self.actor_critic is not None:
+            raise ValueError(f"actor_critic applies to continuous-action gym envs; {self.env.name} has discrete actions (remove it)")
+        if not continuous and (self.sharing.replay == "shared" or self.sharing.correction != "none"):
+            raise ValueError(
+                "sharing.replay=shared and correction=dps apply to actor-critic learners: DQN targets do not depend on the "
+                "behaviour policy, and DPS needs deterministic continuous actions (docs/results/dase/README.md)"
+            )
+        if continuous and self.sharing.select not in ("none", "all"):
+            raise ValueError("actor-critic agents share all transitions or none: set sharing.select to all or none")
+        if continuous and self.groups:
+            raise ValueError("gym envs have one team of K agents: remove groups")
         if self.dqn.param_sharing and self.sharing.select != "none":
             raise ValueError("parameter sharing has one replay: set sharing.select=none")
         names = self.env.group_names()
@@ -269,8 +381,12 @@ class RunConfig(Strict):
         how it is executed (threads, device, checkpointing), so those may change on resume."""
         payload = self.model_dump(mode="json", exclude=RUNTIME_KEYS)
         for key, default in HASHED_WHEN_SET.items():
-            if payload[key] == default:
-                del payload[key]
+            *parents, leaf = key.split(".")
+            section = payload
+            for parent in parents:
+                section = section[parent]
+            if section[leaf] == default:
+                del section[leaf]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:8]
 
 

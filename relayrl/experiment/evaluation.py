@@ -12,10 +12,14 @@ Policy = Callable[[list[np.ndarray]], list[np.ndarray]]  # per team: obs [E, N, 
 
 def evaluate(factory: EnvFactory, policy: Policy, episodes: int, seed: int) -> np.ndarray:
     """Runs ``episodes`` episodes at once (copy e seeded from ``seed``) and returns each
-    episode's reward summed over each team's entities, ``[episodes, n_teams]``."""
+    episode's reward summed over each team's entities, ``[episodes, n_teams]``. Where each
+    agent runs its own episode (K copies of a single-agent env), every agent plays
+    ``episodes`` episodes and each is a row: ``[episodes * K, 1]``."""
     venv = make_vector_env(factory, episodes)
     try:
         obs, _ = venv.reset(seed)
+        if getattr(venv, "independent_episodes", False):
+            return _evaluate_per_agent(venv, policy, obs)
         returns = np.zeros((episodes, len(venv.groups)))
         running = np.ones(episodes, bool)
         while running.any():
@@ -26,6 +30,20 @@ def evaluate(factory: EnvFactory, policy: Policy, episodes: int, seed: int) -> n
         return returns
     finally:
         venv.close()
+
+
+def _evaluate_per_agent(venv, policy: Policy, obs: list[np.ndarray]) -> np.ndarray:
+    """Each (copy, agent) counts its first episode only; copies that finished early keep
+    stepping (auto-reset) until the last one ends, so the batch stays one array."""
+    returns = np.zeros(obs[0].shape[:2])
+    running = np.ones(obs[0].shape[:2], bool)
+    while running.any():
+        steps, _ = venv.step(policy(obs))
+        step = steps[0]
+        returns += np.where(running, step.reward, 0.0)
+        running &= ~(step.terminated | step.truncated)
+        obs = [s.obs for s in steps]
+    return returns.reshape(-1, 1)
 
 
 def random_policy(n_actions: list[int], seed: int) -> Policy:

@@ -7,6 +7,7 @@ opponents come from a pretraining preset waits until that run is complete, and a
 being trained by a process outside the grid (its run lock is held) is waited for.
 """
 
+import shutil
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ from typing import Any
 
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.config import RunConfig
+from relayrl.experiment.metrics import read_metrics
 from relayrl.experiment.presets import load_preset
 from relayrl.experiment.run_lock import is_locked
 
@@ -219,3 +221,35 @@ def run_grid(
     finally:
         runner.close()
     return status
+
+
+def collect(jobs: list[Job], root: Path, results: Path) -> int:
+    """Copies each job's metrics and config into ``results/runs/<run dir>/<seed>/``; returns
+    how many runs were copied."""
+    copied = 0
+    seen: set[Path] = set()
+    for job in jobs:
+        for needed in [*job.dependencies(), job]:
+            run = find_run(needed.config(), root)
+            if run is None or run in seen or not (run / "metrics.csv").is_file():
+                continue
+            seen.add(run)
+            dest = results / "runs" / run.parent.name / run.name
+            dest.mkdir(parents=True, exist_ok=True)
+            for name in ("metrics.csv", "config.yaml", "provenance.yaml"):
+                if (run / name).is_file():
+                    shutil.copy2(run / name, dest / name)
+            copied += 1
+    return copied
+
+
+def runs_of(preset: str, results: Path) -> list[list[dict[str, float]]]:
+    """Metrics of every seed of the preset's configuration kept under ``results/runs``
+    (copies made by ``collect``, matched by config hash)."""
+    config_hash = load_preset(preset).config_hash()
+    rows = []
+    for experiment in sorted((results / "runs").glob(f"*-{config_hash}")):
+        for seed_dir in sorted(experiment.iterdir()):
+            if (seed_dir / "metrics.csv").is_file():
+                rows.append(read_metrics(seed_dir))
+    return rows

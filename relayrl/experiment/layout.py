@@ -23,7 +23,8 @@ class AgentLayout:
         return np.moveaxis(x, entity_axis, 0).reshape(self.n_entities, -1, *rest)
 
     def to_entities(self, y: np.ndarray, batch_shape: tuple[int, ...]) -> np.ndarray:
-        """Inverse of ``to_sets`` for per-row values ``[P, M]`` -> ``[*batch_shape, N]``."""
+        """Inverse of ``to_sets`` for rows ``[P, M, ...]`` -> ``[*batch_shape, N, ...]``."""
+        rest = y.shape[2:]
         if self.shared:
-            return y.reshape(*batch_shape, self.n_entities)
-        return np.moveaxis(y.reshape(self.n_entities, *batch_shape), 0, -1)
+            return y.reshape(*batch_shape, self.n_entities, *rest)
+        return np.moveaxis(y.reshape(self.n_entities, *batch_shape, *rest), 0, len(batch_shape))

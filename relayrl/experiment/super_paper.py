@@ -10,7 +10,6 @@ display. Figures and tables are drawn from copies of the runs' metrics kept unde
 
 import csv
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +17,9 @@ import yaml
 
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
 from relayrl.experiment.config import build_config
-from relayrl.experiment.grid import Job, find_run
-from relayrl.experiment.metrics import read_metrics
+from relayrl.experiment.grid import Job, runs_of
 from relayrl.experiment.plots import binned, smooth
-from relayrl.experiment.presets import COEVOLVING_VARIANTS, SWEEP_BANDWIDTHS, SWEEP_MODES, SWEEP_STEPS, load_preset, sweep_preset
+from relayrl.experiment.presets import COEVOLVING_VARIANTS, SWEEP_BANDWIDTHS, SWEEP_MODES, SWEEP_STEPS, sweep_preset
 from relayrl.experiment.trainer import Trainer
 from relayrl.sharing.selectors import GaussianSelector, QuantileSelector
 
@@ -85,38 +83,6 @@ def grid(domains: list[str], algos: list[str] | None, seeds: int, steps: int | N
     return jobs
 
 
-# ---------------------------------------------------------------------------- collection
-def collect(jobs: list[Job], root: Path, results: Path) -> int:
-    """Copies each job's metrics and config into ``results/runs/<run dir>/<seed>/``; returns
-    how many runs were copied."""
-    copied = 0
-    seen: set[Path] = set()
-    for job in jobs:
-        for needed in [*job.dependencies(), job]:
-            run = find_run(needed.config(), root)
-            if run is None or run in seen or not (run / "metrics.csv").is_file():
-                continue
-            seen.add(run)
-            dest = results / "runs" / run.parent.name / run.name
-            dest.mkdir(parents=True, exist_ok=True)
-            for name in ("metrics.csv", "config.yaml", "provenance.yaml"):
-                if (run / name).is_file():
-                    shutil.copy2(run / name, dest / name)
-            copied += 1
-    return copied
-
-
-def _runs_of(preset: str, results: Path) -> list[list[dict[str, float]]]:
-    """Metrics of every seed of the preset's configuration kept under ``results/runs``."""
-    config_hash = load_preset(preset).config_hash()
-    rows = []
-    for experiment in sorted((results / "runs").glob(f"*-{config_hash}")):
-        for seed_dir in sorted(experiment.iterdir()):
-            if (seed_dir / "metrics.csv").is_file():
-                rows.append(read_metrics(seed_dir))
-    return rows
-
-
 def _at(runs: list[list[dict[str, float]]], key: str, step: int, bin_size: int) -> list[float]:
     target = step // bin_size * bin_size
     return [b[target] for b in (binned(r, key, bin_size) for r in runs) if target in b]
@@ -137,7 +103,7 @@ def snapshot(results: Path, algos: tuple[str, ...] = (*TABLE1_ALGOS, "uniform"))
     lines = ["| run | seeds | bin (env steps) | train | eval (latest in bin) |", "|---|---:|---:|---:|---:|"]
     for domain in DOMAINS:
         for algo in algos:
-            runs = [r for r in _runs_of(f"{domain}-{algo}", results) if r]
+            runs = [r for r in runs_of(f"{domain}-{algo}", results) if r]
             if not runs:
                 continue
             step = min(int(r[-1]["env_steps"]) for r in runs) // BIN[domain] * BIN[domain]
@@ -167,7 +133,7 @@ def table1(results: Path, seeds: int = 3) -> tuple[str, list[str]]:
             if algo in NOT_IN_SCOPE:
                 cells += ["not run (not DQN-family)"] * 2
                 continue
-            runs = _runs_of(f"{domain}-{algo}", results)
+            runs = runs_of(f"{domain}-{algo}", results)
             train = _at(runs, "episode_reward_mean", TABLE_STEPS[domain], BIN[domain])
             evaluation = _at(runs, "eval_reward_mean", TABLE_STEPS[domain], BIN[domain])
             cell = _cell(train, seeds, runs)
@@ -211,7 +177,7 @@ def _curves_figure(results: Path, out: Path, panels: list[tuple[str, list[tuple[
     drew = False
     for ax, (domain, curves) in zip(axes[0], panels):
         for preset, label in curves:
-            drew |= _curve(ax, _runs_of(preset, results), key, BIN[domain], ALPHA[domain], label)
+            drew |= _curve(ax, runs_of(preset, results), key, BIN[domain], ALPHA[domain], label)
         ax.set_title(f"{domain} (reward of {SHARING_TEAM[domain]})")
         ax.set_xlabel("environment steps")
         ax.set_ylabel(key.replace("_", " "))
@@ -242,7 +208,7 @@ def _bars_figure(results: Path, out: Path, algos: tuple[str, ...], title: str) -
     for ax, domain in zip(axes[0], DOMAINS):
         names, means, stds, papers = [], [], [], []
         for algo in algos:
-            values = _at(_runs_of(f"{domain}-{algo}", results), "episode_reward_mean", TABLE_STEPS[domain], BIN[domain])
+            values = _at(runs_of(f"{domain}-{algo}", results), "episode_reward_mean", TABLE_STEPS[domain], BIN[domain])
             names.append(algo)
             means.append(np.mean(values) if values else math.nan)
             stds.append(np.std(values) if values else 0.0)
@@ -271,7 +237,7 @@ def _sweep_figures(results: Path, out_dir: Path) -> list[Path]:
         for mode in SWEEP_MODES:
             xs, ys, es = [], [], []
             for bandwidth in SWEEP_BANDWIDTHS:
-                runs = _runs_of(sweep_preset(mode, bandwidth), results)
+                runs = runs_of(sweep_preset(mode, bandwidth), results)
                 if key == "bandwidth_actual":
                     values = [np.nanmean([r[key] for r in rows if r["env_steps"] <= SWEEP_STEPS]) for rows in runs if rows]
                 else:
@@ -288,7 +254,7 @@ def _sweep_figures(results: Path, out_dir: Path) -> list[Path]:
             ax.set_yscale("log")
         else:
             for (label, algo), style in zip(SWEEP_ENDPOINTS.items(), (":", "-.")):
-                values = _at(_runs_of(f"pursuit-{algo}", results), key, SWEEP_STEPS, BIN["pursuit"])
+                values = _at(runs_of(f"pursuit-{algo}", results), key, SWEEP_STEPS, BIN["pursuit"])
                 if values:
                     ax.axhline(np.mean(values), color="gray", linestyle=style, label=f"{label}, {len(values)} seeds")
                     drew = True

@@ -7,7 +7,6 @@ DDQN trained at the same time).
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,26 +14,19 @@ import torch
 
 from relayrl.algos.dqn import DQNLearner, DQNSettings
 from relayrl.algos.nstep import NStepBuilder, Transitions
+from relayrl.algos.schedules import linear_schedule
 from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
 from relayrl.experiment.config import DQNConfig, GroupConfig, ModelConfig, SharingConfig
 from relayrl.experiment.layout import AgentLayout
 from relayrl.experiment.profiler import SectionTimer
+from relayrl.experiment.team_window import TeamWindow
 from relayrl.replay import FieldSpec, ReplayBuffer
 from relayrl.sharing.relay import Relay
 from relayrl.sharing.selectors import make_selector
 
 NetworkFactory = Callable[[int, tuple[int, ...], int], torch.nn.Module]
-
-
-@dataclass
-class TeamWindow:
-    """Learning accumulators between two metric reports."""
-
-    updates: int = 0
-    loss_sum: float = 0.0
-    grad_norm_sum: float = 0.0
 
 
 def team_settings(role: str, dqn: DQNConfig, sharing: SharingConfig) -> tuple[DQNConfig, SharingConfig]:
@@ -128,9 +120,15 @@ class Team:
         self.nstep = NStepBuilder(d.n_step, d.gamma, d.time_limit_as_terminal)
 
     # ------------------------------------------------------------------ acting
-    def act(self, obs: np.ndarray, epsilon: float) -> np.ndarray:
-        """``obs [E, N, ...]`` -> actions ``[E, N]``; frozen teams use their own epsilon."""
-        eps = epsilon if self.learns else self.frozen_epsilon
+    def epsilon(self, env_steps: int) -> float:
+        d = self.dqn
+        return linear_schedule(d.epsilon_start, d.epsilon_end, d.epsilon_steps, env_steps)
+
+    def act(self, obs: np.ndarray, env_steps: int | None) -> np.ndarray:
+        """``obs [E, N, ...]`` -> actions ``[E, N]``: epsilon-greedy on the schedule at
+        ``env_steps``, greedy for ``None`` (evaluation); frozen teams use their own epsilon."""
+        eps = 0.0 if env_steps is None else self.epsilon(env_steps)
+        eps = eps if self.learns else self.frozen_epsilon
         actions = self.learner.act(self.layout.to_sets(obs, 1), eps)
         return self.layout.to_entities(actions, (obs.shape[0],))
 
@@ -187,6 +185,9 @@ class Team:
             self.window.updates += 1
             self.window.loss_sum += metrics["td_loss"]
             self.window.grad_norm_sum += metrics["grad_norm"]
+
+    def sync_target(self) -> None:
+        self.learner.sync_target()
 
     def drain_window(self) -> TeamWindow:
         window, self.window = self.window, TeamWindow()

@@ -47,7 +47,9 @@ from relayrl.experiment.evaluation import evaluate
 from relayrl.experiment.metrics import MetricsWriter
 from relayrl.experiment.profiler import SectionTimer
 from relayrl.experiment.run_lock import RunLock
-from relayrl.experiment.team import NetworkFactory, Team, TeamWindow
+from relayrl.experiment.actor_critic_team import ActorCriticTeam
+from relayrl.experiment.team import NetworkFactory, Team
+from relayrl.experiment.team_window import TeamWindow
 
 
 @dataclass
@@ -62,6 +64,24 @@ class Counters:
     next_eval: int = 0
     next_checkpoint: int = 0
     wall_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class UpdateSchedule:
+    """When agents learn: ``fragment_length`` env steps per iteration and per update of
+    each agent, from ``learning_starts`` on; hard target syncs every
+    ``target_update_interval`` env steps (None: the learner updates its targets softly)."""
+
+    fragment_length: int
+    learning_starts: int
+    target_update_interval: int | None
+
+    @classmethod
+    def of(cls, config: RunConfig) -> "UpdateSchedule":
+        if config.actor_critic is not None:  # paper 001, C.2: one update per agent after each env step
+            return cls(1, config.actor_critic.random_steps, None)
+        d = config.dqn
+        return cls(d.fragment_length, d.learning_starts, d.target_update_interval)
 
 
 @dataclass
@@ -130,8 +150,11 @@ class Trainer:
         unknown = sorted(set(config.groups) - set(names))
         if unknown or (config.report_group is not None and config.report_group not in names):
             raise ConfigError(f"this environment's teams are {names}; the config names {unknown or [config.report_group]}")
-        self.teams = [
-            Team(
+        self.schedule = UpdateSchedule.of(config)
+        self.teams: list[Team | ActorCriticTeam] = [
+            ActorCriticTeam(spec, config.actor_critic, config.sharing, self.device, config.seed, self.timer)
+            if config.actor_critic is not None
+            else Team(
                 spec,
                 index,
                 config.group(spec.name),
@@ -280,18 +303,21 @@ class Trainer:
 
     # ------------------------------------------------------------------ loop
     def epsilon(self) -> float:
+        """The DQN learners' exploration now (NaN for actor-critic runs: Gaussian noise)."""
+        if self.config.actor_critic is not None:
+            return math.nan
         dqn = self.config.dqn
         return linear_schedule(dqn.epsilon_start, dqn.epsilon_end, dqn.epsilon_steps, self.counters.env_steps)
 
     def _collect(self) -> list[dict[str, np.ndarray]]:
         """Steps the vector env for one fragment; returns per-team ``[T, E, N, ...]`` step arrays."""
         num_envs = self.venv.num_envs
-        n_steps = max(1, self.config.dqn.fragment_length // num_envs)
-        epsilon = self.epsilon()
+        n_steps = max(1, self.schedule.fragment_length // num_envs)
+        env_steps = self.counters.env_steps
         steps: list[dict[str, list[np.ndarray]]] = [{f: [] for f in STEP_FIELDS} for _ in self.teams]
         for _ in range(n_steps):
             with self.timer("act"):
-                actions = [team.act(obs, epsilon) for team, obs in zip(self.teams, self.obs)]
+                actions = [team.act(obs, env_steps) for team, obs in zip(self.teams, self.obs)]
             with self.timer("env"):
                 result, _ = self.venv.step(actions)
             for g, step in enumerate(result):
@@ -321,17 +347,18 @@ class Trainer:
         for team, team_steps in zip(self.learning, [s for t, s in zip(self.teams, steps) if t.learns]):
             self.counters.agent_steps += team.store(team_steps)
         collected = steps[0]["reward"].shape[0] * self.venv.num_envs
-        dqn = self.config.dqn
-        if self.counters.env_steps >= dqn.learning_starts:
-            self.counters.updates_owed += collected / dqn.fragment_length
+        schedule = self.schedule
+        if self.counters.env_steps >= schedule.learning_starts:
+            self.counters.updates_owed += collected / schedule.fragment_length
             n_updates = int(self.counters.updates_owed)
             self.counters.updates_owed -= n_updates
             for team in self.learning:
                 team.train(n_updates)
             self.counters.updates += n_updates
-        if self.counters.env_steps - self.counters.last_target_sync >= dqn.target_update_interval:
+        interval = schedule.target_update_interval
+        if interval is not None and self.counters.env_steps - self.counters.last_target_sync >= interval:
             for team in self.learning:
-                team.learner.sync_target()
+                team.sync_target()
             self.counters.last_target_sync = self.counters.env_steps
         self.counters.iterations += 1
 
@@ -359,12 +386,14 @@ class Trainer:
             "transitions_relayed": int(sent.sum()),
             "bytes_relayed": sum(r.bytes_sent for r in relays),
             "td_loss": loss_window.loss_sum / loss_window.updates if loss_window.updates else nan,
-            "grad_norm": loss_window.grad_norm_sum / loss_window.updates if loss_window.updates else nan,
+            "grad_norm": loss_window.grad_norm_sum / loss_window.updates if loss_window.updates and self.config.actor_critic is None else nan,
             "epsilon": self.epsilon(),
             "sps": w.env_steps / w.seconds if w.seconds > 0 else nan,
             "updates_per_s": loss_window.updates / w.seconds if w.seconds > 0 else nan,
             "wall_s": c.wall_s,
         }
+        for key in self.learner_columns():
+            row[key] = loss_window.means().get(key, nan)
         if len(self.teams) > 1:
             for g, team in enumerate(self.teams):
                 row[f"episode_reward_mean/{team.name}"] = float(returns[:, g].mean()) if len(returns) else nan
@@ -382,10 +411,18 @@ class Trainer:
         self.window = Window()
         return row
 
-    def metric_columns(self) -> tuple[str, ...]:
-        """Per-team columns after the standard ones (multi-team runs only)."""
-        if len(self.teams) == 1:
+    def learner_columns(self) -> tuple[str, ...]:
+        """Actor-critic runs also log the actor loss and the DPS weight of other agents'
+        transitions with the share of them in each batch (``td_loss`` is the critic loss)."""
+        if self.config.actor_critic is None:
             return ()
+        shared = self.config.sharing.replay == "shared"
+        return ("actor_loss", "dps_weight", "external_fraction") if shared else ("actor_loss",)
+
+    def metric_columns(self) -> tuple[str, ...]:
+        """Learner and per-team columns after the standard ones."""
+        if len(self.teams) == 1:
+            return self.learner_columns()
         names = [t.name for t in self.teams]
         return (
             *(f"episode_reward_mean/{n}" for n in names),
@@ -395,10 +432,12 @@ class Trainer:
 
     def greedy_policy(self) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
         """Every team greedy (frozen teams with their own small epsilon)."""
-        return lambda obs: [team.act(o, 0.0) for team, o in zip(self.teams, obs)]
+        return lambda obs: [team.act(o, None) for team, o in zip(self.teams, obs)]
 
     def evaluate_greedy(self, episodes: int) -> np.ndarray:
-        """Greedy episodes ``[episodes, n_teams]``: each team's reward summed over its entities."""
+        """Greedy episodes ``[episodes, n_teams]``: each team's reward summed over its
+        entities; for K copies of a single-agent env, each agent's ``episodes`` episodes
+        without exploration noise, ``[episodes * K, 1]`` (paper 001, C.6)."""
         return evaluate(self.factory, self.greedy_policy(), episodes, self.config.seed + self.config.eval.seed_offset)
 
     def _print_progress(self, row: dict[str, float]) -> None:

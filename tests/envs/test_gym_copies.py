@@ -61,3 +61,40 @@ def test_each_copy_resets_on_its_own():
 def test_discrete_actions_are_described_too():
     spec = GymCopiesEnv("CartPole-v1", 2).groups[0]
     assert not spec.continuous and spec.n_actions == 2 and spec.agent_ids == ("agent_0", "agent_1")
+
+
+@pytest.mark.parametrize("env_id", ["HalfCheetah-v5", "Ant-v5", "Pendulum-v1"])
+def test_saved_state_continues_every_copy_exactly(env_id):
+    """MuJoCo copies save all of MjData (Ant's observation reads contact forces that a reset
+    does not recompute); classic-control envs pickle whole."""
+    a = GymCopiesEnv(env_id, 2)
+    a.reset(5)
+    space = a.envs[0].action_space
+    rng = np.random.default_rng(0)
+
+    def actions() -> list[np.ndarray]:
+        return [rng.uniform(space.low, space.high, (1, 2, *space.shape)).astype(np.float32)]
+
+    for _ in range(150):
+        a.step(actions())
+    state = a.get_state()
+    a.drain_episodes()
+    b = GymCopiesEnv(env_id, 2)
+    b.reset(99)
+    b.set_state(state)
+    for _ in range(1100):  # through at least one reset of every copy
+        act = actions()
+        (x,), _ = a.step(act)
+        (y,), _ = b.step(act)
+        for field in ("obs", "next_obs", "reward", "terminated", "truncated"):
+            np.testing.assert_array_equal(getattr(x, field), getattr(y, field))
+    np.testing.assert_array_equal(np.array(a.drain_episodes().returns), np.array(b.drain_episodes().returns))
+
+
+def test_box2d_state_is_not_saved_and_evaluation_copies_are_batched():
+    env = GymCopiesEnv("LunarLanderContinuous-v3", 2, num_envs=3)
+    obs, alive = env.reset(0)
+    assert env.get_state() is None  # Box2D worlds cannot be copied: episodes restart on resume
+    assert obs[0].shape == (3, 2, 8) and alive[0].shape == (3, 2)
+    ref = gym.make("LunarLanderContinuous-v3")
+    np.testing.assert_array_equal(obs[0][1, 1], np.float32(ref.reset(seed=0 + 1 * 2 + 1)[0]))  # copy (e, k): seed + e K + k

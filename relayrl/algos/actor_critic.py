@@ -1,0 +1,138 @@
+"""What the deterministic actor-critic learners share (TD3, DDPG, deterministic SAC):
+P agents' stacked MLPs, a tanh-squashed deterministic actor within the action bounds,
+Gaussian exploration noise, soft target updates and weighted squared errors.
+
+Every learner here takes per-transition weights ``w [P, B]`` (1 everywhere, or DPS weights
+on other agents' transitions; paper 001, SPEC §1.2) and normalises each weighted loss by
+``sum_b w_b``, so all-ones weights give the unweighted loss.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from relayrl.nets.stacked import StackedLinear
+
+
+class StackedMLP(nn.Module):
+    """P independent MLPs ``[P, B, in] -> [P, B, out]`` with ReLU between layers."""
+
+    def __init__(self, n_sets: int, sizes: Sequence[int]) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(StackedLinear(n_sets, a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i < len(self.layers) - 1:
+                x = torch.relu(x)
+        return x
+
+
+def soft_update(target: nn.Module, online: nn.Module, tau: float) -> None:
+    """target <- (1 - tau) target + tau online (Lillicrap et al. 2016)."""
+    with torch.no_grad():
+        for t, o in zip(target.parameters(), online.parameters()):
+            t.lerp_(o, tau)
+
+
+def weighted_mean(values: torch.Tensor, w: torch.Tensor, w_sum: torch.Tensor) -> torch.Tensor:
+    """``sum_b w_b v_b / sum_b w_b`` per agent: ``[P, B] -> [P]``."""
+    return (w * values).sum(1) / w_sum
+
+
+def critic_input(obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+    return torch.cat([obs, action], dim=-1)
+
+
+class DeterministicActorLearner:
+    """Base of P agents with a deterministic actor ``pi(s) = center + scale * tanh(f(s))``.
+
+    Subclasses build their critics and implement ``update``; ``_modules`` and
+    ``_optimizers`` name what a checkpoint holds.
+    """
+
+    def __init__(
+        self,
+        n_sets: int,
+        obs_dim: int,
+        action_low: Sequence[float],
+        action_high: Sequence[float],
+        hidden: Sequence[int],
+        exploration_noise: float,
+        device: torch.device,
+        seed: int,
+    ) -> None:
+        self.n_sets = n_sets
+        self.obs_dim = obs_dim
+        self.device = device
+        self.exploration_noise = exploration_noise
+        low = torch.as_tensor(action_low, dtype=torch.float32, device=device)
+        high = torch.as_tensor(action_high, dtype=torch.float32, device=device)
+        self.center, self.scale = (high + low) / 2, (high - low) / 2
+        self._low_np, self._high_np, self._scale_np = (x.cpu().numpy() for x in (low, high, self.scale))
+        self.action_dim = len(action_low)
+        torch.manual_seed(seed)
+        self.actor = StackedMLP(n_sets, [obs_dim, *hidden, self.action_dim]).to(device)
+        self.updates = 0
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+        self.rng = np.random.default_rng(seed)
+
+    def squash(self, raw: torch.Tensor) -> torch.Tensor:
+        return self.center + self.scale * torch.tanh(raw)
+
+    def policy(self, obs: torch.Tensor) -> torch.Tensor:
+        """Deterministic actions ``[P, B, act]`` within the action bounds."""
+        return self.squash(self.actor(obs))
+
+    def clip_actions(self, action: torch.Tensor) -> torch.Tensor:
+        return torch.maximum(torch.minimum(action, self.center + self.scale), self.center - self.scale)
+
+    @torch.inference_mode()
+    def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
+        """Actions ``[P, M, act]``; with ``explore``, Gaussian noise of std
+        ``exploration_noise`` x the half-range, clipped to the bounds (paper 001, Table 2)."""
+        action = self.policy(torch.as_tensor(obs, dtype=torch.float32, device=self.device)).cpu().numpy()
+        if explore:
+            noise = self.rng.normal(0.0, self.exploration_noise, action.shape) * self._scale_np
+            action = np.clip(action + noise, self._low_np, self._high_np)
+        return action.astype(np.float32)
+
+    def random_actions(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Uniform actions ``[*shape, act]`` within the bounds (the random start steps)."""
+        return self.rng.uniform(self._low_np, self._high_np, (*shape, self.action_dim)).astype(np.float32)
+
+    def tensors(self, batch: dict[str, np.ndarray], weights: np.ndarray | None) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        t = {k: torch.as_tensor(batch[k], device=self.device).float() for k in ("obs", "action", "reward", "next_obs", "discount")}
+        w = torch.ones(t["obs"].shape[:2], device=self.device) if weights is None else torch.as_tensor(weights, device=self.device).float()
+        return t, w
+
+    def update(self, batch: dict[str, np.ndarray], weights: np.ndarray | None = None) -> dict[str, float]:
+        raise NotImplementedError
+
+    def _modules(self) -> dict[str, nn.Module]:
+        raise NotImplementedError
+
+    def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {name: m.state_dict() for name, m in {**self._modules(), **self._optimizers()}.items()}
+        state.update(updates=self.updates, generator=self.generator.get_state(), rng=self.rng.bit_generator.state)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name, m in {**self._modules(), **self._optimizers()}.items():
+            m.load_state_dict(state[name])
+        self.updates = state["updates"]
+        self.generator.set_state(state["generator"])
+        self.rng.bit_generator.state = state["rng"]
+
+    def policy_state(self) -> dict[str, Any]:
+        return {"actor": self.actor.state_dict()}
+
+    def load_policy_state(self, state: dict[str, Any]) -> None:
+        self.actor.load_state_dict(state["actor"])

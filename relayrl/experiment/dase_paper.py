@@ -1,0 +1,211 @@
+"""Reproduction of the DASE paper (paper 001): the run grid, Table 4 / Table 5 style tables
+with our numbers next to the paper's, learning curves and the DPS weights.
+
+Scores are the paper's (appendix F): the average evaluation return over the last 10
+evaluations (every 1000 steps, 10 episodes without noise), averaged over all agents of a
+DASE run; then mean (std) across seeds. The paper's numbers are at 1M steps per agent on
+MuJoCo v2; ours are at the step count the table names, on Gymnasium v5. Curves are the
+mean +- half a standard deviation across seeds, smoothed over a sliding window of 25
+evaluations (appendix C.7).
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from relayrl.experiment.grid import Job, runs_of
+from relayrl.experiment.presets import GYM_TASKS, load_preset
+
+TASKS = ("halfcheetah", "swimmer", "ant", "lunarlander")  # the tasks of Tables 4-5
+DEFAULT_TASKS = ("halfcheetah", "swimmer")
+DEFAULT_STEPS = 300_000  # per agent: past the 25k random start and a full 100k replay
+LAST_EVALUATIONS = 10
+WINDOW = 25
+
+# Paper 001, Tables 4 (replay 100k) and 5 (replay 1M): TD3 + DASE ablations at 1M steps, 10 seeds.
+PAPER_TABLES: dict[str, dict[str, dict[str, float]]] = {
+    "": {
+        "dase-td3": {"ant": 5123.03, "halfcheetah": 12375.37, "lunarlander": 283.95, "swimmer": 144.28},
+        "dase-td3-k5": {"ant": 5490.69, "halfcheetah": 12764.66, "lunarlander": 306.43, "swimmer": 155.38},
+        "dase-td3-k10": {"ant": 5876.86, "halfcheetah": 13624.52, "lunarlander": 327.29, "swimmer": 164.64},
+        "dase-td3-kl": {"ant": 4786.68, "halfcheetah": 11036.75, "lunarlander": 236.26, "swimmer": 119.42},
+        "dase-td3-es": {"ant": 817.75, "halfcheetah": 8328.72, "lunarlander": -7.57, "swimmer": 65.63},
+    },
+    "-1m": {
+        "dase-td3": {"ant": 5434.32, "halfcheetah": 12086.72, "lunarlander": 277.20, "swimmer": 93.81},
+        "dase-td3-k5": {"ant": 5921.87, "halfcheetah": 12826.30, "lunarlander": 297.88, "swimmer": 100.43},
+        "dase-td3-k10": {"ant": 6217.24, "halfcheetah": 13674.15, "lunarlander": 318.34, "swimmer": 107.22},
+        "dase-td3-kl": {"ant": 5094.35, "halfcheetah": 11075.49, "lunarlander": 227.78, "swimmer": 77.25},
+        "dase-td3-es": {"ant": 865.57, "halfcheetah": 8354.15, "lunarlander": 0.34, "swimmer": 64.17},
+    },
+}
+# Rows of our tables: the paper's methods, then the single-agent baseline and our extra
+# variants (the paper reports those as curves or not at all).
+TABLE_ROWS: dict[str, str] = {
+    "dase-td3": "DASE (K=2, sym_kl)",
+    "dase-td3-k5": "DASE (K=5)",
+    "dase-td3-k10": "DASE (K=10)",
+    "dase-td3-kl": "KL-DASE",
+    "dase-td3-es": "ES-DASE",
+    "td3": "TD3 (single agent)",
+    "dase-td3-jsd": "DASE (K=2, jsd)",
+    "dase-td3-stdsq": "DASE (K=2, sym_kl, reference sigma^2 I)",
+}
+
+
+def grid(tasks: list[str], algos: list[str] | None, seeds: int, steps: int | None) -> list[Job]:
+    """Jobs in the issue's order: (1) TD3 vs DASE-TD3 (K=2, 100k replay); (2) the ES-DASE
+    ablation; (3) the rest of Table 4 and our DPS variants; (4) DDPG and SAC with and
+    without DASE; (5) the 1M-replay runs of (1)."""
+    tiers: list[list[str]] = [
+        ["td3", "dase-td3"],
+        ["dase-td3-es"],
+        ["dase-td3-kl", "dase-td3-jsd", "dase-td3-stdsq", "dase-td3-k5", "dase-td3-k10"],
+        ["ddpg", "dase-ddpg", "sac", "dase-sac"],
+        ["td3-1m", "dase-td3-1m"],
+    ]
+    jobs = []
+    for tier in tiers:
+        for variant in tier:
+            if algos is not None and variant not in algos:
+                continue
+            for task in tasks:
+                for seed in range(seeds):
+                    jobs.append(Job(f"{task}-{variant}", seed, steps or DEFAULT_STEPS))
+    return jobs
+
+
+def score(rows: list[dict[str, float]], step: int) -> float:
+    """Mean of the last 10 evaluations at or before ``step`` (NaN if the run is not there)."""
+    evals = [r["eval_reward_mean"] for r in rows if r["env_steps"] <= step and not math.isnan(r["eval_reward_mean"])]
+    if not rows or rows[-1]["env_steps"] < step or len(evals) < LAST_EVALUATIONS:
+        return math.nan
+    return float(np.mean(evals[-LAST_EVALUATIONS:]))
+
+
+def _cell(runs: list[list[dict[str, float]]], step: int, seeds: int) -> str:
+    values = [v for v in (score(r, step) for r in runs) if not math.isnan(v)]
+    if not values:
+        if not runs:
+            return "not run"
+        last = [int(r[-1]["env_steps"]) for r in runs if r]
+        return f"running ({len(runs)} seeds at {min(last) // 1000}k-{max(last) // 1000}k)" if last else "started"
+    partial = "" if len(values) >= seeds else f" [{len(values)}/{seeds} seeds]"
+    return f"{np.mean(values):.2f} ({np.std(values):.2f}){partial}"
+
+
+def table(results: Path, buffer: str, tasks: tuple[str, ...], step: int, seeds: int) -> str:
+    """Markdown table: per task the paper's score (1M steps) and ours at ``step``."""
+    paper = PAPER_TABLES[buffer]
+    header = "| method | " + " | ".join(f"{t} paper (1M) | {t} ours ({step // 1000}k)" for t in tasks) + " |"
+    lines = [header, "|---|" + "---:|---:|" * len(tasks)]
+    for variant, label in TABLE_ROWS.items():
+        cells = []
+        for task in tasks:
+            reference = paper.get(variant, {}).get(task)
+            cells.append(f"{reference:.2f}" if reference is not None else "-")
+            cells.append(_cell(runs_of(f"{task}-{variant}{buffer}", results), step, seeds))
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _series(runs: list[list[dict[str, float]]], key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Steps present in every run, with the across-seed mean and std of ``key`` there."""
+    per_run = [{int(r["env_steps"]): r[key] for r in rows if not math.isnan(r.get(key, math.nan))} for rows in runs]
+    per_run = [r for r in per_run if r]
+    if not per_run:
+        return None
+    steps = sorted(set.intersection(*(set(r) for r in per_run)))
+    if not steps:
+        return None
+    values = np.array([[r[s] for s in steps] for r in per_run])
+    return np.array(steps), values.mean(axis=0), values.std(axis=0)
+
+
+def _sliding(values: np.ndarray, window: int) -> np.ndarray:
+    """Uniform sliding-window mean over the last ``window`` points (display only)."""
+    cumulative = np.cumsum(np.insert(values, 0, 0.0))
+    out = np.empty(len(values))
+    for i in range(len(values)):
+        lo = max(0, i + 1 - window)
+        out[i] = (cumulative[i + 1] - cumulative[lo]) / (i + 1 - lo)
+    return out
+
+
+def curves(results: Path, out: Path, tasks: tuple[str, ...], variants: list[str], key: str, ylabel: str, title: str) -> Path | None:
+    """One panel per task: mean +- half std across seeds of ``key`` for each variant."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(tasks), figsize=(6 * len(tasks), 4.2), squeeze=False)
+    drew = False
+    for ax, task in zip(axes[0], tasks):
+        for variant in variants:
+            runs = [r for r in runs_of(f"{task}-{variant}", results) if r]
+            series = _series(runs, key) if runs else None
+            if series is None:
+                continue
+            steps, mean, std = series
+            mean, half = _sliding(mean, WINDOW), _sliding(std, WINDOW) / 2
+            ax.plot(steps, mean, label=f"{TABLE_ROWS.get(variant, variant)} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+            ax.fill_between(steps, mean - half, mean + half, alpha=0.2)
+            drew = True
+        ax.set_title(GYM_TASKS[task])
+        ax.set_xlabel("environment steps per agent")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    if drew:
+        fig.savefig(out, dpi=110)
+    else:
+        out.unlink(missing_ok=True)
+    plt.close(fig)
+    return out if drew else None
+
+
+def write_report(results: Path, tasks: tuple[str, ...], step: int, seeds: int) -> list[Path]:
+    """Writes tables.md and the figures under ``results``; returns the files written."""
+    results.mkdir(parents=True, exist_ok=True)
+    figures = results / "figures"
+    figures.mkdir(exist_ok=True)
+    divergence = load_preset("halfcheetah-dase-td3").sharing.divergence
+    text = [
+        "# DASE reproduction: tables (generated by `relayrl reproduce dase`)",
+        "",
+        f"Score: mean of the last {LAST_EVALUATIONS} evaluations (10 episodes each, no noise) averaged over the agents, "
+        "then mean (std) across seeds. The paper's scores are at 1M steps per agent over 10 seeds on MuJoCo v2; ours are "
+        f"at the step count in the header on Gymnasium v5 (Box2D v3). DASE rows use DPS with `divergence: {divergence}` "
+        "and the reference covariance sigma I (sigma = 0.1) unless the row says otherwise.",
+        "",
+        "## Table 4 style: shared replay of 100,000",
+        "",
+        table(results, "", tasks, step, seeds),
+        "",
+        "## Table 5 style: shared replay of 1,000,000",
+        "",
+        table(results, "-1m", tasks, step, seeds),
+        "",
+    ]
+    written = [results / "tables.md"]
+    written[0].write_text("\n".join(text))
+    main = ["td3", "dase-td3", "dase-td3-es", "dase-td3-kl", "dase-td3-jsd", "dase-td3-stdsq", "dase-td3-k5", "dase-td3-k10"]
+    for path in (
+        curves(results, figures / "learning_curves_100k.png", tasks, main, "eval_reward_mean", "evaluation return", "TD3 and DASE, replay 100k"),
+        curves(results, figures / "learning_curves_1m.png", tasks, [f"{v}-1m" for v in main], "eval_reward_mean", "evaluation return", "TD3 and DASE, replay 1M"),
+        curves(results, figures / "learning_curves_ddpg_sac.png", tasks, ["ddpg", "dase-ddpg", "sac", "dase-sac"], "eval_reward_mean", "evaluation return", "DDPG and SAC (deterministic actor) with and without DASE"),
+        curves(results, figures / "dps_weights.png", tasks, [v for v in main if v.startswith("dase")], "dps_weight", "mean DPS weight of external transitions", "DPS weights during training"),
+    ):
+        if path is not None:
+            written.append(path)
+    return written

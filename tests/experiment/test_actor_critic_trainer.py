@@ -1,0 +1,138 @@
+"""Actor-critic runs through the one trainer: DASE's shared replay with agent tags, random
+start steps, batched no-noise evaluation, exact resume, and configs that fail early."""
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from relayrl.core.errors import ConfigError
+from relayrl.experiment import Trainer, build_config
+from relayrl.experiment.presets import load_preset
+
+TIMING = {"sps", "updates_per_s", "wall_s"}
+
+
+def _config(k: int, total: int, sharing: dict | None = None, algo: str = "td3", **extra) -> dict:
+    return {
+        "preset": "pendulum",
+        "env": {"name": "gym", "settings": {"env_id": "Pendulum-v1", "n_agents": k}},
+        "total_steps": total,
+        "actor_critic": {"algo": algo, "random_steps": 150, "hidden": [16, 16], "batch_size": 16, "buffer_size": 500},
+        "sharing": sharing or {},
+        "report_interval": 100,
+        "checkpoint_interval": 300,
+        "keep_checkpoints": 3,
+        "eval": {"interval": 200, "episodes": 2},
+        **extra,
+    }
+
+
+DASE = {"select": "all", "replay": "shared", "correction": "dps"}
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    with (run_dir / "metrics.csv").open() as handle:
+        return [{k: v for k, v in r.items() if k not in TIMING} for r in csv.DictReader(handle)]
+
+
+def _train(config: dict, run_dir: Path | None) -> Trainer:
+    trainer = Trainer(build_config(config), run_dir, verbose=False)
+    trainer.train()
+    trainer.close()
+    return trainer
+
+
+def test_shared_replay_holds_every_agents_rows_tagged_by_collector():
+    trainer = _train(_config(3, 120, DASE), None)
+    replay = trainer.teams[0].replay
+    assert replay.n_buffers == 1 and int(replay.size[0]) == 3 * 120
+    agents = replay.storage()["agent"][0, :360]
+    np.testing.assert_array_equal(np.bincount(agents), [120, 120, 120])
+    obs = replay.storage()["obs"][0, :360]
+    assert not np.array_equal(obs[agents == 0], obs[agents == 1])  # copies seeded seed + k differ
+
+
+def test_own_replays_without_sharing():
+    trainer = _train(_config(2, 120), None)
+    replay = trainer.teams[0].replay
+    assert replay.n_buffers == 2 and list(replay.size) == [120, 120]
+
+
+def test_random_start_then_policy_actions():
+    trainer = Trainer(build_config(_config(2, 400, DASE)), None, verbose=False)
+    team = trainer.teams[0]
+    obs = np.zeros((1, 2, 3), np.float32)
+    np.testing.assert_array_equal(team.act(obs, None), team.act(obs, None))  # evaluation: no noise
+    random = team.act(obs, 0)
+    assert random.shape == (1, 2, 1) and np.all(np.abs(random) <= 2.0)
+    noisy_a, noisy_b = team.act(obs, 150), team.act(obs, 150)
+    assert not np.array_equal(noisy_a, noisy_b)
+    trainer.train()
+    rows = trainer.history
+    assert rows[0]["updates"] == 0 and rows[1]["updates"] == 51  # learning starts at random_steps=150
+    assert rows[-1]["updates"] == 251
+    assert all(0.0 <= r["dps_weight"] <= 1.0 for r in rows[2:])
+    assert all(0.3 < r["external_fraction"] < 0.7 for r in rows[2:])
+
+
+def test_evaluation_plays_each_agent_without_noise():
+    trainer = Trainer(build_config(_config(2, 100, DASE, eval={"interval": 100, "episodes": 3})), None, verbose=False)
+    first, second = trainer.evaluate_greedy(3), trainer.evaluate_greedy(3)
+    assert first.shape == (6, 1)
+    np.testing.assert_array_equal(first, second)  # same start states, deterministic actors
+
+
+@pytest.mark.parametrize("algo", ["td3", "ddpg", "sac"])
+def test_train_n_equals_train_k_then_resume(tmp_path, algo):
+    """The simulators' state is checkpointed too: a resumed run is the uninterrupted one."""
+    config = _config(2, 600, DASE, algo=algo)
+    straight = _train(config, tmp_path / "a")
+    _train({**config, "total_steps": 300}, tmp_path / "b")  # mid-episode (Pendulum: 200 steps)
+    resumed = _train(config, tmp_path / "b")
+    assert _rows(tmp_path / "a") == _rows(tmp_path / "b")
+    for p, q in zip(straight.teams[0].learner.actor.parameters(), resumed.teams[0].learner.actor.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+    np.testing.assert_array_equal(straight.teams[0].replay.storage()["obs"], resumed.teams[0].replay.storage()["obs"])
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"sharing": {"select": "all", "replay": "shared", "correction": "dps"}, "env": {"name": "pursuit"}}, "actor-critic learners"),
+        ({"sharing": {"select": "quantile", "replay": "shared"}}, "sharing.select=all"),
+        ({"sharing": {"select": "all", "correction": "dps"}}, "sharing.replay=shared"),
+        ({"actor_critic": None}, "set actor_critic"),
+        ({"env": {"name": "gym", "settings": {"env_id": "NoSuchEnv-v0"}}}, "not a registered Gymnasium env"),
+        ({"env": {"name": "gym", "num_envs": 2}}, "env.num_envs=1"),
+    ],
+)
+def test_bad_actor_critic_configs_fail_before_training(change, message):
+    config = _config(2, 100, DASE)
+    config.update(change)
+    if change.get("env", {}).get("name") == "pursuit":
+        config.pop("actor_critic")
+    with pytest.raises(ConfigError, match=message):
+        build_config(config)
+
+
+def test_dqn_configs_reject_actor_critic_sections():
+    with pytest.raises(ConfigError, match="continuous-action gym envs"):
+        build_config({"env": {"name": "pursuit"}, "actor_critic": {}})
+
+
+def test_dase_presets_follow_the_paper():
+    single, dase = load_preset("halfcheetah-td3"), load_preset("halfcheetah-dase-td3")
+    assert single.env.settings.n_agents == 1 and dase.env.settings.n_agents == 2
+    assert dase.sharing.replay == "shared" and dase.sharing.correction == "dps" and dase.sharing.divergence == "sym_kl"
+    assert dase.actor_critic.buffer_size == 100_000 and load_preset("halfcheetah-dase-td3-1m").actor_critic.buffer_size == 1_000_000
+    assert (dase.actor_critic.random_steps, dase.actor_critic.batch_size, dase.actor_critic.policy_delay) == (25_000, 256, 2)
+    assert (dase.eval.interval, dase.eval.episodes, dase.report_interval) == (1000, 10, 1000)
+    assert load_preset("swimmer-dase-td3-es").sharing.correction == "none"
+    assert load_preset("ant-dase-td3-k10").env.settings.n_agents == 10
+    ddpg = load_preset("halfcheetah-ddpg").actor_critic
+    assert (ddpg.actor_lr, ddpg.critic_lr, ddpg.tau, ddpg.hidden, ddpg.critic_weight_decay) == (1e-4, 1e-3, 1e-3, [400, 300], 1e-2)
+    assert load_preset("humanoid-sac").actor_critic.reward_scale == 20.0
+    assert load_preset("hopper-sac").actor_critic.reward_scale == 5.0
