@@ -4,7 +4,9 @@ shared replay, other agents' transitions weighted by Deterministic Policy Simila
 The replay is one buffer whose rows carry ``agent``, the index of the agent that collected
 them. Each update, every agent draws its own uniform batch from it, splits it into
 internal (its own) and external transitions, computes one DPS weight for the external
-ones with its current actor (``relayrl.sharing.corrections``) and takes a weighted step
+ones with its current actor (``relayrl.sharing.corrections``; action differences in units
+of the action range's half-width, the unit of the exploration noise sigma, so tasks with
+wider bounds are weighted alike; MuJoCo's bounds are [-1, 1]) and takes a weighted step
 of its learner (TD3, DDPG or deterministic SAC); all K agents in one batched call.
 """
 
@@ -41,8 +43,9 @@ def dase_update(
     external = torch.as_tensor(batch["agent"].astype(np.int64) != np.arange(k)[:, None], device=learner.device)
     with torch.no_grad():
         obs = torch.as_tensor(batch["obs"], device=learner.device).float()
-        own = learner.policy(obs)
-    actions = torch.as_tensor(batch["action"], device=learner.device).float()
+        # in units of the action range's half-width, like the exploration noise sigma
+        own = learner.policy(obs) / learner.scale
+    actions = torch.as_tensor(batch["action"], device=learner.device).float() / learner.scale
     w_ext = dps_weight(
         actions, own, external, dps.sigma, dps.divergence, dps.reference_cov, dps.regulariser, dps.jsd_samples, generator
     )

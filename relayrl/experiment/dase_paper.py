@@ -67,12 +67,11 @@ def grid(tasks: list[str], algos: list[str] | None, seeds: int, steps: int | Non
     ]
     jobs = []
     for tier in tiers:
-        for variant in tier:
-            if algos is not None and variant not in algos:
-                continue
+        for seed in range(seeds):  # seed by seed: every comparison of a tier has data early
             for task in tasks:
-                for seed in range(seeds):
-                    jobs.append(Job(f"{task}-{variant}", seed, steps or DEFAULT_STEPS))
+                for variant in tier:
+                    if algos is None or variant in algos:
+                        jobs.append(Job(f"{task}-{variant}", seed, steps or DEFAULT_STEPS))
     return jobs
 
 
