@@ -89,7 +89,7 @@ def _cell(runs: list[list[dict[str, float]]], step: int, seeds: int) -> str:
         if not runs:
             return "not run"
         last = [int(r[-1]["env_steps"]) for r in runs if r]
-        return f"running ({len(runs)} seeds at {min(last) // 1000}k-{max(last) // 1000}k)" if last else "started"
+        return f"running ({len(runs)} seeds at {min(last):,}-{max(last):,} of {step:,} steps)" if last else "started"
     partial = "" if len(values) >= seeds else f" [{len(values)}/{seeds} seeds]"
     return f"{np.mean(values):.2f} ({np.std(values):.2f}){partial}"
 

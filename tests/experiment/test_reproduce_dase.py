@@ -1,0 +1,49 @@
+"""``relayrl reproduce dase``: the grid in the issue's order, the paper's score, and the
+report written from real (tiny) runs."""
+
+import math
+
+from relayrl.cli import main
+from relayrl.experiment.dase_paper import PAPER_TABLES, grid, score
+from relayrl.experiment.grid import Job, progress
+from relayrl.experiment.presets import PRESETS
+
+
+def test_grid_puts_td3_vs_dase_first_seed_by_seed_and_every_preset_exists():
+    jobs = grid(["halfcheetah", "swimmer"], None, 3, None)
+    assert all(j.preset in PRESETS for j in jobs)
+    assert [j.preset for j in jobs[:4]] == ["halfcheetah-td3", "halfcheetah-dase-td3", "swimmer-td3", "swimmer-dase-td3"]
+    assert [j.seed for j in jobs[:12]] == [0] * 4 + [1] * 4 + [2] * 4
+    assert jobs[12].preset == "halfcheetah-dase-td3-es" and {j.steps for j in jobs} == {300_000}
+    assert [j.preset for j in grid(["swimmer"], ["dase-td3-es"], 1, 1_000_000)] == ["swimmer-dase-td3-es"]
+
+
+def test_score_is_the_mean_of_the_last_ten_evaluations_at_the_step():
+    rows = [{"env_steps": s, "eval_reward_mean": float(s // 1000)} for s in range(1000, 15001, 1000)]
+    rows.insert(3, {"env_steps": 3500, "eval_reward_mean": math.nan})  # reports without evaluation are skipped
+    assert score(rows, 12_000) == sum(range(3, 13)) / 10
+    assert math.isnan(score(rows, 20_000))  # not there yet
+    assert math.isnan(score(rows[:5], 5000))  # fewer than ten evaluations
+
+
+def test_paper_tables_are_the_papers():
+    assert PAPER_TABLES[""]["dase-td3"]["swimmer"] == 144.28
+    assert PAPER_TABLES["-1m"]["dase-td3-es"]["halfcheetah"] == 8354.15
+
+
+def test_reproduce_dase_runs_and_reports(tmp_path, capsys):
+    root, results = tmp_path / "runs", tmp_path / "results"
+    args = ["reproduce", "dase", "--tasks", "swimmer", "--algos", "td3", "dase-td3", "--seeds", "1", "--steps", "30",
+            "--jobs", "2", "--out", str(root), "--results", str(results)]
+    assert main(args) == 0
+    assert progress(Job("swimmer-td3", 0, 30), root) == 30 and progress(Job("swimmer-dase-td3", 0, 30), root) == 30
+    assert len(list((results / "runs").glob("*/0/metrics.csv"))) == 2
+    tables = (results / "tables.md").read_text()
+    assert "144.28" in tables and "65.63" in tables and "running (1 seeds at 30-30 of 30 steps)" in tables
+    assert "not run" in tables  # ES-DASE was not selected
+    assert "| swimmer-dase-td3 | 0 | 30 | 30 | complete |" in (results / "status.md").read_text()
+
+
+def test_unknown_task_is_a_clear_error(capsys):
+    assert main(["reproduce", "dase", "--tasks", "pong"]) == 2
+    assert "choose from halfcheetah, swimmer" in capsys.readouterr().err
