@@ -5,17 +5,19 @@ from collections.abc import Callable
 import numpy as np
 
 from relayrl.envs.registry import EnvFactory
-from relayrl.envs.vector_env import make_vector_env
+from relayrl.envs.vector_env import VectorEnv, make_vector_env
 
 Policy = Callable[[list[np.ndarray]], list[np.ndarray]]  # per team: obs [E, N, ...] -> actions [E, N]
 
 
-def evaluate(factory: EnvFactory, policy: Policy, episodes: int, seed: int) -> np.ndarray:
+def evaluate(factory: EnvFactory, policy: Policy, episodes: int, seed: int, venv: VectorEnv | None = None) -> np.ndarray:
     """Runs ``episodes`` episodes at once (copy e seeded from ``seed``) and returns each
     episode's reward summed over each team's entities, ``[episodes, n_teams]``. Where each
     agent runs its own episode (K copies of a single-agent env), every agent plays
-    ``episodes`` episodes and each is a row: ``[episodes * K, 1]``."""
-    venv = make_vector_env(factory, episodes)
+    ``episodes`` episodes and each is a row: ``[episodes * K, 1]``. A given ``venv`` of
+    ``episodes`` copies is reset and reused (and left open); else one is made and closed."""
+    owned = venv is None
+    venv = make_vector_env(factory, episodes) if venv is None else venv
     try:
         obs, _ = venv.reset(seed)
         if getattr(venv, "independent_episodes", False):
@@ -29,10 +31,11 @@ def evaluate(factory: EnvFactory, policy: Policy, episodes: int, seed: int) -> n
             obs = [s.obs for s in steps]
         return returns
     finally:
-        venv.close()
+        if owned:
+            venv.close()
 
 
-def _evaluate_per_agent(venv, policy: Policy, obs: list[np.ndarray]) -> np.ndarray:
+def _evaluate_per_agent(venv: VectorEnv, policy: Policy, obs: list[np.ndarray]) -> np.ndarray:
     """Each (copy, agent) counts its first episode only; copies that finished early keep
     stepping (auto-reset) until the last one ends, so the batch stays one array."""
     returns = np.zeros(obs[0].shape[:2])

@@ -32,7 +32,7 @@ from relayrl.algos.schedules import linear_schedule
 from relayrl.core.device import configure_threads, resolve_device
 from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.envs.registry import EnvFactory, make_env_factory
-from relayrl.envs.vector_env import make_vector_env
+from relayrl.envs.vector_env import VectorEnv, make_vector_env
 from relayrl.experiment.checkpoint import (
     MANIFEST,
     POLICY_FILE,
@@ -185,6 +185,7 @@ class Trainer:
         self.metrics: MetricsWriter | None = None
         self.history: list[dict[str, float]] = []
         self.lock = RunLock(run_dir) if run_dir is not None else None
+        self.eval_venv: VectorEnv | None = None
 
     def _reported_index(self, names: list[str]) -> int:
         """The team whose reward is the run's figure: ``report_group``, else the first team
@@ -438,7 +439,20 @@ class Trainer:
         """Greedy episodes ``[episodes, n_teams]``: each team's reward summed over its
         entities; for K copies of a single-agent env, each agent's ``episodes`` episodes
         without exploration noise, ``[episodes * K, 1]`` (paper 001, C.6)."""
-        return evaluate(self.factory, self.greedy_policy(), episodes, self.config.seed + self.config.eval.seed_offset)
+        seed = self.config.seed + self.config.eval.seed_offset
+        if not getattr(self.venv, "independent_episodes", False):
+            return evaluate(self.factory, self.greedy_policy(), episodes, seed)
+        # Gymnasium copies are kept between evaluations: building MuJoCo models costs more
+        # than it does for the other envs, and a reset with the same seeds restarts them alike
+        if self.eval_venv is None or self.eval_venv.num_envs != episodes:
+            self.close_eval_envs()
+            self.eval_venv = make_vector_env(self.factory, episodes)
+        return evaluate(self.factory, self.greedy_policy(), episodes, seed, self.eval_venv)
+
+    def close_eval_envs(self) -> None:
+        if self.eval_venv is not None:
+            self.eval_venv.close()
+            self.eval_venv = None
 
     def _print_progress(self, row: dict[str, float]) -> None:
         c, total = self.counters, self.config.total_steps
@@ -527,3 +541,4 @@ class Trainer:
 
     def close(self) -> None:
         self.venv.close()
+        self.close_eval_envs()
