@@ -57,7 +57,7 @@ def _evaluate_vs_random(trainer: Trainer, episodes: int) -> tuple[np.ndarray, np
     g = trainer.reported
     trained = trainer.evaluate_greedy(episodes)[:, g]
     seed = trainer.config.seed + trainer.config.eval.seed_offset
-    greedy, uniform = trainer.greedy_policy(), random_policy([t.spec.n_actions for t in trainer.teams], seed)
+    greedy, uniform = trainer.greedy_policy(), random_policy([t.spec for t in trainer.teams], seed)
 
     def random_team(obs: list[np.ndarray]) -> list[np.ndarray]:
         actions = greedy(obs)

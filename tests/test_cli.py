@@ -101,3 +101,13 @@ def test_a_magent_preset_runs_a_few_hundred_steps(tmp_path, preset):
     assert main(["train", preset, *overrides, "--out", str(tmp_path)]) == 0
     rows = (next(tmp_path.glob(f"{preset}-*")) / "0" / "metrics.csv").read_text().splitlines()
     assert len(rows) == 3 and "td_loss/" in rows[0]
+
+
+def test_dase_run_trains_and_evaluates_against_random_actions(tmp_path, capsys):
+    args = ["train", "swimmer-dase-td3", "total_steps=60", "actor_critic.random_steps=20", "eval.interval=0",
+            "checkpoint_interval=60", "--out", str(tmp_path)]
+    assert main(args) == 0
+    run_dir = _run_dir(tmp_path)
+    assert main(["eval", str(run_dir), "--episodes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "random" in out and "greedy" in out
