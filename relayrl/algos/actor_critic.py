@@ -7,7 +7,7 @@ on other agents' transitions; paper 001, SPEC §1.2) and normalises each weighte
 ``sum_b w_b``, so all-ones weights give the unweighted loss.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,12 @@ def soft_update(target: nn.Module, online: nn.Module, tau: float) -> None:
 def weighted_mean(values: torch.Tensor, w: torch.Tensor, w_sum: torch.Tensor) -> torch.Tensor:
     """``sum_b w_b v_b / sum_b w_b`` per agent: ``[P, B] -> [P]``."""
     return (w * values).sum(1) / w_sum
+
+
+# Per-transition weights ``[P, B]``: given, or computed from the agents' own deterministic
+# actions on the batch's states ``[P, B, act]`` (DPS needs exactly the actor output the
+# update computes anyway, so it is computed once).
+Weights = np.ndarray | torch.Tensor | Callable[[torch.Tensor], torch.Tensor] | None
 
 
 def critic_input(obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
@@ -105,12 +111,26 @@ class DeterministicActorLearner:
         """Uniform actions ``[*shape, act]`` within the bounds (the random start steps)."""
         return self.rng.uniform(self._low_np, self._high_np, (*shape, self.action_dim)).astype(np.float32)
 
-    def tensors(self, batch: dict[str, np.ndarray], weights: np.ndarray | None) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        t = {k: torch.as_tensor(batch[k], device=self.device).float() for k in ("obs", "action", "reward", "next_obs", "discount")}
-        w = torch.ones(t["obs"].shape[:2], device=self.device) if weights is None else torch.as_tensor(weights, device=self.device).float()
-        return t, w
+    def tensors(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+        return {k: torch.as_tensor(batch[k], device=self.device).float() for k in ("obs", "action", "reward", "next_obs", "discount")}
 
-    def update(self, batch: dict[str, np.ndarray], weights: np.ndarray | None = None) -> dict[str, float]:
+    def policy_and_weights(self, obs: torch.Tensor, weights: Weights, with_grad: bool) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """The actor's actions on ``obs`` (when the update needs them: ``with_grad`` for an
+        actor step, or for ``weights`` given as a function of them) and the weights."""
+        policy = None
+        if with_grad or callable(weights):
+            with torch.set_grad_enabled(with_grad):
+                policy = self.policy(obs)
+        if weights is None:
+            w = torch.ones(obs.shape[:2], device=self.device)
+        elif callable(weights):
+            w = weights(policy.detach())
+        else:
+            w = torch.as_tensor(weights, device=self.device).float()
+        return policy, w
+
+    def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> dict[str, float]:
+        """One gradient step of every agent; ``weights [P, B]`` default to 1."""
         raise NotImplementedError
 
     def _modules(self) -> dict[str, nn.Module]:

@@ -41,16 +41,20 @@ def dase_update(
     sampled = replay.sample(k * batch_size).data  # K independent uniform batches, drawn at once
     batch = {name: value.reshape(k, batch_size, *value.shape[2:]) for name, value in sampled.items()}
     external = torch.as_tensor(batch["agent"].astype(np.int64) != np.arange(k)[:, None], device=learner.device)
-    with torch.no_grad():
-        obs = torch.as_tensor(batch["obs"], device=learner.device).float()
-        # in units of the action range's half-width, like the exploration noise sigma
-        own = learner.policy(obs) / learner.scale
+    # in units of the action range's half-width, like the exploration noise sigma
     actions = torch.as_tensor(batch["action"], device=learner.device).float() / learner.scale
-    w_ext = dps_weight(
-        actions, own, external, dps.sigma, dps.divergence, dps.reference_cov, dps.regulariser, dps.jsd_samples, generator
-    )
-    weights = transition_weights(external, w_ext)
-    metrics = learner.update(batch, weights.cpu().numpy())
+    external_weights: list[torch.Tensor] = []
+
+    def weights(own_actions: torch.Tensor) -> torch.Tensor:
+        w_ext = dps_weight(
+            actions, own_actions / learner.scale, external, dps.sigma, dps.divergence, dps.reference_cov,
+            dps.regulariser, dps.jsd_samples, generator,
+        )
+        external_weights.append(w_ext)
+        return transition_weights(external, w_ext)
+
+    metrics = learner.update(batch, weights if dps.divergence != "none" else None)
+    w_ext = external_weights[0] if external_weights else torch.ones(k)
     metrics["dps_weight"] = float(w_ext.mean())
     metrics.update({f"dps_weight/{i}": float(w) for i, w in enumerate(w_ext.tolist())})
     metrics["external_fraction"] = float(external.float().mean())

@@ -19,10 +19,11 @@ import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
-from relayrl.algos.actor_critic import DeterministicActorLearner, StackedMLP, critic_input, soft_update, weighted_mean
+from relayrl.algos.actor_critic import DeterministicActorLearner, StackedMLP, Weights, critic_input, soft_update, weighted_mean
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,14 @@ class DeterministicSACLearner(DeterministicActorLearner):
         self.critic_optimizer = torch.optim.Adam(self.critics.parameters(), lr=settings.lr)
         self.value_optimizer = torch.optim.Adam(self.value.parameters(), lr=settings.lr)
 
-    def update(self, batch, weights=None) -> dict[str, float]:
+    def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> dict[str, float]:
+        """One step of the critics, the value network and the actor for every agent."""
         s = self.settings
-        t, w = self.tensors(batch, weights)
-        w_sum = w.sum(dim=1)
+        t = self.tensors(batch)
         obs = t["obs"]
+        # the critic step leaves the actor unchanged: its actions now serve V's target and the actor step
+        action, w = self.policy_and_weights(obs, weights, with_grad=True)
+        w_sum = w.sum(dim=1)
         with torch.no_grad():
             y = s.reward_scale * t["reward"] + t["discount"] * self.value_target(t["next_obs"]).squeeze(-1)
         x = critic_input(obs, t["action"])
@@ -70,7 +74,6 @@ class DeterministicSACLearner(DeterministicActorLearner):
         critic_loss.sum().backward()
         self.critic_optimizer.step()
 
-        action = self.policy(obs)
         x_pi = critic_input(obs, action)
         q_pi = [c(x_pi).squeeze(-1) for c in self.critics]
         with torch.no_grad():

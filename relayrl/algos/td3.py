@@ -23,10 +23,11 @@ import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
 import torch
 from torch import nn
 
-from relayrl.algos.actor_critic import DeterministicActorLearner, StackedMLP, critic_input, soft_update, weighted_mean
+from relayrl.algos.actor_critic import DeterministicActorLearner, StackedMLP, Weights, critic_input, soft_update, weighted_mean
 
 
 @dataclass(frozen=True)
@@ -90,11 +91,14 @@ class TD3Learner(DeterministicActorLearner):
         x = critic_input(obs, action)
         return [c(x).squeeze(-1) for c in critics]
 
-    def update(self, batch, weights=None) -> dict[str, float]:
+    def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> dict[str, float]:
         """One critic step for every agent (and an actor step and target update every
         ``policy_delay`` calls). ``weights [P, B]`` default to 1 (plain TD3)."""
         s = self.settings
-        t, w = self.tensors(batch, weights)
+        t = self.tensors(batch)
+        actor_step = (self.updates + 1) % s.policy_delay == 0
+        # the critic step leaves the actor unchanged: its actions now are the actor step's
+        pi, w = self.policy_and_weights(t["obs"], weights, with_grad=actor_step)
         w_sum = w.sum(dim=1)
         with torch.no_grad():
             noise = torch.randn(t["action"].shape, generator=self.generator, device=self.device) * s.policy_noise
@@ -108,8 +112,8 @@ class TD3Learner(DeterministicActorLearner):
         self.critic_optimizer.step()
         self.updates += 1
         metrics = {"critic_loss": float(critic_loss.detach().mean())}
-        if self.updates % s.policy_delay == 0:
-            q_pi = self._q(self.critics[:1], t["obs"], self.policy(t["obs"]))[0]
+        if actor_step:
+            q_pi = self._q(self.critics[:1], t["obs"], pi)[0]
             actor_loss = -weighted_mean(q_pi, w, w_sum)
             self.actor_optimizer.zero_grad(set_to_none=True)
             actor_loss.sum().backward()
