@@ -13,8 +13,10 @@ import math
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -493,17 +495,31 @@ class Trainer:
             self.obs, self.alive = self.venv.reset(self.config.seed)
         return resumed_at
 
+    def _on_sigterm(self, signum: int, frame: object) -> None:
+        self.stop_requested = True
+
     def train(self) -> list[dict[str, float]]:
         """Runs until ``total_steps``; returns the metric rows written by this call.
 
         Ctrl-C stops at once: the metrics written so far and the last checkpoint are kept
         (checkpoints are atomic), and ``relayrl resume`` continues from that checkpoint.
+        SIGTERM (a scheduler's or a grid's stop) finishes the current iteration, saves a
+        checkpoint there and then stops as Ctrl-C does, so a stopped run loses nothing.
         """
         self._start()
         c = self.counters
+        self.stop_requested = False
+        handles_sigterm = self.run_dir is not None and threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, self._on_sigterm) if handles_sigterm else None
         try:
             tick = time.perf_counter()
             while c.env_steps < self.config.total_steps:
+                if self.stop_requested:
+                    saved = list_checkpoints(self._checkpoint_dir())
+                    if not saved or checkpoint_steps(saved[-1]) != c.env_steps:
+                        self.save()
+                    print(f"\nstopped by SIGTERM at env step {c.env_steps:,}, checkpoint saved", file=sys.stderr)
+                    raise KeyboardInterrupt
                 self.iteration()
                 now = time.perf_counter()
                 self.window.seconds += now - tick
@@ -532,6 +548,8 @@ class Trainer:
                 print(f"\ninterrupted at env step {c.env_steps:,}{where}", file=sys.stderr)
             raise
         finally:
+            if handles_sigterm:
+                signal.signal(signal.SIGTERM, previous)
             if self.metrics is not None:
                 self.metrics.close()
                 self.metrics = None

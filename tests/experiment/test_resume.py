@@ -1,6 +1,10 @@
 """Checkpoints: exact resume, corrupt checkpoints detected, Ctrl-C keeps what was written."""
 
 import csv
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +15,7 @@ from relayrl.core.errors import CheckpointError
 from relayrl.envs import EnvFactory
 from relayrl.envs.corridor import CorridorEnv
 from relayrl.experiment import Trainer, build_config
-from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
+from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints, load_checkpoint
 
 TIMING = {"sps", "updates_per_s", "wall_s"}
 
@@ -134,3 +138,23 @@ def test_a_run_directory_is_trained_by_one_process_at_a_time(tmp_path):
     assert not is_locked(tmp_path)
     Trainer(build_config(_tiny(CORRIDOR, 200)), tmp_path, verbose=False).train()
     assert not is_locked(tmp_path)
+
+
+def test_sigterm_saves_a_checkpoint_where_it_stops_and_the_run_resumes(tmp_path):
+    cmd = [sys.executable, "-m", "relayrl.cli", "train", "pursuit-quickstart", "total_steps=200000",
+           "checkpoint_interval=200000", "--out", str(tmp_path)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(tmp_path.glob("*/0/metrics.csv")):
+        time.sleep(0.5)
+    (metrics,) = list(tmp_path.glob("*/0/metrics.csv"))
+    while time.time() < deadline and len(metrics.read_text().splitlines()) < 3:  # two reports written
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "stopped by SIGTERM" in err
+    (checkpoint,) = list_checkpoints(metrics.parent / "checkpoints")
+    stopped_at = checkpoint_steps(checkpoint)
+    assert 2000 <= stopped_at < 200_000  # where it stopped, not a checkpoint_interval multiple
+    resumed = Trainer(build_config(load_checkpoint(checkpoint)["config"]), metrics.parent, verbose=False)
+    assert resumed.resume_from_latest() == stopped_at
