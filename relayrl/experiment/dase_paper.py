@@ -141,8 +141,12 @@ def _sliding(values: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
-def curves(results: Path, out: Path, tasks: tuple[str, ...], variants: list[str], key: str, ylabel: str, title: str) -> Path | None:
-    """One panel per task: mean +- half std across seeds of ``key`` for each variant."""
+def curves(
+    results: Path, out: Path, tasks: tuple[str, ...], variants: list[str], key: str, ylabel: str, title: str, log_y: bool = False
+) -> Path | None:
+    """One panel per task: mean +- half std across seeds of ``key`` for each variant,
+    smoothed over 25 reports; ``log_y``: unsmoothed on a log scale (DPS weights span
+    orders of magnitude)."""
     plt = _plt()
     fig, axes = plt.subplots(1, len(tasks), figsize=(6 * len(tasks), 4.2), squeeze=False)
     drew = False
@@ -153,7 +157,7 @@ def curves(results: Path, out: Path, tasks: tuple[str, ...], variants: list[str]
             if series is None:
                 continue
             steps, mean, std = series
-            mean, half = _sliding(mean, WINDOW), _sliding(std, WINDOW) / 2
+            mean, half = (mean, std / 2) if log_y else (_sliding(mean, WINDOW), _sliding(std, WINDOW) / 2)
             ax.plot(steps, mean, label=f"{TABLE_ROWS.get(variant, variant)} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
             ax.fill_between(steps, mean - half, mean + half, alpha=0.2)
             drew = True
@@ -161,6 +165,8 @@ def curves(results: Path, out: Path, tasks: tuple[str, ...], variants: list[str]
         ax.set_xlabel("environment steps per agent")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
+        if log_y and ax.lines:
+            ax.set_yscale("log")
         if ax.lines:
             ax.legend(fontsize=8)
     fig.suptitle(title)
@@ -203,7 +209,7 @@ def write_report(results: Path, tasks: tuple[str, ...], step: int, seeds: int) -
         curves(results, figures / "learning_curves_100k.png", tasks, main, "eval_reward_mean", "evaluation return", "TD3 and DASE, replay 100k"),
         curves(results, figures / "learning_curves_1m.png", tasks, [f"{v}-1m" for v in main], "eval_reward_mean", "evaluation return", "TD3 and DASE, replay 1M"),
         curves(results, figures / "learning_curves_ddpg_sac.png", tasks, ["ddpg", "dase-ddpg", "sac", "dase-sac"], "eval_reward_mean", "evaluation return", "DDPG and SAC (deterministic actor) with and without DASE"),
-        curves(results, figures / "dps_weights.png", tasks, [v for v in main if v.startswith("dase")], "dps_weight", "mean DPS weight of external transitions", "DPS weights during training"),
+        curves(results, figures / "dps_weights.png", tasks, [v for v in main if v.startswith("dase")], "dps_weight", "mean DPS weight of external transitions", "DPS weights during training", log_y=True),
     ):
         if path is not None:
             written.append(path)
