@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from relayrl.experiment.grid import Job, runs_of
+from relayrl.experiment.plots import pyplot, save_if_drawn
 from relayrl.experiment.presets import GYM_TASKS, load_preset
 
 TASKS = ("halfcheetah", "swimmer", "ant", "lunarlander")  # the tasks of Tables 4-5
@@ -109,15 +110,6 @@ def table(results: Path, buffer: str, tasks: tuple[str, ...], step: int, seeds: 
     return "\n".join(lines)
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _series(runs: list[list[dict[str, float]]], key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Steps present in every run, with the across-seed mean and std of ``key`` there."""
     per_run = [{int(r["env_steps"]): r[key] for r in rows if not math.isnan(r.get(key, math.nan))} for rows in runs]
@@ -147,7 +139,7 @@ def curves(
     """One panel per task: mean +- half std across seeds of ``key`` for each variant,
     smoothed over 25 reports; ``log_y``: unsmoothed on a log scale (DPS weights span
     orders of magnitude)."""
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(tasks), figsize=(6 * len(tasks), 4.2), squeeze=False)
     drew = False
     for ax, task in zip(axes[0], tasks):
@@ -169,14 +161,7 @@ def curves(
             ax.set_yscale("log")
         if ax.lines:
             ax.legend(fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    if drew:
-        fig.savefig(out, dpi=110)
-    else:
-        out.unlink(missing_ok=True)
-    plt.close(fig)
-    return out if drew else None
+    return save_if_drawn(plt, fig, out, drew, title)
 
 
 def write_report(results: Path, tasks: tuple[str, ...], step: int, seeds: int) -> list[Path]:

@@ -102,3 +102,25 @@ def summary_table(experiments: list[Path], at: int, bin_size: int = 8000, keys: 
             cells.append(f"{np.mean(values):.2f} ({np.std(values):.2f}), n={len(values)}" if values else "not reached")
         lines.append(f"| {experiment.name} | {len(runs)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def pyplot():
+    """matplotlib.pyplot on the file-only backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_if_drawn(plt, fig, out: Path, drew: bool, title: str) -> Path | None:
+    """Writes the figure only if it shows data (a stale file is removed)."""
+    fig.suptitle(title)
+    fig.tight_layout()
+    if drew:
+        fig.savefig(out, dpi=110)
+    else:
+        out.unlink(missing_ok=True)
+    plt.close(fig)
+    return out if drew else None

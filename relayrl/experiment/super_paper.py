@@ -18,7 +18,7 @@ import yaml
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
 from relayrl.experiment.config import build_config
 from relayrl.experiment.grid import Job, runs_of
-from relayrl.experiment.plots import binned, smooth
+from relayrl.experiment.plots import binned, pyplot, save_if_drawn, smooth
 from relayrl.experiment.presets import COEVOLVING_VARIANTS, SWEEP_BANDWIDTHS, SWEEP_MODES, SWEEP_STEPS, sweep_preset
 from relayrl.experiment.trainer import Trainer
 from relayrl.sharing.selectors import GaussianSelector, QuantileSelector
@@ -146,15 +146,6 @@ def table1(results: Path, seeds: int = 3) -> tuple[str, list[str]]:
 
 
 # ---------------------------------------------------------------------------- figures
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _curve(ax, runs, key: str, bin_size: int, alpha: float, label: str) -> bool:
     per_run = [binned(r, key, bin_size) for r in runs]
     per_run = [r for r in per_run if r]
@@ -172,7 +163,7 @@ def _curve(ax, runs, key: str, bin_size: int, alpha: float, label: str) -> bool:
 
 def _curves_figure(results: Path, out: Path, panels: list[tuple[str, list[tuple[str, str]]]], title: str, key: str = "episode_reward_mean") -> Path | None:
     """One panel per domain; each panel's curves are (preset, label)."""
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.2), squeeze=False)
     drew = False
     for ax, (domain, curves) in zip(axes[0], panels):
@@ -186,23 +177,11 @@ def _curves_figure(results: Path, out: Path, panels: list[tuple[str, list[tuple[
             ax.legend(fontsize=8)
         else:
             ax.text(0.5, 0.5, "not run yet", ha="center", va="center", transform=ax.transAxes)
-    return _save(plt, fig, out, drew, title)
-
-
-def _save(plt, fig, out: Path, drew: bool, title: str) -> Path | None:
-    """Writes the figure only if it shows data (a stale file is removed)."""
-    fig.suptitle(title)
-    fig.tight_layout()
-    if drew:
-        fig.savefig(out, dpi=110)
-    else:
-        out.unlink(missing_ok=True)
-    plt.close(fig)
-    return out if drew else None
+    return save_if_drawn(plt, fig, out, drew, title)
 
 
 def _bars_figure(results: Path, out: Path, algos: tuple[str, ...], title: str) -> Path | None:
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(DOMAINS), figsize=(18, 4.2), squeeze=False)
     drew = False
     for ax, domain in zip(axes[0], DOMAINS):
@@ -221,12 +200,12 @@ def _bars_figure(results: Path, out: Path, algos: tuple[str, ...], title: str) -
         ax.grid(alpha=0.3, axis="y")
         ax.legend(fontsize=8)
         drew |= any(not math.isnan(m) for m in means)
-    return _save(plt, fig, out, drew, title)
+    return save_if_drawn(plt, fig, out, drew, title)
 
 
 def _sweep_figures(results: Path, out_dir: Path) -> list[Path]:
     """Figure 4/10 (reward at 250k vs target bandwidth) and Figure 11 (realised vs target)."""
-    plt = _plt()
+    plt = pyplot()
     written = []
     for key, name, ylabel in (
         ("episode_reward_mean", "figure4_bandwidth_sweep.png", "training reward at 250k"),
@@ -264,7 +243,7 @@ def _sweep_figures(results: Path, out_dir: Path) -> list[Path]:
         ax.grid(alpha=0.3)
         if drew:
             ax.legend()
-        saved = _save(plt, fig, out_dir / name, drew, "Pursuit bandwidth sweep")
+        saved = save_if_drawn(plt, fig, out_dir / name, drew, "Pursuit bandwidth sweep")
         if saved is not None:
             written.append(saved)
     return written
@@ -394,7 +373,7 @@ def _scale_switch_figure(results: Path) -> Path | None:
         return None
     with path.open() as handle:
         rows = list(csv.DictReader(handle))
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for rule in dict.fromkeys(r["rule"] for r in rows):
         points = [(float(r["target_bandwidth"]), float(r["realised_bandwidth"])) for r in rows if r["rule"] == rule]
