@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from relayrl.algos.obs_normalizer import ObsNormalizer
 from relayrl.nets.stacked import StackedLinear
 
 
@@ -58,7 +59,8 @@ class DeterministicActorLearner:
     """Base of P agents with a deterministic actor ``pi(s) = center + scale * tanh(f(s))``.
 
     Subclasses build their critics and implement ``update``; ``_modules`` and
-    ``_optimizers`` name what a checkpoint holds.
+    ``_optimizers`` name what a checkpoint holds. With ``normalize_obs`` every network sees
+    observations normalised by the agent's running statistics (``observe`` feeds them).
     """
 
     def __init__(
@@ -71,6 +73,7 @@ class DeterministicActorLearner:
         exploration_noise: float,
         device: torch.device,
         seed: int,
+        normalize_obs: bool = False,
     ) -> None:
         self.n_sets = n_sets
         self.obs_dim = obs_dim
@@ -86,6 +89,16 @@ class DeterministicActorLearner:
         self.updates = 0
         self.generator = torch.Generator(device=device).manual_seed(seed)
         self.rng = np.random.default_rng(seed)
+        self.obs_normalizer = ObsNormalizer(n_sets, obs_dim, device) if normalize_obs else None
+
+    def observe(self, obs: np.ndarray, mask: np.ndarray | None = None) -> None:
+        """Each agent's newly collected observations ``[P, N, obs]`` (rows where ``mask``
+        ``[P, N]`` holds), for the running normalisation; a no-op without it."""
+        if self.obs_normalizer is not None:
+            self.obs_normalizer.update(obs, mask)
+
+    def normalized(self, obs: torch.Tensor) -> torch.Tensor:
+        return obs if self.obs_normalizer is None else self.obs_normalizer(obs)
 
     def squash(self, raw: torch.Tensor) -> torch.Tensor:
         return self.center + self.scale * torch.tanh(raw)
@@ -101,7 +114,7 @@ class DeterministicActorLearner:
     def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
         """Actions ``[P, M, act]``; with ``explore``, Gaussian noise of std
         ``exploration_noise`` x the half-range, clipped to the bounds (paper 001, Table 2)."""
-        action = self.policy(torch.as_tensor(obs, dtype=torch.float32, device=self.device)).cpu().numpy()
+        action = self.policy(self.normalized(torch.as_tensor(obs, dtype=torch.float32, device=self.device))).cpu().numpy()
         if explore:
             noise = self.rng.normal(0.0, self.exploration_noise, action.shape) * self._scale_np
             action = np.clip(action + noise, self._low_np, self._high_np)
@@ -112,7 +125,10 @@ class DeterministicActorLearner:
         return self.rng.uniform(self._low_np, self._high_np, (*shape, self.action_dim)).astype(np.float32)
 
     def tensors(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-        return {k: torch.as_tensor(batch[k], device=self.device).float() for k in ("obs", "action", "reward", "next_obs", "discount")}
+        """The batch as tensors, states normalised when the learner normalises them."""
+        t = {k: torch.as_tensor(batch[k], device=self.device).float() for k in ("obs", "action", "reward", "next_obs", "discount")}
+        t["obs"], t["next_obs"] = self.normalized(t["obs"]), self.normalized(t["next_obs"])
+        return t
 
     def policy_and_weights(self, obs: torch.Tensor, weights: Weights, with_grad: bool) -> tuple[torch.Tensor | None, torch.Tensor]:
         """The actor's actions on ``obs`` (when the update needs them: ``with_grad`` for an
@@ -142,6 +158,8 @@ class DeterministicActorLearner:
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {name: m.state_dict() for name, m in {**self._modules(), **self._optimizers()}.items()}
         state.update(updates=self.updates, generator=self.generator.get_state(), rng=self.rng.bit_generator.state)
+        if self.obs_normalizer is not None:
+            state["obs_normalizer"] = self.obs_normalizer.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -150,9 +168,21 @@ class DeterministicActorLearner:
         self.updates = state["updates"]
         self.generator.set_state(state["generator"])
         self.rng.bit_generator.state = state["rng"]
+        self._load_normalizer(state)
+
+    def _load_normalizer(self, state: dict[str, Any]) -> None:
+        if (self.obs_normalizer is None) != ("obs_normalizer" not in state):
+            raise ValueError("the checkpoint and the learner disagree on normalize_obs; load it with the run's own config")
+        if self.obs_normalizer is not None:
+            self.obs_normalizer.load_state_dict(state["obs_normalizer"])
 
     def policy_state(self) -> dict[str, Any]:
-        return {"actor": self.actor.state_dict()}
+        """What acting needs: the actor and, when used, the observation statistics."""
+        state: dict[str, Any] = {"actor": self.actor.state_dict()}
+        if self.obs_normalizer is not None:
+            state["obs_normalizer"] = self.obs_normalizer.state_dict()
+        return state
 
     def load_policy_state(self, state: dict[str, Any]) -> None:
         self.actor.load_state_dict(state["actor"])
+        self._load_normalizer(state)

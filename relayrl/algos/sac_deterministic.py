@@ -33,6 +33,7 @@ class DeterministicSACSettings:
     tau: float = 0.005
     exploration_noise: float = 0.1
     reward_scale: float = 5.0
+    normalize_obs: bool = False
 
 
 class DeterministicSACLearner(DeterministicActorLearner):
@@ -48,7 +49,9 @@ class DeterministicSACLearner(DeterministicActorLearner):
         device: torch.device,
         seed: int,
     ) -> None:
-        super().__init__(n_sets, obs_dim, action_low, action_high, settings.hidden, settings.exploration_noise, device, seed)
+        super().__init__(
+            n_sets, obs_dim, action_low, action_high, settings.hidden, settings.exploration_noise, device, seed, settings.normalize_obs
+        )
         self.settings = settings
         sizes = [obs_dim + self.action_dim, *settings.hidden, 1]
         self.critics = nn.ModuleList(StackedMLP(n_sets, sizes) for _ in range(2)).to(device)

@@ -13,15 +13,16 @@ TD3 hyperparameters (paper 001, Table 2): Adam 3e-4 for actor and critics, 256-2
 MLPs, tau 0.005, policy noise 0.2 and noise clip 0.5 (in units of the action range's
 half-width, as the original code scales them by max_action), policy delay 2, exploration
 noise 0.1, gamma 0.99 (applied through the stored ``discount``).
-``TD3Settings.ddpg()`` is DDPG in the same form (paper 001, Table 2's DDPG column:
-Lillicrap et al. 2016 with batch 256 and Gaussian exploration): one critic, no target
-smoothing, actor and targets every step, actor 1e-4 / critic 1e-3 with L2 weight decay
-1e-2 on the critic, tau 1e-3, 400-300 units.
+DDPG is the same learner with one critic, no target smoothing and the actor and targets
+updated every step (paper 001, Table 2's DDPG column: Lillicrap et al. 2016 with batch 256
+and Gaussian exploration; its other settings, actor 1e-4 / critic 1e-3 with L2 weight
+decay 1e-2 on the critic, tau 1e-3, 400-300 units and normalised observations, are the
+``ddpg`` presets').
 """
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -43,22 +44,7 @@ class TD3Settings:
     exploration_noise: float = 0.1
     twin_critics: bool = True
     reward_scale: float = 1.0
-
-    @classmethod
-    def ddpg(cls, **overrides: object) -> "TD3Settings":
-        """Paper 001, Table 2, DDPG column."""
-        base = cls(
-            actor_lr=1e-4,
-            critic_lr=1e-3,
-            critic_weight_decay=1e-2,
-            hidden=(400, 300),
-            tau=1e-3,
-            policy_noise=0.0,
-            noise_clip=0.0,
-            policy_delay=1,
-            twin_critics=False,
-        )
-        return replace(base, **overrides)  # type: ignore[arg-type]
+    normalize_obs: bool = False
 
 
 class TD3Learner(DeterministicActorLearner):
@@ -74,7 +60,9 @@ class TD3Learner(DeterministicActorLearner):
         device: torch.device,
         seed: int,
     ) -> None:
-        super().__init__(n_sets, obs_dim, action_low, action_high, settings.hidden, settings.exploration_noise, device, seed)
+        super().__init__(
+            n_sets, obs_dim, action_low, action_high, settings.hidden, settings.exploration_noise, device, seed, settings.normalize_obs
+        )
         self.settings = settings
         n_critics = 2 if settings.twin_critics else 1
         sizes = [obs_dim + self.action_dim, *settings.hidden, 1]

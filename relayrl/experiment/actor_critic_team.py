@@ -35,7 +35,7 @@ def make_actor_critic(
     obs_dim = int(np.prod(spec.obs_shape))
     c = config
     if c.algo == "sac":
-        settings = DeterministicSACSettings(c.critic_lr, tuple(c.hidden), c.tau, c.exploration_noise, c.reward_scale)
+        settings = DeterministicSACSettings(c.critic_lr, tuple(c.hidden), c.tau, c.exploration_noise, c.reward_scale, c.normalize_obs)
         return DeterministicSACLearner(n_sets, obs_dim, spec.action_low, spec.action_high, settings, device, seed)
     td3 = c.algo == "td3"
     settings_td3 = TD3Settings(
@@ -50,6 +50,7 @@ def make_actor_critic(
         exploration_noise=c.exploration_noise,
         twin_critics=td3,
         reward_scale=c.reward_scale,
+        normalize_obs=c.normalize_obs,
     )
     return TD3Learner(n_sets, obs_dim, spec.action_low, spec.action_high, settings_td3, device, seed)
 
@@ -123,13 +124,16 @@ class ActorCriticTeam:
             t = self.nstep.add(steps)
             data = {"obs": t.obs, "action": t.action, "reward": t.reward, "next_obs": t.next_obs, "discount": t.discount}
             data = {k: v.reshape(*v.shape[:3], -1) if k in ("obs", "next_obs") else v for k, v in data.items()}
+            own_obs = self.layout.to_sets(data["obs"].reshape(-1, *data["obs"].shape[2:]), 1)
+            own_valid = self.layout.to_sets(t.valid.reshape(-1, t.valid.shape[2]), 1)
+            self.learner.observe(own_obs, own_valid)
             if self.shared_replay:
                 rows = {k: v.reshape(1, -1, *v.shape[3:]) for k, v in data.items()}
                 rows["agent"] = np.broadcast_to(np.arange(self.n_agents, dtype=np.int16), t.valid.shape).reshape(1, -1)
                 mask = t.valid.reshape(1, -1)
             else:
                 rows = {k: self.layout.to_sets(v.reshape(-1, *v.shape[2:]), 1) for k, v in data.items()}
-                mask = self.layout.to_sets(t.valid.reshape(-1, t.valid.shape[2]), 1)
+                mask = own_valid
             if mask.any():
                 self.replay.add(rows, mask=mask)
         return int(steps["valid"].sum())

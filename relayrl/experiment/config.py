@@ -264,6 +264,7 @@ class ActorCriticConfig(Strict):
     policy_delay: int = Field(2, ge=1, description="critic updates per actor and target update")
     reward_scale: float = Field(1.0, gt=0)
     updates_per_step: int = Field(1, ge=1, description="gradient steps per agent per env step")
+    normalize_obs: bool = Field(False, description="running mean/std normalisation of observations (ddpg, Table 2)")
 
 
 class GroupConfig(Strict):
@@ -312,6 +313,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "sharing.reference_cov": "sigma",
     "sharing.cov_regulariser": 1e-6,
     "sharing.jsd_samples": 256,
+    "actor_critic.normalize_obs": False,
 }
 
 
@@ -384,8 +386,8 @@ class RunConfig(Strict):
             *parents, leaf = key.split(".")
             section = payload
             for parent in parents:
-                section = section[parent]
-            if section[leaf] == default:
+                section = section.get(parent) or {}
+            if leaf in section and section[leaf] == default:
                 del section[leaf]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:8]
 

@@ -131,7 +131,7 @@ GYM_TASKS: dict[str, str] = {
 # Paper 001, Table 2 (C.4); SAC's reward scale is 5, 20 for Humanoid (C.5).
 ACTOR_CRITIC: dict[str, dict[str, Any]] = {
     "td3": {"algo": "td3"},
-    "ddpg": {"algo": "ddpg", "actor_lr": 1e-4, "critic_lr": 1e-3, "critic_weight_decay": 1e-2, "tau": 1e-3, "hidden": [400, 300]},
+    "ddpg": {"algo": "ddpg", "actor_lr": 1e-4, "critic_lr": 1e-3, "critic_weight_decay": 1e-2, "tau": 1e-3, "hidden": [400, 300], "normalize_obs": True},
     "sac": {"algo": "sac", "reward_scale": 5.0},
 }
 # 1M steps per agent, evaluated every 1000 steps over 10 episodes without noise (C.2, C.6).

@@ -83,7 +83,8 @@ def test_state_round_trip_gives_identical_updates():
 
 
 def test_ddpg_is_td3_with_one_critic_and_no_delay():
-    learner = TD3Learner(2, OBS, LOW, HIGH, TD3Settings.ddpg(hidden=(16,)), torch.device("cpu"), 0)
+    ddpg = TD3Settings(hidden=(16,), policy_noise=0.0, noise_clip=0.0, policy_delay=1, twin_critics=False)
+    learner = TD3Learner(2, OBS, LOW, HIGH, ddpg, torch.device("cpu"), 0)
     assert len(learner.critics) == 1
     before = [p.detach().clone() for p in learner.actor.parameters()]
     metrics = learner.update(_batch(2, 8, 0))

@@ -4,6 +4,7 @@
 import pytest
 
 from relayrl.experiment import Trainer, build_config
+from relayrl.experiment.presets import ACTOR_CRITIC
 
 
 def _pendulum(algo: str, k: int, correction: str | None) -> dict:
@@ -12,8 +13,9 @@ def _pendulum(algo: str, k: int, correction: str | None) -> dict:
         "preset": f"pendulum-{algo}",
         "env": {"name": "gym", "settings": {"env_id": "Pendulum-v1", "n_agents": k}},
         "total_steps": 12_000,
-        # Pendulum's rewards are already of order 1-10: SAC's reward scale 5 is for MuJoCo
-        "actor_critic": {"algo": algo, "random_steps": 1000, **({"reward_scale": 1.0} if algo == "sac" else {})},
+        # the paper's settings per learner (Table 2), except that Pendulum's rewards are
+        # already of order 1-10: SAC's reward scale 5 is for MuJoCo
+        "actor_critic": {**ACTOR_CRITIC[algo], "random_steps": 1000, **({"reward_scale": 1.0} if algo == "sac" else {})},
         "sharing": sharing,
         "report_interval": 1000,
         "eval": {"interval": 1000, "episodes": 5},

@@ -85,10 +85,11 @@ def test_evaluation_plays_each_agent_without_noise():
     np.testing.assert_array_equal(first, second)  # same start states, deterministic actors
 
 
-@pytest.mark.parametrize("algo", ["td3", "ddpg", "sac"])
-def test_train_n_equals_train_k_then_resume(tmp_path, algo):
+@pytest.mark.parametrize(("algo", "normalize_obs"), [("td3", False), ("ddpg", True), ("sac", False)])
+def test_train_n_equals_train_k_then_resume(tmp_path, algo, normalize_obs):
     """The simulators' state is checkpointed too: a resumed run is the uninterrupted one."""
     config = _config(2, 600, DASE, algo=algo)
+    config["actor_critic"]["normalize_obs"] = normalize_obs
     straight = _train(config, tmp_path / "a")
     _train({**config, "total_steps": 300}, tmp_path / "b")  # mid-episode (Pendulum: 200 steps)
     resumed = _train(config, tmp_path / "b")
@@ -96,6 +97,24 @@ def test_train_n_equals_train_k_then_resume(tmp_path, algo):
     for p, q in zip(straight.teams[0].learner.actor.parameters(), resumed.teams[0].learner.actor.parameters()):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
     np.testing.assert_array_equal(straight.teams[0].replay.storage()["obs"], resumed.teams[0].replay.storage()["obs"])
+    if normalize_obs:
+        np.testing.assert_array_equal(straight.teams[0].learner.obs_normalizer.mean, resumed.teams[0].learner.obs_normalizer.mean)
+
+
+def test_each_agent_normalises_by_the_observations_it_collected(tmp_path):
+    """DDPG's running statistics (paper 001, Table 2) are per agent and fed from the agent's
+    own env copy, also when the replay is shared."""
+    config = _config(2, 400, DASE, algo="ddpg")
+    config["actor_critic"].update(normalize_obs=True, buffer_size=800)  # the replay keeps every row
+    trainer = _train(config, None)
+    storage = trainer.teams[0].replay.storage()
+    normalizer = trainer.teams[0].learner.obs_normalizer
+    assert normalizer.count[0] == pytest.approx(400, abs=1e-3) and normalizer.count[1] == pytest.approx(400, abs=1e-3)
+    for agent in range(2):
+        own = storage["obs"][0][storage["agent"][0] == agent]
+        np.testing.assert_allclose(normalizer.mean[agent], own.mean(axis=0), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(normalizer.var[agent], own.var(axis=0), rtol=1e-5, atol=1e-5)
+    assert not np.allclose(normalizer.mean[0], normalizer.mean[1])  # two copies, two seeds
 
 
 @pytest.mark.parametrize(
@@ -134,5 +153,6 @@ def test_dase_presets_follow_the_paper():
     assert load_preset("ant-dase-td3-k10").env.settings.n_agents == 10
     ddpg = load_preset("halfcheetah-ddpg").actor_critic
     assert (ddpg.actor_lr, ddpg.critic_lr, ddpg.tau, ddpg.hidden, ddpg.critic_weight_decay) == (1e-4, 1e-3, 1e-3, [400, 300], 1e-2)
+    assert ddpg.normalize_obs and not dase.actor_critic.normalize_obs and not load_preset("hopper-sac").actor_critic.normalize_obs
     assert load_preset("humanoid-sac").actor_critic.reward_scale == 20.0
     assert load_preset("hopper-sac").actor_critic.reward_scale == 5.0
