@@ -14,7 +14,8 @@ def test_grid_puts_td3_vs_dase_first_seed_by_seed_and_every_preset_exists():
     assert all(j.preset in PRESETS for j in jobs)
     assert [j.preset for j in jobs[:4]] == ["halfcheetah-td3", "halfcheetah-dase-td3", "swimmer-td3", "swimmer-dase-td3"]
     assert [j.seed for j in jobs[:12]] == [0] * 4 + [1] * 4 + [2] * 4
-    assert jobs[12].preset == "halfcheetah-dase-td3-es" and {j.steps for j in jobs} == {300_000}
+    assert [j.preset for j in jobs[12:15]] == ["halfcheetah-dase-td3-es"] * 3 and {j.steps for j in jobs} == {300_000}
+    assert jobs[15].preset == "halfcheetah-dase-td3-kl"  # ES-DASE on the first task only
     assert [j.preset for j in grid(["swimmer"], ["dase-td3-es"], 1, 1_000_000)] == ["swimmer-dase-td3-es"]
 
 
