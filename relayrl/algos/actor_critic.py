@@ -36,8 +36,7 @@ class StackedMLP(nn.Module):
 def soft_update(target: nn.Module, online: nn.Module, tau: float) -> None:
     """target <- (1 - tau) target + tau online (Lillicrap et al. 2016)."""
     with torch.no_grad():
-        for t, o in zip(target.parameters(), online.parameters()):
-            t.lerp_(o, tau)
+        torch._foreach_lerp_(list(target.parameters()), list(online.parameters()), tau)
 
 
 def weighted_mean(values: torch.Tensor, w: torch.Tensor, w_sum: torch.Tensor) -> torch.Tensor:

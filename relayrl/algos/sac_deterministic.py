@@ -57,9 +57,9 @@ class DeterministicSACLearner(DeterministicActorLearner):
         self.critics = nn.ModuleList(StackedMLP(n_sets, sizes) for _ in range(2)).to(device)
         self.value = StackedMLP(n_sets, [obs_dim, *settings.hidden, 1]).to(device)
         self.value_target = copy.deepcopy(self.value).requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=settings.lr)
-        self.critic_optimizer = torch.optim.Adam(self.critics.parameters(), lr=settings.lr)
-        self.value_optimizer = torch.optim.Adam(self.value.parameters(), lr=settings.lr)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=settings.lr, fused=True)
+        self.critic_optimizer = torch.optim.Adam(self.critics.parameters(), lr=settings.lr, fused=True)
+        self.value_optimizer = torch.optim.Adam(self.value.parameters(), lr=settings.lr, fused=True)
 
     def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> dict[str, float]:
         """One step of the critics, the value network and the actor for every agent."""

@@ -70,9 +70,9 @@ class TD3Learner(DeterministicActorLearner):
         self.actor_target, self.critics_target = copy.deepcopy(self.actor), copy.deepcopy(self.critics)
         self.actor_target.requires_grad_(False)
         self.critics_target.requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=settings.actor_lr)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=settings.actor_lr, fused=True)
         self.critic_optimizer = torch.optim.Adam(
-            self.critics.parameters(), lr=settings.critic_lr, weight_decay=settings.critic_weight_decay
+            self.critics.parameters(), lr=settings.critic_lr, weight_decay=settings.critic_weight_decay, fused=True
         )
 
     def _q(self, critics: nn.ModuleList, obs: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
