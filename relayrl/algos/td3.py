@@ -101,10 +101,12 @@ class TD3Learner(DeterministicActorLearner):
         self.updates += 1
         metrics = {"critic_loss": float(critic_loss.detach().mean())}
         if actor_step:
+            self.critics.requires_grad_(False)  # the actor step needs no critic weight gradients
             q_pi = self._q(self.critics[:1], t["obs"], pi)[0]
             actor_loss = -weighted_mean(q_pi, w, w_sum)
             self.actor_optimizer.zero_grad(set_to_none=True)
             actor_loss.sum().backward()
+            self.critics.requires_grad_(True)
             self.actor_optimizer.step()
             soft_update(self.actor_target, self.actor, s.tau)
             soft_update(self.critics_target, self.critics, s.tau)
