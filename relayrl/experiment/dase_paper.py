@@ -111,6 +111,30 @@ def table(results: Path, buffer: str, tasks: tuple[str, ...], step: int, seeds: 
     return "\n".join(lines)
 
 
+def common_step_table(results: Path, tasks: tuple[str, ...], buffer: str = "") -> str | None:
+    """While runs are short of the table's step count: per task, every variant with runs
+    scored at the largest step all of those runs have reached (None when no task has two
+    variants to compare)."""
+    per_task = {}
+    for task in tasks:
+        runs = {v: [r for r in runs_of(f"{task}-{v}{buffer}", results) if r] for v in TABLE_ROWS}
+        runs = {v: r for v, r in runs.items() if r}
+        if len(runs) >= 2:
+            per_task[task] = runs
+    if not per_task:
+        return None
+    columns = [v for v in TABLE_ROWS if any(v in runs for runs in per_task.values())]
+    lines = ["| task | step | " + " | ".join(TABLE_ROWS[v] for v in columns) + " |", "|---|---:|" + "---:|" * len(columns)]
+    for task, runs in per_task.items():
+        step = min(int(rows[-1]["env_steps"]) for variant_runs in runs.values() for rows in variant_runs) // 1000 * 1000
+        cells = []
+        for variant in columns:
+            values = [v for v in (score(r, step) for r in runs.get(variant, [])) if not math.isnan(v)]
+            cells.append(f"{np.mean(values):.2f} ({np.std(values):.2f}) [{len(values)} seed{'s' if len(values) > 1 else ''}]" if values else "-")
+        lines.append(f"| {task} | {step:,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _series(runs: list[list[dict[str, float]]], key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Steps present in every run, with the across-seed mean and std of ``key`` there."""
     per_run = [{int(r["env_steps"]): r[key] for r in rows if not math.isnan(r.get(key, math.nan))} for rows in runs]
@@ -188,6 +212,17 @@ def write_report(results: Path, tasks: tuple[str, ...], step: int, seeds: int) -
         table(results, "-1m", tasks, step, seeds),
         "",
     ]
+    common = common_step_table(results, tasks)
+    if common is not None:
+        text += [
+            "## Where the runs stand (replay 100k)",
+            "",
+            "Every variant with runs, scored the same way at the largest step all of its task's runs have reached "
+            "(the tables above wait for the full step count).",
+            "",
+            common,
+            "",
+        ]
     written = [results / "tables.md"]
     written[0].write_text("\n".join(text))
     main = ["td3", "dase-td3", "dase-td3-es", "dase-td3-kl", "dase-td3-jsd", "dase-td3-stdsq", "dase-td3-k5", "dase-td3-k10"]

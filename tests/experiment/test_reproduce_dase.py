@@ -1,12 +1,14 @@
 """``relayrl reproduce dase``: the grid in the issue's order, the paper's score, and the
 report written from real (tiny) runs."""
 
+import csv
 import math
+from pathlib import Path
 
 from relayrl.cli import main
-from relayrl.experiment.dase_paper import PAPER_TABLES, grid, score
+from relayrl.experiment.dase_paper import PAPER_TABLES, common_step_table, grid, score
 from relayrl.experiment.grid import Job, progress
-from relayrl.experiment.presets import PRESETS
+from relayrl.experiment.presets import PRESETS, load_preset
 
 
 def test_grid_puts_td3_vs_dase_first_seed_by_seed_and_every_preset_exists():
@@ -25,6 +27,25 @@ def test_score_is_the_mean_of_the_last_ten_evaluations_at_the_step():
     assert score(rows, 12_000) == sum(range(3, 13)) / 10
     assert math.isnan(score(rows, 20_000))  # not there yet
     assert math.isnan(score(rows[:5], 5000))  # fewer than ten evaluations
+
+
+def _write_run(results: Path, preset: str, seed: int, evals: list[float]) -> None:
+    run = results / "runs" / f"{preset}-{load_preset(preset).config_hash()}" / str(seed)
+    run.mkdir(parents=True)
+    with (run / "metrics.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, ["env_steps", "eval_reward_mean"])
+        writer.writeheader()
+        writer.writerows({"env_steps": 1000 * (i + 1), "eval_reward_mean": v} for i, v in enumerate(evals))
+
+
+def test_runs_in_progress_are_compared_at_the_step_all_of_them_reached(tmp_path):
+    _write_run(tmp_path, "swimmer-td3", 0, [1.0] * 12)  # 12k steps
+    _write_run(tmp_path, "swimmer-td3", 1, [3.0] * 15)
+    _write_run(tmp_path, "swimmer-dase-td3", 0, list(range(20)))  # 20k: scored at 12k, evals 2..11
+    assert common_step_table(tmp_path, ("swimmer", "halfcheetah")).splitlines()[2:] == [
+        "| swimmer | 12,000 | 6.50 (0.00) [1 seed] | 2.00 (1.00) [2 seeds] |"
+    ]
+    assert common_step_table(tmp_path, ("halfcheetah",)) is None  # nothing to compare there
 
 
 def test_paper_tables_are_the_papers():
