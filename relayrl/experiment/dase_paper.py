@@ -113,8 +113,8 @@ def table(results: Path, buffer: str, tasks: tuple[str, ...], step: int, seeds: 
 
 def common_step_table(results: Path, tasks: tuple[str, ...], buffer: str = "") -> str | None:
     """While runs are short of the table's step count: per task, every variant with runs
-    scored at the largest step all of those runs have reached (None when no task has two
-    variants to compare)."""
+    scored at the largest step each of them has reached with at least one seed, over the
+    seeds that reached it (None when no task has two variants to compare)."""
     per_task = {}
     for task in tasks:
         runs = {v: [r for r in runs_of(f"{task}-{v}{buffer}", results) if r] for v in TABLE_ROWS}
@@ -126,7 +126,7 @@ def common_step_table(results: Path, tasks: tuple[str, ...], buffer: str = "") -
     columns = [v for v in TABLE_ROWS if any(v in runs for runs in per_task.values())]
     lines = ["| task | step | " + " | ".join(TABLE_ROWS[v] for v in columns) + " |", "|---|---:|" + "---:|" * len(columns)]
     for task, runs in per_task.items():
-        step = min(int(rows[-1]["env_steps"]) for variant_runs in runs.values() for rows in variant_runs) // 1000 * 1000
+        step = min(max(int(rows[-1]["env_steps"]) for rows in variant_runs) for variant_runs in runs.values()) // 1000 * 1000
         cells = []
         for variant in columns:
             values = [v for v in (score(r, step) for r in runs.get(variant, [])) if not math.isnan(v)]
@@ -217,8 +217,9 @@ def write_report(results: Path, tasks: tuple[str, ...], step: int, seeds: int) -
         text += [
             "## Where the runs stand (replay 100k)",
             "",
-            "Every variant with runs, scored the same way at the largest step all of its task's runs have reached "
-            "(the tables above wait for the full step count).",
+            "Every variant with runs, scored the same way at the largest step that every variant of the task has "
+            "reached with at least one seed, over the seeds that reached it (the tables above wait for the full "
+            "step count).",
             "",
             common,
             "",

@@ -41,9 +41,10 @@ def _write_run(results: Path, preset: str, seed: int, evals: list[float]) -> Non
 def test_runs_in_progress_are_compared_at_the_step_all_of_them_reached(tmp_path):
     _write_run(tmp_path, "swimmer-td3", 0, [1.0] * 12)  # 12k steps
     _write_run(tmp_path, "swimmer-td3", 1, [3.0] * 15)
-    _write_run(tmp_path, "swimmer-dase-td3", 0, list(range(20)))  # 20k: scored at 12k, evals 2..11
+    _write_run(tmp_path, "swimmer-td3", 2, [5.0] * 3)  # a seed just started: left out
+    _write_run(tmp_path, "swimmer-dase-td3", 0, list(range(20)))  # 20k: scored at 15k, evals 5..14
     assert common_step_table(tmp_path, ("swimmer", "halfcheetah")).splitlines()[2:] == [
-        "| swimmer | 12,000 | 6.50 (0.00) [1 seed] | 2.00 (1.00) [2 seeds] |"
+        "| swimmer | 15,000 | 9.50 (0.00) [1 seed] | 3.00 (0.00) [1 seed] |"
     ]
     assert common_step_table(tmp_path, ("halfcheetah",)) is None  # nothing to compare there
 
