@@ -151,11 +151,9 @@ def _series(runs: list[list[dict[str, float]]], key: str) -> tuple[np.ndarray, n
 def _sliding(values: np.ndarray, window: int) -> np.ndarray:
     """Uniform sliding-window mean over the last ``window`` points (display only)."""
     cumulative = np.cumsum(np.insert(values, 0, 0.0))
-    out = np.empty(len(values))
-    for i in range(len(values)):
-        lo = max(0, i + 1 - window)
-        out[i] = (cumulative[i + 1] - cumulative[lo]) / (i + 1 - lo)
-    return out
+    end = np.arange(1, len(values) + 1)
+    start = np.maximum(0, end - window)
+    return (cumulative[end] - cumulative[start]) / (end - start)
 
 
 def curves(
