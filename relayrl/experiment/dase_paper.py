@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from relayrl.experiment.grid import Job, runs_of
-from relayrl.experiment.plots import pyplot, save_if_drawn
+from relayrl.experiment.plots import aggregate, pyplot, save_if_drawn, seeds_label
 from relayrl.experiment.presets import GYM_TASKS, load_preset
 
 TASKS = ("halfcheetah", "swimmer", "ant", "lunarlander")  # the tasks of Tables 4-5
@@ -135,19 +135,6 @@ def common_step_table(results: Path, tasks: tuple[str, ...], buffer: str = "") -
     return "\n".join(lines)
 
 
-def _series(runs: list[list[dict[str, float]]], key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Steps present in every run, with the across-seed mean and std of ``key`` there."""
-    per_run = [{int(r["env_steps"]): r[key] for r in rows if not math.isnan(r.get(key, math.nan))} for rows in runs]
-    per_run = [r for r in per_run if r]
-    if not per_run:
-        return None
-    steps = sorted(set.intersection(*(set(r) for r in per_run)))
-    if not steps:
-        return None
-    values = np.array([[r[s] for s in steps] for r in per_run])
-    return np.array(steps), values.mean(axis=0), values.std(axis=0)
-
-
 def _sliding(values: np.ndarray, window: int) -> np.ndarray:
     """Uniform sliding-window mean over the last ``window`` points (display only)."""
     cumulative = np.cumsum(np.insert(values, 0, 0.0))
@@ -167,13 +154,12 @@ def curves(
     drew = False
     for ax, task in zip(axes[0], tasks):
         for variant in variants:
-            runs = [r for r in runs_of(f"{task}-{variant}", results) if r]
-            series = _series(runs, key) if runs else None
-            if series is None:
+            # every run reports at the same env steps, so a bin of one step keeps each report
+            steps, mean, std, count = aggregate(runs_of(f"{task}-{variant}", results), key, bin_size=1)
+            if not len(steps):
                 continue
-            steps, mean, std = series
             mean, half = (mean, std / 2) if log_y else (_sliding(mean, WINDOW), _sliding(std, WINDOW) / 2)
-            ax.plot(steps, mean, label=f"{TABLE_ROWS.get(variant, variant)} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+            ax.plot(steps, mean, label=seeds_label(TABLE_ROWS.get(variant, variant), steps, count))
             ax.fill_between(steps, mean - half, mean + half, alpha=0.2)
             drew = True
         ax.set_title(GYM_TASKS[task])

@@ -24,11 +24,27 @@ def binned(rows: list[dict[str, float]], key: str, bin_size: int) -> dict[int, f
 
 
 def aggregate(runs: list[list[dict[str, float]]], key: str, bin_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Bins present in every run: steps, mean, std (population, across seeds) and seed count."""
-    per_run = [binned(rows, key, bin_size) for rows in runs]
-    common = sorted(set.intersection(*(set(r) for r in per_run))) if per_run else []
-    values = np.array([[r[b] for b in common] for r in per_run]) if common else np.zeros((len(per_run), 0))
-    return np.array(common), values.mean(axis=0), values.std(axis=0), np.full(len(common), len(per_run))
+    """Bins reached by any run: steps, mean and std (population) across the runs that
+    reached each bin, and how many did. Seeds progress at different speeds; cutting every
+    curve at the shortest seed would hide how far the others have got."""
+    per_run = [b for b in (binned(rows, key, bin_size) for rows in runs) if b]
+    steps = sorted(set().union(*per_run))
+    values = np.array([[r.get(s, math.nan) for s in steps] for r in per_run]).reshape(len(per_run), len(steps))
+    count = (~np.isnan(values)).sum(axis=0)
+    if not steps:
+        return np.array(steps), np.zeros(0), np.zeros(0), count
+    return np.array(steps), np.nanmean(values, axis=0), np.nanstd(values, axis=0), count
+
+
+def seeds_label(name: str, steps: np.ndarray, count: np.ndarray) -> str:
+    """Legend entry naming the seeds behind a curve from ``aggregate``, and where the
+    curve starts to rest on fewer of them."""
+    most = int(count.max())
+    label = f"{name} ({most} seed{'s' if most > 1 else ''}"
+    if count[-1] < most:
+        full_to = int(steps[count == most][-1])
+        label += f" to {full_to / 1000:g}k, {int(count[-1])} to {int(steps[-1]) / 1000:g}k"
+    return label + ")"
 
 
 def smooth(values: np.ndarray, alpha: float) -> np.ndarray:
@@ -66,12 +82,14 @@ def plot_runs(
         runs = [read_metrics(d) for d in seed_dirs(experiment)]
         if not runs:
             raise FileNotFoundError(f"no metrics.csv under {experiment}")
-        steps, mean, std, _ = aggregate(runs, key, bin_size)
+        steps, mean, std, count = aggregate(runs, key, bin_size)
+        if not len(steps):
+            raise ValueError(f"no {key!r} values in {experiment}: pick a column of its metrics.csv")
         if alpha is not None:
             mean, std = smooth(mean, alpha), smooth(std, alpha)
         # <preset>-<hash>/<seed>/ or <preset>-<hash>/: label by the preset
         name = experiment.parent.name if (experiment / "metrics.csv").is_file() else experiment.name
-        label = f"{name.rsplit('-', 1)[0]} ({len(runs)} seed{'s' if len(runs) > 1 else ''})"
+        label = seeds_label(name.rsplit("-", 1)[0], steps, count)
         ax.plot(steps, mean, label=label)
         ax.fill_between(steps, mean - std, mean + std, alpha=0.2)
     if baseline is not None:

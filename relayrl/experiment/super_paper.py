@@ -18,7 +18,7 @@ import yaml
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
 from relayrl.experiment.config import build_config
 from relayrl.experiment.grid import Job, runs_of
-from relayrl.experiment.plots import binned, pyplot, save_if_drawn, smooth
+from relayrl.experiment.plots import aggregate, binned, pyplot, save_if_drawn, seeds_label, smooth
 from relayrl.experiment.presets import COEVOLVING_VARIANTS, SWEEP_BANDWIDTHS, SWEEP_MODES, SWEEP_STEPS, sweep_preset
 from relayrl.experiment.trainer import Trainer
 from relayrl.sharing.selectors import GaussianSelector, QuantileSelector
@@ -147,17 +147,12 @@ def table1(results: Path, seeds: int = 3) -> tuple[str, list[str]]:
 
 # ---------------------------------------------------------------------------- figures
 def _curve(ax, runs, key: str, bin_size: int, alpha: float, label: str) -> bool:
-    per_run = [binned(r, key, bin_size) for r in runs]
-    per_run = [r for r in per_run if r]
-    if not per_run:
+    steps, mean, std, count = aggregate(runs, key, bin_size)
+    if not len(steps):
         return False
-    common = sorted(set.intersection(*(set(r) for r in per_run)))
-    if not common:
-        return False
-    values = np.array([[r[b] for b in common] for r in per_run])
-    mean, std = smooth(values.mean(axis=0), alpha), smooth(values.std(axis=0), alpha)
-    ax.plot(common, mean, label=f"{label} ({len(per_run)} seed{'s' if len(per_run) > 1 else ''})")
-    ax.fill_between(common, mean - std, mean + std, alpha=0.15)
+    mean, std = smooth(mean, alpha), smooth(std, alpha)
+    ax.plot(steps, mean, label=seeds_label(label, steps, count))
+    ax.fill_between(steps, mean - std, mean + std, alpha=0.15)
     return True
 
 
