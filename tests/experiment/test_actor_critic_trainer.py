@@ -156,3 +156,21 @@ def test_dase_presets_follow_the_paper():
     assert ddpg.normalize_obs and not dase.actor_critic.normalize_obs and not load_preset("hopper-sac").actor_critic.normalize_obs
     assert load_preset("humanoid-sac").actor_critic.reward_scale == 20.0
     assert load_preset("hopper-sac").actor_critic.reward_scale == 5.0
+
+
+def test_dps_diagnostic_example_reads_a_trained_dase_run(tmp_path):
+    """examples/dps_at_checkpoint.py (the numbers in docs/results/dase/README.md) on a real checkpoint."""
+    import re
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "pendulum-dase" / "0"
+    _train(_config(2, 300, DASE), run_dir)
+    script = Path(__file__).resolve().parents[2] / "examples" / "dps_at_checkpoint.py"
+    out = subprocess.run([sys.executable, str(script), str(run_dir), "--states", "200", "--draws", "5"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "step_0000000300" in out.stdout and "divergence sym_kl" in out.stdout
+    weights = [float(w) for w in re.findall(r"\d\.\d\de[+-]\d\d", out.stdout)]
+    assert len(weights) == 4 and all(0.0 <= w <= 1.0 for w in weights)
+    missing = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert missing.returncode != 0 and "no config.yaml" in missing.stderr
