@@ -7,7 +7,7 @@ from pathlib import Path
 
 from relayrl.cli import main
 from relayrl.experiment.dase_paper import PAPER_TABLES, common_step_table, grid, score
-from relayrl.experiment.grid import Job, progress
+from relayrl.experiment.grid import Job, command, progress
 from relayrl.experiment.presets import PRESETS, load_preset
 
 
@@ -70,3 +70,12 @@ def test_reproduce_dase_runs_and_reports(tmp_path, capsys):
 def test_unknown_task_is_a_clear_error(capsys):
     assert main(["reproduce", "dase", "--tasks", "pong"]) == 2
     assert "choose from halfcheetah, swimmer" in capsys.readouterr().err
+
+
+def test_grid_keeps_the_dase_presets_shorter_checkpoint_interval(tmp_path):
+    """A killed MuJoCo run loses at most the preset's 10k steps, not the grid's default 25k."""
+    dase = command(Job("swimmer-dase-td3", 0, 300_000), tmp_path)
+    assert "checkpoint_interval=10000" in dase and "total_steps=300000" in dase
+    short = command(Job("swimmer-td3", 0, 4000), tmp_path)
+    assert "checkpoint_interval=4000" in short
+    assert "checkpoint_interval=25000" in command(Job("pursuit-ddqn", 0, 800_000), tmp_path)
