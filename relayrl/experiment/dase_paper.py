@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from relayrl.experiment.grid import Job, runs_of
+from relayrl.experiment.grid import Job, runs_of, table_cell
 from relayrl.experiment.plots import aggregate, pyplot, save_if_drawn, seeds_label
 from relayrl.experiment.presets import GYM_TASKS, load_preset
 
@@ -85,17 +85,6 @@ def score(rows: list[dict[str, float]], step: int) -> float:
     return float(np.mean(evals[-LAST_EVALUATIONS:]))
 
 
-def _cell(runs: list[list[dict[str, float]]], step: int, seeds: int) -> str:
-    values = [v for v in (score(r, step) for r in runs) if not math.isnan(v)]
-    if not values:
-        if not runs:
-            return "not run"
-        last = [int(r[-1]["env_steps"]) for r in runs if r]
-        return f"running ({len(runs)} seeds at {min(last):,}-{max(last):,} of {step:,} steps)" if last else "started"
-    partial = "" if len(values) >= seeds else f" [{len(values)}/{seeds} seeds]"
-    return f"{np.mean(values):.2f} ({np.std(values):.2f}){partial}"
-
-
 def table(results: Path, buffer: str, tasks: tuple[str, ...], step: int, seeds: int) -> str:
     """Markdown table: per task the paper's score (1M steps) and ours at ``step``."""
     paper = PAPER_TABLES[buffer]
@@ -106,7 +95,8 @@ def table(results: Path, buffer: str, tasks: tuple[str, ...], step: int, seeds: 
         for task in tasks:
             reference = paper.get(variant, {}).get(task)
             cells.append(f"{reference:.2f}" if reference is not None else "-")
-            cells.append(_cell(runs_of(f"{task}-{variant}{buffer}", results), step, seeds))
+            runs = runs_of(f"{task}-{variant}{buffer}", results)
+            cells.append(table_cell([v for v in (score(r, step) for r in runs) if not math.isnan(v)], runs, seeds))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.config import RunConfig
 from relayrl.experiment.metrics import read_metrics
@@ -255,3 +257,18 @@ def runs_of(preset: str, results: Path) -> list[list[dict[str, float]]]:
             if (seed_dir / "metrics.csv").is_file():
                 rows.append(read_metrics(seed_dir))
     return rows
+
+
+def table_cell(values: list[float], runs: list[list[dict[str, float]]], seeds: int) -> str:
+    """One cell of a reproduction table: mean (std) of ``values`` across seeds, marked when
+    fewer than ``seeds`` seeds have a value; for runs without a value yet, how far they are."""
+    if values:
+        partial = "" if len(values) >= seeds else f" [{len(values)}/{seeds} seeds]"
+        return f"{np.mean(values):.2f} ({np.std(values):.2f}){partial}"
+    if not runs:
+        return "not run"
+    last = sorted(int(r[-1]["env_steps"]) for r in runs if r)
+    if not last:
+        return "started"
+    span = f"{last[0]:,}" if last[0] == last[-1] else f"{last[0]:,}-{last[-1]:,}"
+    return f"running ({len(runs)} seed{'s' if len(runs) > 1 else ''} at {span} steps)"

@@ -17,7 +17,7 @@ import yaml
 
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
 from relayrl.experiment.config import build_config
-from relayrl.experiment.grid import Job, runs_of
+from relayrl.experiment.grid import Job, runs_of, table_cell
 from relayrl.experiment.plots import aggregate, binned, pyplot, save_if_drawn, seeds_label, smooth
 from relayrl.experiment.presets import COEVOLVING_VARIANTS, SWEEP_BANDWIDTHS, SWEEP_MODES, SWEEP_STEPS, sweep_preset
 from relayrl.experiment.trainer import Trainer
@@ -88,16 +88,6 @@ def _at(runs: list[list[dict[str, float]]], key: str, step: int, bin_size: int) 
     return [b[target] for b in (binned(r, key, bin_size) for r in runs) if target in b]
 
 
-def _cell(values: list[float], seeds: int, runs: list[list[dict[str, float]]]) -> str:
-    if not values:
-        if not runs:
-            return "not run"
-        last = [int(r[-1]["env_steps"]) for r in runs if r]
-        return f"running ({len(runs)} seeds at {min(last) // 1000}k-{max(last) // 1000}k)"
-    partial = "" if len(values) >= seeds else f" [{len(values)}/{seeds} seeds]"
-    return f"{np.mean(values):.2f} ({np.std(values):.2f}){partial}"
-
-
 def snapshot(results: Path, algos: tuple[str, ...] = (*TABLE1_ALGOS, "uniform")) -> str:
     """Runs still in progress, at the latest bin every seed has reached: mean (std)."""
     lines = ["| run | seeds | bin (env steps) | train | eval (latest in bin) |", "|---|---:|---:|---:|---:|"]
@@ -136,11 +126,11 @@ def table1(results: Path, seeds: int = 3) -> tuple[str, list[str]]:
             runs = runs_of(f"{domain}-{algo}", results)
             train = _at(runs, "episode_reward_mean", TABLE_STEPS[domain], BIN[domain])
             evaluation = _at(runs, "eval_reward_mean", TABLE_STEPS[domain], BIN[domain])
-            cell = _cell(train, seeds, runs)
+            cell = table_cell(train, runs, seeds)
             if train and len(train) >= seeds and abs(np.mean(train) - mean) > 2 * max(std, 1e-9):
                 cell += " †"
                 far.append(f"{domain} {algo}: ours {np.mean(train):.2f} vs paper {mean:.2f} ({std:.2f})")
-            cells += [cell, _cell(evaluation, seeds, runs)]
+            cells += [cell, table_cell(evaluation, runs, seeds)]
         lines.append(f"| {algo} | " + " | ".join(cells) + " |")
     return "\n".join(lines), far
 

@@ -4,7 +4,7 @@ and the report with the paper's numbers."""
 import pytest
 
 from relayrl.cli import main
-from relayrl.experiment.grid import Job, find_run, progress, run_grid, with_dependencies
+from relayrl.experiment.grid import Job, find_run, progress, run_grid, table_cell, with_dependencies
 from relayrl.experiment.presets import PRESETS
 from relayrl.experiment.super_paper import PAPER_TABLE1, grid
 
@@ -67,6 +67,16 @@ def test_interrupted_job_resumes_to_the_longer_budget(tmp_path):
     status = run_grid([Job("pursuit-ddqn", 0, 16)], tmp_path, 1, say=lambda _: None)
     assert list(status.values()) == ["complete"] and progress(Job("pursuit-ddqn", 0, 16), tmp_path) == 16
     assert len(list(tmp_path.glob("pursuit-ddqn-*"))) == 1
+
+
+def test_table_cells_mark_partial_and_unfinished_seeds():
+    runs = [[{"env_steps": 1000.0}, {"env_steps": 250_000.0}], [{"env_steps": 120_000.0}]]
+    assert table_cell([1.0, 3.0], runs, seeds=2) == "2.00 (1.00)"
+    assert table_cell([1.0], runs, seeds=3) == "1.00 (0.00) [1/3 seeds]"
+    assert table_cell([], runs, seeds=3) == "running (2 seeds at 120,000-250,000 steps)"
+    assert table_cell([], runs[1:], seeds=3) == "running (1 seed at 120,000 steps)"
+    assert table_cell([], [[]], seeds=3) == "started"
+    assert table_cell([], [], seeds=3) == "not run"
 
 
 def test_paper_table_is_the_specs():

@@ -62,7 +62,7 @@ def test_reproduce_dase_runs_and_reports(tmp_path, capsys):
     assert progress(Job("swimmer-td3", 0, 30), root) == 30 and progress(Job("swimmer-dase-td3", 0, 30), root) == 30
     assert len(list((results / "runs").glob("*/0/metrics.csv"))) == 2
     tables = (results / "tables.md").read_text()
-    assert "144.28" in tables and "65.63" in tables and "running (1 seeds at 30-30 of 30 steps)" in tables
+    assert "144.28" in tables and "65.63" in tables and "running (1 seed at 30 steps)" in tables
     assert "not run" in tables  # ES-DASE was not selected
     assert "| swimmer-dase-td3 | 0 | 30 | 30 | complete |" in (results / "status.md").read_text()
 
