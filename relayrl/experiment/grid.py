@@ -8,8 +8,10 @@ being trained by a process outside the grid (its run lock is held) is waited for
 """
 
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -174,7 +176,11 @@ def run_grid(
     say: Callable[[str], None] = print,
 ) -> dict[Job, str]:
     """Runs the jobs (and the pretraining runs they need), ``parallel`` at a time, in the
-    given order of priority. Returns each job's final status."""
+    given order of priority. Returns each job's final status.
+
+    Ctrl-C or SIGTERM stops the grid: each running job gets SIGTERM, saves a checkpoint and
+    exits, so running the grid again resumes everything. SIGTERM matters because a grid
+    started in the background (``nohup ... &``) ignores SIGINT."""
     ordered = with_dependencies(jobs)
     status = {j: "complete" for j in ordered if progress(j, root) >= j.steps}
     for job in status:
@@ -185,6 +191,8 @@ def run_grid(
     runner = RayBackend(parallel) if backend == "ray" else ProcessBackend()
     (root / "logs").mkdir(parents=True, exist_ok=True)
     running: dict[Job, Any] = {}
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt) if in_main_thread else None
     try:
         while pending or running:
             for job, token in list(running.items()):
@@ -224,7 +232,13 @@ def run_grid(
         raise
     finally:
         runner.close()
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
     return status
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def collect(jobs: list[Job], root: Path, results: Path) -> int:

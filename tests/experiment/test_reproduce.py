@@ -1,11 +1,18 @@
 """``relayrl reproduce super``: the grid in priority order, skip and resume by config hash,
 and the report with the paper's numbers."""
 
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 
 from relayrl.cli import main
+from relayrl.experiment.checkpoint import list_checkpoints
 from relayrl.experiment.grid import Job, find_run, progress, run_grid, table_cell, with_dependencies
 from relayrl.experiment.presets import PRESETS
+from relayrl.experiment.run_lock import is_locked
 from relayrl.experiment.super_paper import PAPER_TABLE1, grid
 
 
@@ -67,6 +74,29 @@ def test_interrupted_job_resumes_to_the_longer_budget(tmp_path):
     status = run_grid([Job("pursuit-ddqn", 0, 16)], tmp_path, 1, say=lambda _: None)
     assert list(status.values()) == ["complete"] and progress(Job("pursuit-ddqn", 0, 16), tmp_path) == 16
     assert len(list(tmp_path.glob("pursuit-ddqn-*"))) == 1
+
+
+def test_sigterm_stops_a_background_grid_and_its_runs_keep_a_checkpoint(tmp_path):
+    # A grid started with nohup ... & ignores SIGINT, so SIGTERM must stop it cleanly.
+    job = Job("pursuit-quickstart", 0, 200_000)
+    script = (
+        "from pathlib import Path; from relayrl.experiment.grid import Job, run_grid; "
+        f"run_grid([Job('pursuit-quickstart', 0, 200_000)], Path({str(tmp_path)!r}), 1)"
+    )
+    grid_process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    deadline = time.time() + 300
+    while time.time() < deadline and not list(tmp_path.glob("*/0/metrics.csv")):
+        time.sleep(0.5)
+    (metrics,) = list(tmp_path.glob("*/0/metrics.csv"))
+    while time.time() < deadline and len(metrics.read_text().splitlines()) < 2:  # the run is training
+        time.sleep(0.5)
+    grid_process.send_signal(signal.SIGTERM)
+    _, err = grid_process.communicate(timeout=120)
+    assert grid_process.returncode != 0 and "KeyboardInterrupt" in err
+    assert not is_locked(metrics.parent)  # the run's process has exited
+    assert "stopped by SIGTERM" in (tmp_path / "logs" / "pursuit-quickstart-s0.log").read_text()
+    assert list_checkpoints(metrics.parent / "checkpoints") and progress(job, tmp_path) < 200_000
 
 
 def test_table_cells_mark_partial_and_unfinished_seeds():
