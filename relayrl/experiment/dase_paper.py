@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from relayrl.experiment.grid import Job, runs_of, table_cell
-from relayrl.experiment.plots import aggregate, pyplot, save_if_drawn, seeds_label
+from relayrl.experiment.plots import aggregate, mean_std, pyplot, save_if_drawn, seeds_label
 from relayrl.experiment.presets import GYM_TASKS, load_preset
 
 TASKS = ("halfcheetah", "swimmer", "ant", "lunarlander")  # the tasks of Tables 4-5
@@ -120,7 +120,7 @@ def common_step_table(results: Path, tasks: tuple[str, ...], buffer: str = "") -
         cells = []
         for variant in columns:
             values = [v for v in (score(r, step) for r in runs.get(variant, [])) if not math.isnan(v)]
-            cells.append(f"{np.mean(values):.2f} ({np.std(values):.2f}) [{len(values)} seed{'s' if len(values) > 1 else ''}]" if values else "-")
+            cells.append(f"{mean_std(values)} [{len(values)} seed{'s' if len(values) > 1 else ''}]" if values else "-")
         lines.append(f"| {task} | {step:,} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

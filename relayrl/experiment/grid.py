@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.config import RunConfig
 from relayrl.experiment.metrics import read_metrics
+from relayrl.experiment.plots import mean_std
 from relayrl.experiment.presets import load_preset
 from relayrl.experiment.run_lock import is_locked
 
@@ -278,7 +277,7 @@ def table_cell(values: list[float], runs: list[list[dict[str, float]]], seeds: i
     fewer than ``seeds`` seeds have a value; for runs without a value yet, how far they are."""
     if values:
         partial = "" if len(values) >= seeds else f" [{len(values)}/{seeds} seeds]"
-        return f"{np.mean(values):.2f} ({np.std(values):.2f}){partial}"
+        return f"{mean_std(values)}{partial}"
     if not runs:
         return "not run"
     last = sorted(int(r[-1]["env_steps"]) for r in runs if r)

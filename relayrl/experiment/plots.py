@@ -107,6 +107,13 @@ def plot_runs(
     return out
 
 
+def mean_std(values: list[float]) -> str:
+    """"mean (std)" across seeds (population std); a single seed has no spread, so just its value."""
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{np.mean(values):.2f} ({np.std(values):.2f})"
+
+
 def summary_table(experiments: list[Path], at: int, bin_size: int = 8000, keys: tuple[str, ...] = ("episode_reward_mean", "eval_reward_mean")) -> str:
     """Markdown table: per experiment, mean (std) across seeds of each key in the bin
     containing env step ``at`` (the paper's Table 1 style)."""
@@ -117,7 +124,7 @@ def summary_table(experiments: list[Path], at: int, bin_size: int = 8000, keys: 
         cells = []
         for key in keys:
             values = [b[target_bin] for b in (binned(rows, key, bin_size) for rows in runs) if target_bin in b]
-            cells.append(f"{np.mean(values):.2f} ({np.std(values):.2f}), n={len(values)}" if values else "not reached")
+            cells.append(f"{mean_std(values)}, n={len(values)}" if values else "not reached")
         lines.append(f"| {experiment.name} | {len(runs)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -18,7 +18,7 @@ import yaml
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
 from relayrl.experiment.config import build_config
 from relayrl.experiment.grid import Job, runs_of, table_cell
-from relayrl.experiment.plots import aggregate, binned, pyplot, save_if_drawn, seeds_label, smooth
+from relayrl.experiment.plots import aggregate, binned, mean_std, pyplot, save_if_drawn, seeds_label, smooth
 from relayrl.experiment.presets import COEVOLVING_VARIANTS, SWEEP_BANDWIDTHS, SWEEP_MODES, SWEEP_STEPS, sweep_preset
 from relayrl.experiment.trainer import Trainer
 from relayrl.sharing.selectors import GaussianSelector, QuantileSelector
@@ -103,7 +103,7 @@ def snapshot(results: Path, algos: tuple[str, ...] = (*TABLE1_ALGOS, "uniform"))
                 for r in runs
             ]
             latest_eval = [e[-1] for e in evaluation if e]
-            cells = [f"{np.mean(v):.2f} ({np.std(v):.2f})" if v else "-" for v in (train, latest_eval)]
+            cells = [mean_std(v) if v else "-" for v in (train, latest_eval)]
             lines.append(f"| {domain}-{algo} | {len(runs)} | {step:,} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines)
 

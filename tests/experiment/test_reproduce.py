@@ -102,7 +102,7 @@ def test_sigterm_stops_a_background_grid_and_its_runs_keep_a_checkpoint(tmp_path
 def test_table_cells_mark_partial_and_unfinished_seeds():
     runs = [[{"env_steps": 1000.0}, {"env_steps": 250_000.0}], [{"env_steps": 120_000.0}]]
     assert table_cell([1.0, 3.0], runs, seeds=2) == "2.00 (1.00)"
-    assert table_cell([1.0], runs, seeds=3) == "1.00 (0.00) [1/3 seeds]"
+    assert table_cell([1.0], runs, seeds=3) == "1.00 [1/3 seeds]"
     assert table_cell([], runs, seeds=3) == "running (2 seeds at 120,000-250,000 steps)"
     assert table_cell([], runs[1:], seeds=3) == "running (1 seed at 120,000 steps)"
     assert table_cell([], [[]], seeds=3) == "started"
