@@ -79,7 +79,7 @@ def test_console_script_is_installed():
 @pytest.mark.parametrize("script", ["examples/custom_env_and_network.py"])
 def test_example_runs(script):
     root = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, str(root / script)], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, str(root / script)], capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "greedy reward per episode" in out.stdout
 

@@ -44,7 +44,7 @@ def test_runs_in_progress_are_compared_at_the_step_all_of_them_reached(tmp_path)
     _write_run(tmp_path, "swimmer-td3", 2, [5.0] * 3)  # a seed just started: left out
     _write_run(tmp_path, "swimmer-dase-td3", 0, list(range(20)))  # 20k: scored at 15k, evals 5..14
     assert common_step_table(tmp_path, ("swimmer", "halfcheetah")).splitlines()[2:] == [
-        "| swimmer | 15,000 | 9.50 (0.00) [1 seed] | 3.00 (0.00) [1 seed] |"
+        "| swimmer | 15,000 | 9.50 [1 seed] | 3.00 [1 seed] |"
     ]
     assert common_step_table(tmp_path, ("halfcheetah",)) is None  # nothing to compare there
 
