@@ -88,23 +88,32 @@ def _at(runs: list[list[dict[str, float]]], key: str, step: int, bin_size: int) 
     return [b[target] for b in (binned(r, key, bin_size) for r in runs) if target in b]
 
 
+def _snapshot_row(name: str, runs: list[list[dict[str, float]]], step: int, bin_size: int) -> str:
+    """One row of the progress table: the runs that reached ``step``, in its bin."""
+    reached = [r for r in runs if int(r[-1]["env_steps"]) >= step]
+    train = _at(reached, "episode_reward_mean", step, bin_size)
+    evaluation = [
+        [row["eval_reward_mean"] for row in r if row["env_steps"] <= step + bin_size - 1 and not math.isnan(row["eval_reward_mean"])]
+        for r in reached
+    ]
+    latest_eval = [e[-1] for e in evaluation if e]
+    cells = [mean_std(v) if v else "-" for v in (train, latest_eval)]
+    return f"| {name} | {len(reached)} | {step:,} | {cells[0]} | {cells[1]} |"
+
+
 def snapshot(results: Path, algos: tuple[str, ...] = (*TABLE1_ALGOS, "uniform")) -> str:
-    """Runs still in progress, at the latest bin every seed has reached: mean (std)."""
+    """Runs in progress: mean (std) at the latest bin every seed has reached and, where the
+    seeds are uneven, also at the latest bin of the seeds furthest ahead."""
     lines = ["| run | seeds | bin (env steps) | train | eval (latest in bin) |", "|---|---:|---:|---:|---:|"]
     for domain in DOMAINS:
+        bin_size = BIN[domain]
         for algo in algos:
             runs = [r for r in runs_of(f"{domain}-{algo}", results) if r]
             if not runs:
                 continue
-            step = min(int(r[-1]["env_steps"]) for r in runs) // BIN[domain] * BIN[domain]
-            train = _at(runs, "episode_reward_mean", step, BIN[domain])
-            evaluation = [
-                [row["eval_reward_mean"] for row in r if row["env_steps"] <= step + BIN[domain] - 1 and not math.isnan(row["eval_reward_mean"])]
-                for r in runs
-            ]
-            latest_eval = [e[-1] for e in evaluation if e]
-            cells = [mean_std(v) if v else "-" for v in (train, latest_eval)]
-            lines.append(f"| {domain}-{algo} | {len(runs)} | {step:,} | {cells[0]} | {cells[1]} |")
+            reached = sorted({int(r[-1]["env_steps"]) // bin_size * bin_size for r in runs})
+            for step in dict.fromkeys((reached[0], reached[-1])):
+                lines.append(_snapshot_row(f"{domain}-{algo}", runs, step, bin_size))
     return "\n".join(lines)
 
 

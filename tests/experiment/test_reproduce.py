@@ -13,7 +13,8 @@ from relayrl.experiment.checkpoint import list_checkpoints
 from relayrl.experiment.grid import Job, find_run, progress, run_grid, table_cell, with_dependencies
 from relayrl.experiment.presets import PRESETS
 from relayrl.experiment.run_lock import is_locked
-from relayrl.experiment.super_paper import PAPER_TABLE1, grid
+from relayrl.experiment.presets import load_preset
+from relayrl.experiment.super_paper import PAPER_TABLE1, grid, snapshot
 
 
 def test_grid_runs_the_issue_priorities_first_and_every_preset_exists():
@@ -107,6 +108,26 @@ def test_table_cells_mark_partial_and_unfinished_seeds():
     assert table_cell([], runs[1:], seeds=3) == "running (1 seed at 120,000 steps)"
     assert table_cell([], [[]], seeds=3) == "started"
     assert table_cell([], [], seeds=3) == "not run"
+
+
+def _write_metrics(results, preset: str, seed: int, rows: list[tuple[int, float, float]]) -> None:
+    run = results / "runs" / f"{preset}-{load_preset(preset).config_hash()}" / str(seed)
+    run.mkdir(parents=True)
+    lines = ["env_steps,episode_reward_mean,eval_reward_mean"] + [f"{s},{r},{e}" for s, r, e in rows]
+    (run / "metrics.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_progress_rows_at_the_common_bin_and_at_the_leading_seeds_bin(tmp_path):
+    nan = float("nan")
+    _write_metrics(tmp_path, "pursuit-ddqn", 0, [(8000, -300.0, nan), (16000, -200.0, -250.0), (24000, -100.0, nan)])
+    _write_metrics(tmp_path, "pursuit-ddqn", 1, [(8000, -320.0, nan), (16000, -220.0, -150.0)])
+    _write_metrics(tmp_path, "pursuit-super-quantile", 0, [(8000, -280.0, nan)])
+    rows = snapshot(tmp_path).splitlines()[2:]
+    assert rows == [
+        "| pursuit-ddqn | 2 | 16,000 | -210.00 (10.00) | -200.00 (50.00) |",
+        "| pursuit-ddqn | 1 | 24,000 | -100.00 | -250.00 |",
+        "| pursuit-super-quantile | 1 | 8,000 | -280.00 | - |",
+    ]
 
 
 def test_paper_table_is_the_specs():
