@@ -110,8 +110,11 @@ def test_batched_update_equals_separate_updates(double_q, dueling):
     for i in range(n_agents):
         check = ReferenceQ(dueling)
         _copy_agent(learner.online, check, i)
+        # Adam divides by sqrt(v): where a gradient is near zero, rounding that differs between
+        # the batched and the per-agent kernels (it depends on the CPU's vector width) moves a
+        # weight by a small fraction of lr per step; a wrong update moves it by about lr.
         for p, q in zip(check.parameters(), refs[i].parameters()):
-            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=0.1 * settings.lr)
 
 
 def test_param_sharing_is_one_set_with_a_large_batch():
