@@ -11,9 +11,8 @@ import pytest
 from relayrl.cli import main
 from relayrl.experiment.checkpoint import list_checkpoints
 from relayrl.experiment.grid import Job, find_run, progress, run_grid, table_cell, with_dependencies
-from relayrl.experiment.presets import PRESETS
+from relayrl.experiment.presets import PRESETS, load_preset
 from relayrl.experiment.run_lock import is_locked
-from relayrl.experiment.presets import load_preset
 from relayrl.experiment.super_paper import PAPER_TABLE1, grid, snapshot
 
 
