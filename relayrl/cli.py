@@ -122,13 +122,21 @@ def cmd_eval(args: argparse.Namespace) -> None:
     )
 
 
+def _existing(paths: list[str]) -> list[Path]:
+    missing = [p for p in paths if not Path(p).is_dir()]
+    if missing:
+        raise RelayRLError(f"no such run directory: {', '.join(missing)} (runs live in <out>/<preset>-<hash>/<seed>/)")
+    return [Path(p) for p in paths]
+
+
 def cmd_plot(args: argparse.Namespace) -> None:
+    _existing(args.runs)
     out = plot_runs([Path(p) for p in args.runs], Path(args.out), args.key, args.bin, None if args.alpha <= 0 else args.alpha)
     print(f"wrote {out}")
 
 
 def cmd_table(args: argparse.Namespace) -> None:
-    print(summary_table([Path(p) for p in args.runs], args.at, args.bin))
+    print(summary_table(_existing(args.runs), args.at, args.bin))
 
 
 def cmd_quickstart(args: argparse.Namespace) -> None:
@@ -236,6 +244,19 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         print(f"more than 2 paper std away: {line}")
 
 
+def _at_least(lowest: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < lowest:
+            raise argparse.ArgumentTypeError(f"{value} is below {lowest}")
+        return value
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="relayrl", description="multi-agent RL with experience sharing")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -264,26 +285,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="greedy evaluation of a run's latest checkpoint vs a random policy")
     ev.add_argument("run_dir")
-    ev.add_argument("--episodes", type=int, default=10)
+    ev.add_argument("--episodes", type=_at_least(1), default=10)
     ev.set_defaults(func=cmd_eval)
 
     plot = sub.add_parser("plot", help="learning curves, mean +- std across seeds")
     plot.add_argument("runs", nargs="+", help="run directories (<seed>/) or experiment directories of seeds")
     plot.add_argument("--out", default="learning_curve.png")
     plot.add_argument("--key", default="episode_reward_mean")
-    plot.add_argument("--bin", type=int, default=8000, help="bin size in env steps (paper: 8000 in Pursuit)")
+    plot.add_argument("--bin", type=_at_least(1), default=8000, help="bin size in env steps (paper: 8000 in Pursuit)")
     plot.add_argument("--alpha", type=float, default=0.3, help="display smoothing; 0 = none")
     plot.set_defaults(func=cmd_plot)
 
     table = sub.add_parser("table", help="mean (std) across seeds at one step bin, as the paper's tables")
     table.add_argument("runs", nargs="+", help="experiment directories of seeds (or single run directories)")
-    table.add_argument("--at", type=int, required=True, help="env step; its bin is reported")
-    table.add_argument("--bin", type=int, default=8000)
+    table.add_argument("--at", type=_at_least(0), required=True, help="env step; its bin is reported")
+    table.add_argument("--bin", type=_at_least(1), default=8000)
     table.set_defaults(func=cmd_table)
 
     quick = sub.add_parser("quickstart", help="a short SUPER run on a small Pursuit, evaluated against random")
     with_config_args(quick)
-    quick.add_argument("--episodes", type=int, default=20)
+    quick.add_argument("--episodes", type=_at_least(1), default=20)
     quick.set_defaults(func=cmd_quickstart, seed=0)
 
     reproduce = sub.add_parser("reproduce", help="run a paper's experiment grid and write its tables and figures")
@@ -291,9 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--domains", nargs="+", help="super: pursuit, battle, adversarial-pursuit (default: all)")
     reproduce.add_argument("--tasks", nargs="+", help="dase: halfcheetah, swimmer, ant, lunarlander, ... (default: halfcheetah swimmer)")
     reproduce.add_argument("--algos", nargs="+", help="variants, e.g. ddqn super-quantile (default: the whole grid)")
-    reproduce.add_argument("--seeds", type=int, default=3)
-    reproduce.add_argument("--steps", type=int, help="env steps per run (default: super: the paper's per domain; dase: 300k per agent)")
-    reproduce.add_argument("--jobs", type=int, default=2, help="runs at a time (one core each)")
+    reproduce.add_argument("--seeds", type=_at_least(1), default=3)
+    reproduce.add_argument("--steps", type=_at_least(1), help="env steps per run (default: super: the paper's per domain; dase: 300k per agent)")
+    reproduce.add_argument("--jobs", type=_at_least(1), default=2, help="runs at a time (one core each)")
     reproduce.add_argument("--backend", choices=["processes", "ray"], default="processes")
     reproduce.add_argument("--out", default="runs", help="root of run directories")
     reproduce.add_argument("--results", help="where tables, figures and metric copies go (default: docs/results/<paper>)")
@@ -305,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="speed benchmarks against named baselines; writes a markdown report")
     bench.add_argument("--quick", action="store_true", help="fewer rounds and steps (a few minutes)")
     bench.add_argument("--only", help="comma-separated subset of: replay, env, learner, loop, rllib")
-    bench.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1, measured best here)")
+    bench.add_argument("--threads", type=_at_least(1), default=1, help="torch intra-op threads (default 1, measured best here)")
     bench.add_argument("--out", default="docs/results/benchmarks.md", help="report path ('' = print only)")
     bench.add_argument("--rllib-python", help="python with ray[rllib] for the RLlib baseline (default ~/venvs/rllib)")
     bench.set_defaults(func=cmd_bench)
@@ -326,6 +347,10 @@ def main(argv: list[str] | None = None) -> int:
         args.func(args)
     except RelayRLError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # the file system refused: a path on the command line, a full disk
+        where = f": {error.filename}" if error.filename else ""
+        print(f"error: {error.strerror or error}{where} (check the paths given and the free disk space)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -3,6 +3,24 @@
 import torch
 
 
+def check_device(name: str) -> None:
+    """Fails with the fix unless ``name`` is ``auto`` or a device this torch can use."""
+    if name == "auto":
+        return
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ValueError(f"{name!r} is not a torch device: use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            build = f"torch {torch.__version__}" + ("" if torch.version.cuda else ", a build without CUDA")
+            raise ValueError(f"no CUDA device is available ({build}): use device=auto or device=cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ValueError(f"{name}: this machine has {torch.cuda.device_count()} CUDA device(s), numbered from 0")
+    elif device.type != "cpu":
+        raise ValueError(f"device {name!r} is not supported: use auto, cpu, cuda or cuda:N")
+
+
 def resolve_device(name: str) -> torch.device:
     """``auto`` picks CUDA when present, else CPU."""
     if name == "auto":

@@ -21,3 +21,11 @@ class MissingExtraError(RelayRLError, ImportError):
 
 class CheckpointError(RelayRLError):
     """A checkpoint is missing, incomplete or corrupt."""
+
+
+class EnvError(RelayRLError):
+    """An environment broke its contract (PettingZoo's, or a worker process failed)."""
+
+
+class NonFiniteError(RelayRLError):
+    """NaN or inf reached training: from an environment's output or a learner's loss."""

@@ -7,6 +7,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
+from relayrl.core.errors import EnvError
 from relayrl.core.specs import GroupSpec
 
 
@@ -26,6 +27,21 @@ class GroupStep:
     terminated: np.ndarray
     truncated: np.ndarray
     alive: np.ndarray
+
+    def non_finite(self) -> tuple[str, tuple[int, ...], float] | None:
+        """The first NaN or inf in the rewards or (float) observations: (field, entity index
+        ``(e, i)`` or ``(i,)``, value), or None. One vectorised check per field."""
+        batch = self.reward.shape
+        for name in ("reward", "next_obs", "obs"):
+            values = getattr(self, name)
+            if not np.issubdtype(values.dtype, np.floating):
+                continue  # integer observations cannot be NaN
+            bad = ~np.isfinite(values.reshape(*batch, -1)).all(axis=-1)
+            if bad.any():
+                where = tuple(int(i) for i in np.argwhere(bad)[0])
+                flat = values[where].reshape(-1)
+                return name, where, float(flat[~np.isfinite(flat)][0])
+        return None
 
 
 def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[GroupSpec, ...]:
@@ -62,6 +78,33 @@ class ParallelEnvAdapter:
         self.env = env
         self.groups = _groups_of(env, obs_dtypes)
         self._slot = {a: (g, i) for g, spec in enumerate(self.groups) for i, a in enumerate(spec.agent_ids)}
+        self._finished: dict[str, int] = {}  # agents whose episode ended, and at which step
+        self._step = 0
+
+    def _contract(self, message: str) -> EnvError:
+        name = type(self.env.unwrapped if hasattr(self.env, "unwrapped") else self.env).__name__
+        return EnvError(f"{name} breaks the PettingZoo Parallel API at step {self._step} of its episode: {message}")
+
+    def _check_known(self, *collections: Any) -> None:
+        unknown = sorted({a for c in collections for a in c} - self._slot.keys())
+        if unknown:
+            raise self._contract(
+                f"agent(s) {unknown} are not in possible_agents {list(self._slot)}; possible_agents must list every agent"
+            )
+
+    def _check_step(self, before: list[str], terms: dict[str, bool], truncs: dict[str, bool]) -> None:
+        """Agents leave an episode only by terminating or truncating, and never return to it."""
+        now = set(self.env.agents)
+        vanished = [a for a in before if a not in now and not (terms.get(a) or truncs.get(a))]
+        if vanished:
+            raise self._contract(f"agent(s) {vanished} left env.agents without terminating or truncating")
+        back = sorted(a for a in self._finished if a in now)
+        if back:
+            steps = ", ".join(f"{a} at step {self._finished[a]}" for a in back)
+            raise self._contract(f"agent(s) {back} are in env.agents again after their episode ended ({steps})")
+        for agent in before:
+            if terms.get(agent) or truncs.get(agent):
+                self._finished.setdefault(agent, self._step)
 
     def _empty_obs(self) -> list[np.ndarray]:
         return [np.zeros((g.n_agents, *g.obs_shape), g.obs_dtype) for g in self.groups]
@@ -80,16 +123,22 @@ class ParallelEnvAdapter:
     def reset(self, seed: int | None = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Returns per-group ``obs [N, ...]`` and ``alive [N]``."""
         obs, _ = self.env.reset(seed=seed)
+        self._finished, self._step = {}, 0
+        self._check_known(obs, self.env.agents)
         return self._obs_arrays(obs)
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], bool]:
         """Steps the agents present now with ``actions[g][i]``; returns per-group steps and
         whether the episode is over (no agent left). No auto-reset here."""
+        before = list(self.env.agents)
         action_dict = {}
-        for agent in self.env.agents:
+        for agent in before:
             g, i = self._slot[agent]
             action_dict[agent] = int(actions[g][i])
         obs, rewards, terms, truncs, _ = self.env.step(action_dict)
+        self._step += 1
+        self._check_known(obs, rewards, terms, truncs, self.env.agents)
+        self._check_step(before, terms, truncs)
         next_obs, alive = self._obs_arrays(obs)
         steps = []
         for g, spec in enumerate(self.groups):

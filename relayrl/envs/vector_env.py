@@ -2,11 +2,13 @@
 
 import multiprocessing as mp
 import pickle
+import traceback
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
+from relayrl.core.errors import EnvError
 from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.pettingzoo_adapter import GroupStep
@@ -109,17 +111,30 @@ class SyncVectorEnv:
 
 
 def _worker(conn, factory: EnvFactory, num_envs: int) -> None:
-    venv = SyncVectorEnv(factory, num_envs)
+    """Serves one SyncVectorEnv; replies ``("ok", result)`` or ``("error", traceback)``, so an
+    exception in the env reaches the main process with its message and traceback."""
+    venv = None
+    try:
+        venv = SyncVectorEnv(factory, num_envs)
+    except Exception:
+        failure = traceback.format_exc()
     try:
         while True:
             command, payload = conn.recv()
             if command == "close":
                 break
-            conn.send(getattr(venv, command)(*payload))
+            if venv is None:
+                conn.send(("error", failure))
+                continue
+            try:
+                conn.send(("ok", getattr(venv, command)(*payload)))
+            except Exception:
+                conn.send(("error", traceback.format_exc()))
     except (EOFError, KeyboardInterrupt):
         pass
     finally:
-        venv.close()
+        if venv is not None:
+            venv.close()
         conn.close()
 
 
@@ -147,7 +162,20 @@ class SubprocVectorEnv:
     def _call(self, command: str, payloads: list[tuple]) -> list:
         for conn, payload in zip(self._conns, payloads):
             conn.send((command, payload))
-        return [conn.recv() for conn in self._conns]
+        replies, failures = [], []
+        for k, (conn, proc) in enumerate(zip(self._conns, self._procs)):
+            try:
+                status, value = conn.recv()
+            except (EOFError, ConnectionResetError):
+                proc.join(timeout=5)
+                failures.append(f"env worker {k} (pid {proc.pid}) exited during {command} with code {proc.exitcode}")
+                continue
+            if status == "error":
+                failures.append(f"env worker {k} raised during {command}:\n{value.rstrip()}")
+            replies.append(value)
+        if failures:  # every reply was read first, so the other workers can still be closed
+            raise EnvError("\n".join(failures))
+        return replies
 
     def _split(self, actions: list[np.ndarray]) -> list[tuple]:
         bounds = np.cumsum([0, *self._sizes])

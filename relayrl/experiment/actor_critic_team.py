@@ -9,6 +9,7 @@ side by ``correction`` (``dps``: Deterministic Policy Similarity weights; ``none
 ES-DASE). All K agents act, store and update in batched calls.
 """
 
+import math
 from typing import Any
 
 import numpy as np
@@ -19,13 +20,14 @@ from relayrl.algos.dase import DPSSettings, dase_update
 from relayrl.algos.nstep import NStepBuilder
 from relayrl.algos.sac_deterministic import DeterministicSACLearner, DeterministicSACSettings
 from relayrl.algos.td3 import TD3Learner, TD3Settings
+from relayrl.core.errors import ConfigError, NonFiniteError
 from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
 from relayrl.experiment.config import ActorCriticConfig, SharingConfig
 from relayrl.experiment.layout import AgentLayout
 from relayrl.experiment.profiler import SectionTimer
 from relayrl.experiment.team_window import TeamWindow
-from relayrl.replay import FieldSpec, ReplayBuffer
+from relayrl.replay import FieldSpec, ReplayPlan
 
 
 def make_actor_critic(
@@ -72,7 +74,10 @@ class ActorCriticTeam:
         timer: SectionTimer,
     ) -> None:
         if not spec.continuous:
-            raise ValueError(f"team {spec.name!r} has discrete actions; actor-critic learners need continuous ones")
+            raise ConfigError(
+                f"team {spec.name!r} has {spec.n_actions} discrete actions; actor_critic learners need continuous "
+                f"(Box) actions: choose a continuous env (env.settings.env_id, e.g. Pendulum-v1 or HalfCheetah-v5)"
+            )
         self.spec = spec
         self.name = spec.name
         self.config = config
@@ -90,6 +95,14 @@ class ActorCriticTeam:
             regulariser=sharing.cov_regulariser,
             jsd_samples=sharing.jsd_samples,
         )
+        self.replay = self.replay_plan(spec, config, sharing).build(seed=seeds[1])
+        self.dps_generator = torch.Generator(device=device).manual_seed(seeds[2])
+        self.nstep = NStepBuilder(1, config.gamma)
+        self.window = TeamWindow()
+
+    @staticmethod
+    def replay_plan(spec: GroupSpec, config: ActorCriticConfig, sharing: SharingConfig) -> ReplayPlan:
+        """One replay per agent, or one shared replay whose rows name their collector."""
         fields = {
             "obs": FieldSpec(spec.obs_shape, np.float32),
             "action": FieldSpec(spec.action_shape, np.float32),
@@ -97,13 +110,10 @@ class ActorCriticTeam:
             "next_obs": FieldSpec(spec.obs_shape, np.float32),
             "discount": FieldSpec((), np.float32),
         }
-        if self.shared_replay:
+        shared = sharing.replay == "shared"
+        if shared:
             fields["agent"] = FieldSpec((), np.int16)
-        n_replays = 1 if self.shared_replay else spec.n_agents
-        self.replay = ReplayBuffer(n_replays, config.buffer_size, fields, prioritized=False, seed=seeds[1])
-        self.dps_generator = torch.Generator(device=device).manual_seed(seeds[2])
-        self.nstep = NStepBuilder(1, config.gamma)
-        self.window = TeamWindow()
+        return ReplayPlan(1 if shared else spec.n_agents, config.buffer_size, fields)
 
     # ------------------------------------------------------------------ acting
     def act(self, obs: np.ndarray, env_steps: int | None) -> np.ndarray:
@@ -150,6 +160,8 @@ class ActorCriticTeam:
                     batch = self.replay.sample(self.config.batch_size)
                 with self.timer("update"):
                     metrics = self.learner.update(batch.data)
+            if not all(math.isfinite(metrics[k]) for k in ("critic_loss", "actor_loss") if k in metrics):
+                raise NonFiniteError(f"the critic or actor loss of team {self.name!r} is not finite")
             w = self.window
             w.updates += 1
             w.loss_sum += metrics["critic_loss"]

@@ -13,10 +13,23 @@ from pathlib import Path
 from typing import Any
 
 from relayrl.core.errors import CheckpointError
+from relayrl.core.resources import free_disk, human_bytes
 
 STATE_FILE = "state.pkl"
 POLICY_FILE = "policy.pkl"  # the teams' online networks alone: for frozen opponents and evaluation
 MANIFEST = "manifest.json"
+CONFIG_FILE = "config.yaml"  # a run directory's config, as its runs were trained with
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replaces ``path`` with ``text`` through a temporary file and a rename: a failed write
+    (a full disk) leaves the old file whole."""
+    tmp = path.with_name(f".tmp_{path.name}")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _sha256(path: Path) -> str:
@@ -36,13 +49,23 @@ def save_checkpoint(
     final = directory / f"step_{env_steps:010d}"
     tmp = directory / f".tmp_step_{env_steps:010d}"
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
     files = {STATE_FILE: state} if policy is None else {STATE_FILE: state, POLICY_FILE: policy}
-    for name, content in files.items():
-        with (tmp / name).open("wb") as handle:
-            pickle.dump(content, handle, protocol=pickle.HIGHEST_PROTOCOL)
-    manifest = {"env_steps": env_steps, "files": {name: _sha256(tmp / name) for name in files}}
-    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    try:
+        tmp.mkdir()
+        for name, content in files.items():
+            with (tmp / name).open("wb") as handle:
+                pickle.dump(content, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        manifest = {"env_steps": env_steps, "files": {name: _sha256(tmp / name) for name in files}}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    except OSError as error:
+        shutil.rmtree(tmp, ignore_errors=True)
+        kept = list_checkpoints(directory)
+        previous = f"the previous checkpoint {kept[-1].name} is intact" if kept else "no earlier checkpoint exists"
+        raise CheckpointError(
+            f"could not write checkpoint {final.name} in {directory} ({error.strerror or error}; "
+            f"{human_bytes(free_disk(directory))} free there); {previous} and the metrics so far are kept. "
+            f"Free disk space or set keep_checkpoints=1, then resume"
+        ) from None
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     for old in list_checkpoints(directory)[:-keep]:

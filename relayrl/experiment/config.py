@@ -2,16 +2,22 @@
 starts with the key path, the bad value and what is allowed."""
 
 import hashlib
+import importlib.util
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from relayrl.core.errors import ConfigError
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # inf and nan are never meaningful settings: lr=inf would pass gt=0 and fail at the first update
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
+
+
+PositiveInt = Annotated[int, Field(ge=1)]
 
 
 class PursuitSettings(Strict):
@@ -77,6 +83,17 @@ class EnvSection(Strict):
 
     num_envs: int = Field(1, ge=1, description="env copies stepped together (E)")
     vector: Literal["sync", "subproc"] = Field("sync", description="copies in this process or in workers")
+    # env name -> (module it imports, the relayrl extra that installs it)
+    needs: ClassVar[dict[str, tuple[str, str]]] = {}
+
+    @model_validator(mode="after")
+    def _installed(self) -> "EnvSection":
+        name = getattr(self, "name", "")
+        if name in self.needs:
+            module, extra = self.needs[name]
+            if importlib.util.find_spec(module) is None:
+                raise ValueError(f"{name} needs {module}, which is not installed: pip install -c constraints.txt -e '.[{extra}]'")
+        return self
 
 
 class PursuitEnv(EnvSection):
@@ -85,6 +102,7 @@ class PursuitEnv(EnvSection):
 
     name: Literal["pursuit", "pursuit-pz"] = "pursuit"
     settings: PursuitSettings = PursuitSettings()
+    needs = {"pursuit-pz": ("pymunk", "sisl")}
 
     @model_validator(mode="after")
     def _vector_kind(self) -> "PursuitEnv":
@@ -109,6 +127,7 @@ class BattleEnv(EnvSection):
 
     name: Literal["battle"] = "battle"
     settings: BattleSettings = BattleSettings()
+    needs = {"battle": ("magent2", "magent")}
 
     def group_names(self) -> list[str]:
         return ["red", "blue"]
@@ -119,6 +138,7 @@ class AdversarialPursuitEnv(EnvSection):
 
     name: Literal["adversarial-pursuit"] = "adversarial-pursuit"
     settings: AdversarialPursuitSettings = AdversarialPursuitSettings()
+    needs = {"adversarial-pursuit": ("magent2", "magent")}
 
     def group_names(self) -> list[str]:
         return ["predator", "prey"]
@@ -144,7 +164,8 @@ class GymEnv(EnvSection):
     """A Gymnasium env copied K times; its one team is ``agent``."""
 
     name: Literal["gym"] = "gym"
-    settings: GymSettings = GymSettings()
+    # a factory: the default task is checked (it needs the mujoco extra) only when a gym env is configured
+    settings: GymSettings = Field(default_factory=GymSettings)
 
     @model_validator(mode="after")
     def _one_copy_set(self) -> "GymEnv":
@@ -163,9 +184,9 @@ ENV_NAMES = ("pursuit", "pursuit-pz", "corridor", "battle", "adversarial-pursuit
 class ModelConfig(Strict):
     """Q-network shape (SPEC §1.1): convolutions for HxWxC observations, then ``hiddens``."""
 
-    conv_channels: list[int] = [32, 64, 64]
+    conv_channels: list[PositiveInt] = [32, 64, 64]
     kernel_size: int = Field(2, ge=1)
-    hiddens: list[int] = [64, 256]
+    hiddens: list[PositiveInt] = [64, 256]
     head_hidden: int = Field(256, ge=1)
 
 
@@ -195,6 +216,12 @@ class DQNConfig(Strict):
     huber_delta: float = Field(1.0, gt=0)
     param_sharing: bool = False
     time_limit_as_terminal: bool = False
+
+    @model_validator(mode="after")
+    def _batch_fits(self) -> "DQNConfig":
+        if self.batch_size > self.buffer_size:
+            raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower dqn.batch_size")
+        return self
 
 
 class SharingConfig(Strict):
@@ -252,7 +279,7 @@ class ActorCriticConfig(Strict):
     actor_lr: float = Field(3e-4, gt=0)
     critic_lr: float = Field(3e-4, gt=0)
     critic_weight_decay: float = Field(0.0, ge=0, description="L2 penalty coefficient on the critic's weights")
-    hidden: list[int] = [256, 256]
+    hidden: list[PositiveInt] = Field([256, 256], min_length=1)
     tau: float = Field(0.005, gt=0, le=1)
     gamma: float = Field(0.99, ge=0, le=1)
     batch_size: int = Field(256, ge=1, description="per agent")
@@ -265,6 +292,14 @@ class ActorCriticConfig(Strict):
     reward_scale: float = Field(1.0, gt=0)
     updates_per_step: int = Field(1, ge=1, description="gradient steps per agent per env step")
     normalize_obs: bool = Field(False, description="running mean/std normalisation of observations (ddpg, Table 2)")
+
+    @model_validator(mode="after")
+    def _batch_fits(self) -> "ActorCriticConfig":
+        if self.batch_size > self.buffer_size:
+            raise ValueError(
+                f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower actor_critic.batch_size"
+            )
+        return self
 
 
 class GroupConfig(Strict):
@@ -302,6 +337,8 @@ class EvalConfig(Strict):
 
 # Settings that do not change what is learned (up to float rounding across devices/threads).
 RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "device", "checkpoint_interval", "keep_checkpoints"}
+# What a resume may change: the budget and how the run executes (a seed names another run).
+RESUMABLE_KEYS = tuple(sorted(RUNTIME_KEYS - {"seed"}))
 # Sections added after runs existed: hashed only when set, so older run directories keep their hashes.
 HASHED_WHEN_SET: dict[str, Any] = {
     "groups": {},
@@ -320,7 +357,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
 class RunConfig(Strict):
     preset: str = "custom"
     total_steps: int = Field(800_000, ge=1)
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=2**63, description="NumPy and torch seeds are non-negative")
     env: EnvConfig = PursuitEnv()
     model: ModelConfig = ModelConfig()
     dqn: DQNConfig = DQNConfig()
@@ -332,8 +369,16 @@ class RunConfig(Strict):
     report_interval: int = Field(8000, ge=1, description="env steps between metrics rows (the paper's bin)")
     checkpoint_interval: int = Field(50_000, ge=1)
     keep_checkpoints: int = Field(2, ge=1)
-    device: str = "auto"
+    device: str = Field("auto", description="auto (CUDA when present), cpu, cuda or cuda:N")
     torch_threads: int = Field(1, ge=0, description="0 = torch's default")
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, name: str) -> str:
+        from relayrl.core.device import check_device
+
+        check_device(name)
+        return name
 
     @model_validator(mode="after")
     def _consistent(self) -> "RunConfig":
@@ -392,6 +437,41 @@ class RunConfig(Strict):
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:8]
 
 
+def config_changes(before: dict[str, Any], after: dict[str, Any], prefix: str = "") -> dict[str, tuple[Any, Any]]:
+    """Dotted keys whose values differ between two config dumps, with (before, after). Keys
+    present in one dump only (sections added in a later relayrl) are not changes."""
+    changes: dict[str, tuple[Any, Any]] = {}
+    for key in before.keys() & after.keys():
+        old, new = before[key], after[key]
+        if isinstance(old, dict) and isinstance(new, dict):
+            changes.update(config_changes(old, new, f"{prefix}{key}."))
+        elif old != new:
+            changes[f"{prefix}{key}"] = (old, new)
+    return changes
+
+
+def _same_env(a: str, b: str) -> bool:
+    """Names of one env section are implementations of the same dynamics (``pursuit`` and
+    ``pursuit-pz``): a run may continue on the other one."""
+    sections = (PursuitEnv, CorridorEnv, BattleEnv, AdversarialPursuitEnv, GymEnv)
+    return any({a, b} <= set(get_args(section.model_fields["name"].annotation)) for section in sections)
+
+
+def check_resumable(saved: dict[str, Any], config: "RunConfig", source: str) -> dict[str, tuple[Any, Any]]:
+    """The changes from ``saved`` (a run's recorded config) to ``config`` if a resume may make
+    them; else ConfigError listing the changes and the keys a resume may change."""
+    changes = config_changes(saved, config.model_dump(mode="json"))
+    refused = {k: v for k, v in changes.items() if k not in RESUMABLE_KEYS and not (k == "env.name" and _same_env(*v))}
+    if refused:
+        shown = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in sorted(refused.items()))
+        raise ConfigError(
+            f"{source} was trained with other settings ({shown}). A resume may change only "
+            f"{', '.join(RESUMABLE_KEYS)}; to train with new settings start a new run "
+            f"(relayrl train {config.preset} KEY=VALUE ... makes its own run directory)"
+        )
+    return changes
+
+
 def _allowed_keys(parts: list[str]) -> list[str]:
     """Field names of the config section at ``parts`` (for unknown-key messages)."""
     model: Any = RunConfig
@@ -414,13 +494,14 @@ def _format_error(error: ValidationError) -> str:
         # discriminated unions insert the tag ("pursuit") into the location: drop it
         parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "env" and p in ENV_NAMES)]
         path = ".".join(parts) or "(root)"
+        message = item["msg"].removeprefix("Value error, ")
         value = item.get("input")
         shown = "" if isinstance(value, dict) else f" (got {value!r})"
         hint = ""
         if item["type"] == "extra_forbidden":
             allowed = _allowed_keys(parts[:-1])
             hint = f" -- unknown key; allowed here: {', '.join(allowed)}" if allowed else " -- unknown key"
-        lines.append(f"  {path}: {item['msg']}{shown}{hint}")
+        lines.append(f"  {path}: {message}{shown}{hint}")
     return "\n".join(lines)
 
 
@@ -434,8 +515,6 @@ def build_config(data: dict[str, Any]) -> RunConfig:
 
 def _parse_value(text: str) -> Any:
     """Command-line values are numbers or YAML values: 1e-4, 250000, true, [0, 1], null."""
-    import yaml
-
     for kind in (int, float):
         try:
             return kind(text)
@@ -452,6 +531,11 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not key=value (e.g. dqn.lr=1e-4)")
         key, text = item.split("=", 1)
+        try:
+            value = _parse_value(text)
+        except yaml.YAMLError as error:
+            problem = getattr(error, "problem", None) or "not a number or YAML value"
+            raise ConfigError(f"override {item!r}: the value cannot be read ({problem}); e.g. 1e-4, true, [64, 256]") from None
         node = result
         parts = key.split(".")
         for part in parts[:-1]:
@@ -461,5 +545,5 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
             if not isinstance(child, dict):
                 raise ConfigError(f"override {key!r}: {part!r} is a value, not a section")
             node = child
-        node[parts[-1]] = _parse_value(text)
+        node[parts[-1]] = value
     return result

@@ -29,11 +29,12 @@ COLUMNS = (
 class MetricsWriter:
     """Appends rows to ``metrics.csv`` and mirrors them to TensorBoard under stable names."""
 
-    def __init__(self, run_dir: Path, resume_at: int | None = None, extra_columns: tuple[str, ...] = ()) -> None:
+    def __init__(self, run_dir: Path, resume_at: int = 0, rows: int | None = None, extra_columns: tuple[str, ...] = ()) -> None:
+        """``resume_at``/``rows``: the checkpoint a run resumes from and how many rows had been
+        written when it was taken; later rows are written again by the resumed run."""
         self.path = run_dir / "metrics.csv"
         self.columns = COLUMNS + tuple(extra_columns)  # per-team columns of multi-team runs
-        if resume_at is not None and self.path.exists():
-            self._truncate_after(resume_at)
+        self.rows = self._keep(resume_at, rows) if self.path.exists() else 0
         new = not self.path.exists()
         self._file = self.path.open("a", newline="")
         self._csv = csv.DictWriter(self._file, fieldnames=self.columns)
@@ -43,18 +44,30 @@ class MetricsWriter:
 
         self._tb = SummaryWriter(str(run_dir / "tb"), purge_step=resume_at)
 
-    def _truncate_after(self, env_steps: int) -> None:
-        """Rows written after the checkpoint we resume from are produced again: drop them."""
+    def _keep(self, env_steps: int, count: int | None) -> int:
+        """Drops the rows written after the checkpoint (at most ``count`` rows up to
+        ``env_steps`` stay). The file is rewritten only if rows go, through a temporary file
+        and a rename, so a failed write never truncates it."""
         with self.path.open(newline="") as handle:
-            rows = [r for r in csv.DictReader(handle) if int(float(r["env_steps"])) <= env_steps]
-        with self.path.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=self.columns)
-            writer.writeheader()
-            writer.writerows(rows)
+            rows = list(csv.DictReader(handle))
+        kept = [r for r in rows if int(float(r["env_steps"])) <= env_steps][:count]
+        if len(kept) == len(rows):
+            return len(kept)
+        tmp = self.path.with_name(f".tmp_{self.path.name}")
+        try:
+            with tmp.open("w", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=self.columns, extrasaction="ignore")
+                writer.writeheader()
+                writer.writerows(kept)
+            tmp.replace(self.path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return len(kept)
 
     def write(self, row: dict[str, float]) -> None:
         self._csv.writerow({k: row.get(k, math.nan) for k in self.columns})
         self._file.flush()
+        self.rows += 1
         step = int(row["env_steps"])
         for key, value in row.items():
             if key != "env_steps" and isinstance(value, (int, float)) and math.isfinite(value):

@@ -6,6 +6,7 @@ opposing team that is either frozen (pretrained, learning off) or co-evolving (i
 DDQN trained at the same time).
 """
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -15,14 +16,14 @@ import torch
 from relayrl.algos.dqn import DQNLearner, DQNSettings
 from relayrl.algos.nstep import NStepBuilder, Transitions
 from relayrl.algos.schedules import linear_schedule
-from relayrl.core.errors import CheckpointError, ConfigError
+from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
 from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
 from relayrl.experiment.config import DQNConfig, GroupConfig, ModelConfig, SharingConfig
 from relayrl.experiment.layout import AgentLayout
 from relayrl.experiment.profiler import SectionTimer
 from relayrl.experiment.team_window import TeamWindow
-from relayrl.replay import FieldSpec, ReplayBuffer
+from relayrl.replay import FieldSpec, ReplayPlan, row_nbytes
 from relayrl.sharing.relay import Relay
 from relayrl.sharing.selectors import make_selector
 
@@ -36,6 +37,10 @@ def team_settings(role: str, dqn: DQNConfig, sharing: SharingConfig) -> tuple[DQ
         return dqn, sharing
     independent = dqn.model_copy(update={"double_q": True, "dueling": True, "prioritized": True, "param_sharing": False})
     return independent, SharingConfig(select="none")
+
+
+def _action_dtype(spec: GroupSpec) -> np.dtype:
+    return np.dtype(np.uint8 if spec.n_actions <= 256 else np.int64)
 
 
 class Team:
@@ -76,31 +81,15 @@ class Team:
             seeds[0],
             network_factory=network_factory,
         )
-        self.action_dtype = np.dtype(np.uint8 if spec.n_actions <= 256 else np.int64)
+        self.action_dtype = _action_dtype(spec)
         self.window = TeamWindow()
         self.sharing_on = self.learns and self.sharing.select != "none"
         if not self.learns:
             return
-        fields = {
-            "obs": FieldSpec(spec.obs_shape, spec.obs_dtype),
-            "action": FieldSpec((), self.action_dtype),
-            "reward": FieldSpec((), np.float32),
-            "next_obs": FieldSpec(spec.obs_shape, spec.obs_dtype),
-            "discount": FieldSpec((), np.float32),
-        }
-        self.bytes_per_transition = sum(
-            int(np.prod(f.shape, dtype=np.int64)) * np.dtype(f.dtype).itemsize for f in fields.values()
-        )
-        self.replay = ReplayBuffer(
-            self.layout.n_sets,
-            d.buffer_size,
-            fields,
-            prioritized=d.prioritized,
-            alpha=d.alpha,
-            beta=d.beta,
-            eps=d.priority_eps,
-            seed=seeds[1],
-        )
+        plan = self.replay_plan(spec, group, dqn, sharing)
+        assert plan is not None
+        self.bytes_per_transition = row_nbytes(plan.fields)
+        self.replay = plan.build(alpha=d.alpha, beta=d.beta, eps=d.priority_eps, seed=seeds[1])
         self.batch_size = d.batch_size * (spec.n_agents if d.param_sharing else 1)
         s = self.sharing
         if s.team is not None and any(not 0 <= i < spec.n_agents for i in s.team):
@@ -118,6 +107,21 @@ class Team:
         )
         self.relay = Relay(spec.n_agents, s.team)
         self.nstep = NStepBuilder(d.n_step, d.gamma, d.time_limit_as_terminal)
+
+    @staticmethod
+    def replay_plan(spec: GroupSpec, group: GroupConfig, dqn: DQNConfig, sharing: SharingConfig) -> ReplayPlan | None:
+        """The replay this team allocates (None for a frozen team: it stores nothing)."""
+        if group.role == "frozen":
+            return None
+        d, _ = team_settings(group.role, dqn, sharing)
+        fields = {
+            "obs": FieldSpec(spec.obs_shape, spec.obs_dtype),
+            "action": FieldSpec((), _action_dtype(spec)),
+            "reward": FieldSpec((), np.float32),
+            "next_obs": FieldSpec(spec.obs_shape, spec.obs_dtype),
+            "discount": FieldSpec((), np.float32),
+        }
+        return ReplayPlan(AgentLayout(spec.n_agents, d.param_sharing).n_sets, d.buffer_size, fields, d.prioritized)
 
     # ------------------------------------------------------------------ acting
     def epsilon(self, env_steps: int) -> float:
@@ -179,12 +183,24 @@ class Team:
                 batch = self.replay.sample(self.batch_size)
             with self.timer("update"):
                 td, metrics = self.learner.update(batch.data, batch.weights)
+            if not (math.isfinite(metrics["td_loss"]) and math.isfinite(metrics["grad_norm"])):
+                self._diverged(td)
             if self.dqn.prioritized:
                 with self.timer("sample"):
                     self.replay.update_priorities(batch.indices, np.abs(td))
             self.window.updates += 1
             self.window.loss_sum += metrics["td_loss"]
             self.window.grad_norm_sum += metrics["grad_norm"]
+
+    def _diverged(self, td: np.ndarray) -> None:
+        """Names the agents whose update went non-finite (before their priorities are written)."""
+        if self.dqn.param_sharing:
+            who = f"the shared network of team {self.name!r}"
+        else:
+            bad = np.flatnonzero(~np.isfinite(td).all(axis=1))
+            agents = [self.spec.agent_ids[i] for i in bad] or list(self.spec.agent_ids)
+            who = f"agent(s) {', '.join(agents)} of team {self.name!r}"
+        raise NonFiniteError(f"the TD loss or gradient of {who} is not finite")
 
     def sync_target(self) -> None:
         self.learner.sync_target()

@@ -32,10 +32,13 @@ import relayrl
 from relayrl.algos.nstep import STEP_FIELDS
 from relayrl.algos.schedules import linear_schedule
 from relayrl.core.device import configure_threads, resolve_device
-from relayrl.core.errors import CheckpointError, ConfigError
+from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
+from relayrl.core.resources import available_memory, human_bytes
+from relayrl.envs.pettingzoo_adapter import GroupStep
 from relayrl.envs.registry import EnvFactory, make_env_factory
 from relayrl.envs.vector_env import VectorEnv, make_vector_env
 from relayrl.experiment.checkpoint import (
+    CONFIG_FILE,
     MANIFEST,
     POLICY_FILE,
     checkpoint_steps,
@@ -43,8 +46,9 @@ from relayrl.experiment.checkpoint import (
     list_checkpoints,
     load_checkpoint,
     save_checkpoint,
+    write_atomically,
 )
-from relayrl.experiment.config import RunConfig
+from relayrl.experiment.config import RunConfig, check_resumable
 from relayrl.experiment.evaluation import evaluate
 from relayrl.experiment.metrics import MetricsWriter
 from relayrl.experiment.profiler import SectionTimer
@@ -52,6 +56,7 @@ from relayrl.experiment.run_lock import RunLock
 from relayrl.experiment.actor_critic_team import ActorCriticTeam
 from relayrl.experiment.team import NetworkFactory, Team
 from relayrl.experiment.team_window import TeamWindow
+from relayrl.replay import ReplayPlan, row_nbytes
 
 
 @dataclass
@@ -66,6 +71,7 @@ class Counters:
     next_eval: int = 0
     next_checkpoint: int = 0
     wall_s: float = 0.0
+    metric_rows: int | None = None  # rows in metrics.csv (None in checkpoints that predate the count)
 
 
 @dataclass(frozen=True)
@@ -143,15 +149,22 @@ class Trainer:
         self.config = config
         self.run_dir = run_dir
         self.verbose = verbose
+        self.changes: dict[str, tuple[Any, Any]] = {}  # settings a resume changed (recorded in provenance)
+        if run_dir is not None:
+            self._check_run_dir()
         configure_threads(config.torch_threads)
         self.device = resolve_device(config.device)
         self.factory = env_factory or make_env_factory(config.env.name, config.env.settings.model_dump())
-        self.venv = make_vector_env(self.factory, config.env.num_envs, config.env.vector)
+        try:
+            self.venv = make_vector_env(self.factory, config.env.num_envs, config.env.vector)
+        except (TypeError, ValueError) as error:  # settings the environment itself refuses
+            raise ConfigError(f"{config.env.name} could not be built from env.settings: {type(error).__name__}: {error}") from None
         self.timer = SectionTimer()  # enabled by relayrl bench's loop profile
         names = [g.name for g in self.venv.groups]
         unknown = sorted(set(config.groups) - set(names))
         if unknown or (config.report_group is not None and config.report_group not in names):
             raise ConfigError(f"this environment's teams are {names}; the config names {unknown or [config.report_group]}")
+        self._check_memory()
         self.schedule = UpdateSchedule.of(config)
         self.teams: list[Team | ActorCriticTeam] = [
             ActorCriticTeam(spec, config.actor_critic, config.sharing, self.device, config.seed, self.timer)
@@ -188,6 +201,57 @@ class Trainer:
         self.history: list[dict[str, float]] = []
         self.lock = RunLock(run_dir) if run_dir is not None else None
         self.eval_venv: VectorEnv | None = None
+
+    def _check_run_dir(self) -> None:
+        """Before anything is built: a run directory with checkpoint folders but no complete
+        checkpoint is refused (resuming from 0 would overwrite its metrics), and a resume may
+        change only the runtime settings of the run's recorded config."""
+        assert self.run_dir is not None
+        folders = sorted(self._checkpoint_dir().glob("step_*")) if self._checkpoint_dir().is_dir() else []
+        complete = list_checkpoints(self._checkpoint_dir())
+        if folders and not complete:
+            raise CheckpointError(
+                f"{self._checkpoint_dir()} has {len(folders)} checkpoint folder(s) ({', '.join(f.name for f in folders[-3:])}) "
+                f"but none is complete (each lacks its {MANIFEST}); nothing was resumed or changed. Restore a "
+                f"checkpoint there, or move {self.run_dir} away to train from step 0"
+            )
+        saved = self.run_dir / CONFIG_FILE
+        if complete and saved.is_file():
+            self.changes = check_resumable(yaml.safe_load(saved.read_text()), self.config, str(self.run_dir))
+
+    def _replay_plans(self) -> dict[str, ReplayPlan]:
+        """Each learning team's replay, before anything is allocated."""
+        c = self.config
+        plans = {
+            spec.name: ActorCriticTeam.replay_plan(spec, c.actor_critic, c.sharing)
+            if c.actor_critic is not None
+            else Team.replay_plan(spec, c.group(spec.name), c.dqn, c.sharing)
+            for spec in self.venv.groups
+        }
+        return {name: plan for name, plan in plans.items() if plan is not None}
+
+    def _check_memory(self) -> None:
+        """Prints what the replays will take in memory and in each checkpoint, and refuses a
+        run whose replays do not fit in the memory available now (before allocating)."""
+        plans = self._replay_plans()
+        total = sum(p.nbytes() for p in plans.values())
+        per_checkpoint = sum(p.checkpoint_nbytes() for p in plans.values())
+        parts = [f"{n}: {p.n_buffers} x {p.capacity:,} x {row_nbytes(p.fields):,} B" for n, p in plans.items()]
+        if self.verbose:
+            print(
+                f"replay memory {human_bytes(total)} ({'; '.join(parts)}); a checkpoint holds the filled rows "
+                f"(up to {human_bytes(per_checkpoint)}) and the networks with their optimiser state"
+            )
+        available = available_memory()
+        if available is None or total <= available:
+            return
+        key = "actor_critic.buffer_size" if self.config.actor_critic is not None else "dqn.buffer_size"
+        capacity = next(iter(plans.values())).capacity
+        fits = int(capacity * available / total)
+        raise ConfigError(
+            f"the replays need {human_bytes(total)} ({'; '.join(parts)}) but this machine has "
+            f"{human_bytes(available)} of memory available: lower {key} (about {fits:,} fits now) or free memory"
+        )
 
     def _reported_index(self, names: list[str]) -> int:
         """The team whose reward is the run's figure: ``report_group``, else the first team
@@ -262,7 +326,8 @@ class Trainer:
         else:  # checkpoints written before policy files existed: one team, in the full state
             self.teams[0].learner.load_state_dict(load_checkpoint(checkpoint)["learner"])
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any], source: str = "the checkpoint") -> None:
+        check_resumable(state["config"], self.config, source)
         self.counters = state["counters"]
         self.window = state["window"]
         self.recent_returns = deque(state["recent_returns"], maxlen=100)
@@ -281,8 +346,14 @@ class Trainer:
                 self.obs, self.alive = state["obs"], state["alive"]
                 return
             except ValueError as error:  # e.g. saved by pursuit-pz's copies, resumed on the vectorised pursuit
-                print(f"note: the saved env state does not fit this env ({error}); episodes restart", file=sys.stderr)
-        # envs that cannot be copied (MAgent2's engine) restart their in-flight episodes on resume
+                reason = f"the saved env state does not fit this env ({error})"
+        else:
+            reason = f"{self.config.env.name}'s state cannot be saved in a checkpoint"
+        print(
+            f"note: {reason}: resuming from {source}, in-flight episodes restart from new resets "
+            f"(learners, replays, selectors and counters resume exactly)",
+            file=sys.stderr,
+        )
         self.obs, self.alive = self.venv.reset(self.config.seed + self.counters.iterations)
 
     def resume_from_latest(self) -> int:
@@ -290,7 +361,7 @@ class Trainer:
         checkpoints = list_checkpoints(self._checkpoint_dir())
         if not checkpoints:
             return 0
-        self.load_state_dict(load_checkpoint(checkpoints[-1]))
+        self.load_state_dict(load_checkpoint(checkpoints[-1]), str(checkpoints[-1]))
         return self.counters.env_steps
 
     def _checkpoint_dir(self) -> Path:
@@ -324,6 +395,7 @@ class Trainer:
             with self.timer("env"):
                 result, _ = self.venv.step(actions)
             for g, step in enumerate(result):
+                self._check_finite(g, step)
                 for name, value in (
                     ("obs", self.obs[g]),
                     ("action", actions[g]),
@@ -343,6 +415,18 @@ class Trainer:
         self.counters.env_steps += collected
         self.window.env_steps += collected
         return [{k: np.stack(v) for k, v in team_steps.items()} for team_steps in steps]
+
+    def _check_finite(self, g: int, step: GroupStep) -> None:
+        """NaN or inf from the environment is caught before it is stored or learned from."""
+        found = step.non_finite()
+        if found is None:
+            return
+        field_name, (e, i), value = found
+        team = self.teams[g]
+        raise NonFiniteError(
+            f"the environment returned a non-finite {field_name} ({value}) for agent {team.spec.agent_ids[i]!r} "
+            f"of team {team.name!r} in env copy {e}"
+        )
 
     def iteration(self) -> None:
         """Collect, store and relay (per team), then train, then sync targets (SPEC §1.1)."""
@@ -483,17 +567,38 @@ class Trainer:
             for tmp in self._checkpoint_dir().glob(".tmp_*"):  # left by a crash during a save
                 shutil.rmtree(tmp, ignore_errors=True)
             resumed_at = self.resume_from_latest()
-            if resumed_at == 0:
-                (self.run_dir / "config.yaml").write_text(yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False))
+            if resumed_at == 0 or self.changes:
+                write_atomically(self.run_dir / CONFIG_FILE, yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False))
             with (self.run_dir / "provenance.yaml").open("a") as handle:
                 entry = {**provenance(), "resumed_at": resumed_at}
+                if self.changes:
+                    entry["changed"] = {key: list(values) for key, values in self.changes.items()}
                 if self.frozen_sources:
                     entry["frozen_teams_from"] = self.frozen_sources
                 yaml.safe_dump([entry], handle, sort_keys=False)
-            self.metrics = MetricsWriter(self.run_dir, resume_at=resumed_at, extra_columns=self.metric_columns())
+            self.metrics = MetricsWriter(self.run_dir, resumed_at, self.counters.metric_rows, self.metric_columns())
+            self.counters.metric_rows = self.metrics.rows
         if self.obs is None:
             self.obs, self.alive = self.venv.reset(self.config.seed)
         return resumed_at
+
+    def _write_report(self) -> None:
+        c = self.counters
+        row = self._report()
+        while c.next_report <= c.env_steps:
+            c.next_report += self.config.report_interval
+        self.history.append(row)
+        if self.metrics is not None:
+            self.metrics.write(row)
+            c.metric_rows = self.metrics.rows
+        if self.verbose:
+            self._print_progress(row)
+
+    def _checkpoint(self) -> None:
+        c = self.counters
+        while c.next_checkpoint <= c.env_steps:
+            c.next_checkpoint += self.config.checkpoint_interval
+        self.save()
 
     def _on_sigterm(self, signum: int, frame: object) -> None:
         self.stop_requested = True
@@ -525,22 +630,26 @@ class Trainer:
                 self.window.seconds += now - tick
                 c.wall_s += now - tick
                 tick = now
-                if c.env_steps >= c.next_report or c.env_steps >= self.config.total_steps:
+                at_end = c.env_steps >= self.config.total_steps
+                report_due = c.env_steps >= c.next_report
+                checkpoint_due = c.env_steps >= c.next_checkpoint or at_end
+                if checkpoint_due and not report_due:
+                    # off the report grid (a budget's end): the checkpoint keeps the window
+                    # unreported, so a resumed run writes the rows an uninterrupted one does
+                    self._checkpoint()
+                if report_due or at_end:
                     with self.timer("logging"):
-                        row = self._report()
-                        while c.next_report <= c.env_steps:
-                            c.next_report += self.config.report_interval
-                        self.history.append(row)
-                        if self.metrics is not None:
-                            self.metrics.write(row)
-                        if self.verbose:
-                            self._print_progress(row)
-                    tick = time.perf_counter()  # evaluation time is not training throughput
-                if c.env_steps >= c.next_checkpoint or c.env_steps >= self.config.total_steps:
-                    while c.next_checkpoint <= c.env_steps:
-                        c.next_checkpoint += self.config.checkpoint_interval
-                    self.save()
-                    tick = time.perf_counter()
+                        self._write_report()
+                if checkpoint_due and report_due:
+                    self._checkpoint()
+                tick = time.perf_counter()  # evaluation and saving are not training throughput
+        except NonFiniteError as error:
+            last = list_checkpoints(self._checkpoint_dir()) if self.run_dir else []
+            kept = f"the last checkpoint {last[-1].name} and the metrics so far are kept" if last else "no checkpoint was written"
+            raise NonFiniteError(
+                f"{error}, in the fragment after env step {c.env_steps:,}. The run stopped there; {kept}. "
+                f"Fix the source (the environment's outputs; for a diverging loss a lower learning rate), then resume"
+            ) from None
         except KeyboardInterrupt:
             if self.verbose:
                 last = list_checkpoints(self._checkpoint_dir()) if self.run_dir else []

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from relayrl.core.errors import ConfigError
 from relayrl.nets.stacked import StackedConv2d, StackedLinear
 
 
@@ -36,6 +37,13 @@ class QNetwork(nn.Module):
             for out_channels in conv_channels:
                 self.convs.append(StackedConv2d(n_sets, channels, out_channels, kernel_size))
                 height, width, channels = height - kernel_size + 1, width - kernel_size + 1, out_channels
+            if height < 1 or width < 1:
+                largest = 1 + (min(self.obs_shape[:2]) - 1) // len(conv_channels)
+                raise ConfigError(
+                    f"model.kernel_size={kernel_size} with {len(conv_channels)} unpadded convolutions leaves nothing of "
+                    f"the {self.obs_shape[0]}x{self.obs_shape[1]} observations: use model.kernel_size <= {largest} "
+                    f"or fewer model.conv_channels"
+                )
             features = height * width * channels
         elif len(self.obs_shape) == 1:
             features = self.obs_shape[0]

@@ -19,7 +19,7 @@ import numpy as np
 
 from relayrl.replay.sum_tree import SumTree
 
-__all__ = ["FieldSpec", "ReplayBuffer", "SampledBatch"]
+__all__ = ["FieldSpec", "ReplayBuffer", "ReplayPlan", "SampledBatch", "row_nbytes"]
 
 _UNIFORM_BLOCK = 16_384
 
@@ -41,8 +41,45 @@ class SampledBatch:
     weights: np.ndarray
 
 
+def row_nbytes(fields: dict[str, FieldSpec]) -> int:
+    """Bytes of one stored transition."""
+    return sum(int(np.prod(f.shape, dtype=np.int64)) * np.dtype(f.dtype).itemsize for f in fields.values())
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    """A replay's layout, known before anything is allocated: a run sizes its memory (and
+    its checkpoints) from the plans of its learners, then builds the buffers from them."""
+
+    n_buffers: int
+    capacity: int
+    fields: dict[str, FieldSpec]
+    prioritized: bool = False
+
+    def nbytes(self) -> int:
+        return ReplayBuffer.planned_nbytes(self.n_buffers, self.capacity, self.fields, self.prioritized)
+
+    def checkpoint_nbytes(self) -> int:
+        """Bytes of the replay in a checkpoint once every buffer is full (rows and priorities)."""
+        rows = self.n_buffers * self.capacity * row_nbytes(self.fields)
+        return rows + (SumTree.planned_nbytes(self.n_buffers, self.capacity) if self.prioritized else 0)
+
+    def build(self, **options: Any) -> "ReplayBuffer":
+        """The buffer (``options``: alpha, beta, eps, seed)."""
+        return ReplayBuffer(self.n_buffers, self.capacity, self.fields, prioritized=self.prioritized, **options)
+
+
 class ReplayBuffer:
     """P ring buffers of ``capacity`` transitions each, sharing one field layout."""
+
+    @staticmethod
+    def planned_nbytes(n_buffers: int, capacity: int, fields: dict[str, FieldSpec], prioritized: bool = False) -> int:
+        """Memory of ``ReplayBuffer(n_buffers, capacity, fields, prioritized=...)``, computed
+        without allocating: what a run checks against the machine before it starts."""
+        if not prioritized:
+            return n_buffers * capacity * row_nbytes(fields)
+        stride = SumTree.leaves_per(capacity)
+        return n_buffers * stride * row_nbytes(fields) + SumTree.planned_nbytes(n_buffers, capacity)
 
     def __init__(
         self,
@@ -371,9 +408,10 @@ class ReplayBuffer:
             "alpha": self.alpha,
             "beta": self.beta,
             "eps": self.eps,
-            # per buffer, views of the live rows: a checkpoint pickles them at once, so saving
-            # does not hold a second copy of the replay in memory (GBs for MAgent observations)
-            "data": {name: [a[i, : self.capacity] for i in range(self.n_buffers)] for name, a in self._store.items()},
+            # per buffer, views of its filled rows (a ring fills slots 0..size-1 first): a
+            # checkpoint pickles them at once, so saving holds no second copy of the replay in
+            # memory (GBs for MAgent observations) and a young replay's checkpoint is small
+            "data": {name: [a[i, : self._size[i]] for i in range(self.n_buffers)] for name, a in self._store.items()},
             "ptr": self._ptr.copy(),
             "size": self._size.copy(),
             "max_priority": self._max_priority.copy(),
@@ -393,11 +431,9 @@ class ReplayBuffer:
             raise ValueError("load_state_dict: the state comes from a buffer with a different layout")
         for name, a in self._store.items():
             data = state["data"][name]
-            if isinstance(data, list):
-                for i, rows in enumerate(data):
-                    a[i, : self.capacity] = rows
-            else:  # one [P, capacity, ...] array: checkpoints written before per-buffer rows
-                a[:, : self.capacity] = data
+            for i, rows in enumerate(data):
+                a[i, : len(rows)] = rows
+                a[i, len(rows) : self.capacity] = 0
         self._ptr[:] = state["ptr"]
         self._size[:] = state["size"]
         self._max_priority[:] = state["max_priority"]

@@ -29,6 +29,15 @@ __all__ = ["SumTree"]
 _PENDING_LIMIT = 4096
 
 
+def _shape(n_trees: int, capacity: int, branching: int, max_top: int) -> tuple[int, int, list[int]]:
+    """Depth, top width and node counts per depth (top first) of P trees over ``capacity`` leaves."""
+    k, depth = branching, 0
+    while -(-capacity // k**depth) > max_top:
+        depth += 1
+    top = -(-capacity // k**depth)
+    return depth, top, [n_trees * top * k**d for d in range(depth + 1)]
+
+
 class SumTree:
     """P sum trees over ``capacity`` leaves each, plus each tree's smallest positive leaf.
 
@@ -44,13 +53,9 @@ class SumTree:
         self.n_trees = n_trees
         self.capacity = capacity
         self.branching = k = branching
-        depth = 0
-        while -(-capacity // k**depth) > max_top:
-            depth += 1
-        self.depth = depth
-        self.top_width = t = -(-capacity // k**depth)
+        depth, t, counts = _shape(n_trees, capacity, branching, max_top)
+        self.depth, self.top_width = depth, t
         self.leaves_per_tree = t * k**depth
-        counts = [n_trees * t * k**d for d in range(depth + 1)]
         # Depth 0 = the top nodes, depth `depth` = the leaves.
         # _rows[d]: per node at depth d, [0, running sums of its K children].
         # _sums[d]: node sums at depth d (also the rows' last column, but gathering from that
@@ -76,6 +81,19 @@ class SumTree:
         self._top_first = trees * t
         self._top_last = trees * t + (t - 1)
         self._leaf_offset = trees * self.leaves_per_tree
+
+    @staticmethod
+    def leaves_per(capacity: int, branching: int = 16, max_top: int = 1024) -> int:
+        """``leaves_per_tree`` of a tree over ``capacity`` leaves."""
+        depth, top, _ = _shape(1, capacity, branching, max_top)
+        return top * branching**depth
+
+    @staticmethod
+    def planned_nbytes(n_trees: int, capacity: int, branching: int = 16, max_top: int = 1024) -> int:
+        """Bytes the arrays of ``SumTree(n_trees, capacity)`` take, computed without allocating."""
+        depth, _, counts = _shape(n_trees, capacity, branching, max_top)
+        internal = sum(counts[:-1])
+        return 8 * (sum(counts) + internal * (branching + 1) + (counts[-2] if depth else 0) + counts[0] + 1)
 
     # ------------------------------------------------------------------ queries
     def total(self) -> np.ndarray:

@@ -299,14 +299,15 @@ def test_state_dict_round_trip_gives_identical_samples(prioritized: bool) -> Non
         ReplayBuffer(2, 60, FIELDS, prioritized=prioritized).load_state_dict(state)
 
 
-def test_state_dict_does_not_copy_the_stored_rows_and_loads_older_checkpoints() -> None:
+def test_state_dict_holds_only_the_filled_rows_without_copying_them() -> None:
     buf = ReplayBuffer(3, 40, FIELDS, prioritized=True, seed=1)
     buf.add(rows(np.arange(3 * 25).reshape(3, 25) % 256))
+    buf.add(rows(np.arange(3 * 5).reshape(3, 5) % 256), mask=np.array([[True] * 5, [False] * 5, [True, False] * 2 + [True]]))
     state = buf.state_dict()
+    assert [len(r) for r in state["data"]["obs"]] == [30, 25, 28]
     assert all(np.shares_memory(rows_i, buf._store["obs"]) for rows_i in state["data"]["obs"])
-    legacy = {**state, "data": {k: np.stack(v) for k, v in state["data"].items()}}  # one [P, capacity] array
-    for saved in (pickle.loads(pickle.dumps(state)), legacy):
-        restored = ReplayBuffer(3, 40, FIELDS, prioritized=True, seed=2)
-        restored.load_state_dict(saved)
-        for name in FIELDS:
-            np.testing.assert_array_equal(restored.storage()[name], buf.storage()[name])
+    restored = ReplayBuffer(3, 40, FIELDS, prioritized=True, seed=2)
+    restored.add(rows(np.full((3, 40), 7)))  # rows beyond the saved ones are cleared on load
+    restored.load_state_dict(pickle.loads(pickle.dumps(state)))
+    for name in FIELDS:
+        np.testing.assert_array_equal(restored.storage()[name], buf.storage()[name])

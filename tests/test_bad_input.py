@@ -1,0 +1,307 @@
+"""Bad input fails with the key path or the cause, the bad value and the fix, before training
+wherever that can be known, and loses nothing: checkpoints and metrics written so far stay."""
+
+import csv
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from faulty_env import faulty_factory
+from relayrl.cli import main
+from relayrl.core.errors import CheckpointError, ConfigError, EnvError, NonFiniteError
+from relayrl.experiment import Trainer, build_config
+from relayrl.experiment.checkpoint import POLICY_FILE, list_checkpoints, load_checkpoint
+
+TINY = [
+    "total_steps=400",
+    "dqn.learning_starts=100",
+    "dqn.buffer_size=1000",
+    "report_interval=200",
+    "checkpoint_interval=200",
+    "eval.interval=0",
+    "env.settings.max_cycles=40",
+]
+CORRIDOR = {"name": "corridor", "settings": {"n_agents": 3, "length": 5, "max_steps": 12}}
+
+
+def _corridor(total: int = 400, **extra) -> dict:
+    return {
+        "preset": "faulty",
+        "env": CORRIDOR,
+        "total_steps": total,
+        "report_interval": 100,
+        "checkpoint_interval": 200,
+        "eval": {"interval": 0},
+        "dqn": {"learning_starts": 50, "buffer_size": 500, "batch_size": 8, "epsilon_steps": 300},
+        **extra,
+    }
+
+
+BAD_CONFIGS = [
+    (["--seed", "-1"], ["seed", "-1", "greater than or equal to 0"]),
+    (["device=banana"], ["device", "banana", "use auto, cpu, cuda or cuda:N"]),
+    (["model.hiddens=[0]"], ["model.hiddens.0", "greater than or equal to 1", "got 0"]),
+    (["model.hiddens=[-5]"], ["model.hiddens.0", "got -5"]),
+    (["dqn.lr=inf"], ["dqn.lr", "finite", "inf"]),
+    (["dqn.lr=nan"], ["dqn.lr", "finite"]),
+    (["dqn.lr=[1"], ["dqn.lr=[1", "cannot be read"]),
+    (["dqn.batch_size=5000"], ["batch_size 5000 is larger than buffer_size 1000", "lower dqn.batch_size"]),
+    (["model.kernel_size=9"], ["model.kernel_size=9", "7x7", "model.kernel_size <= 3"]),
+    (["dqn.buffer_size=1000000000"], ["the replays need", "TB", "memory available", "lower dqn.buffer_size"]),
+]
+
+
+@pytest.mark.parametrize("overrides,expected", BAD_CONFIGS, ids=[c[0][-1] for c in BAD_CONFIGS])
+def test_a_bad_config_fails_before_training_and_creates_nothing(tmp_path, capsys, overrides, expected):
+    assert main(["train", "pursuit-quickstart", *TINY, *overrides, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    for fragment in expected:
+        assert fragment in err
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this torch has CUDA")
+def test_cuda_on_a_cpu_only_torch_names_the_fix(tmp_path, capsys):
+    assert main(["train", "pursuit-quickstart", "device=cuda", "--out", str(tmp_path)]) == 2
+    assert "no CUDA device is available" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_replay_size_is_printed_before_allocation(tmp_path, capsys):
+    assert main(["train", "pursuit-quickstart", *TINY, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    # 8 pursuers x 1000 rows x (2 x 7x7x3 uint8 + action, reward, discount) with a priority tree
+    assert "replay memory 2.6 MB (pursuer: 8 x 1,000 x 303 B)" in out and "a checkpoint holds the filled rows" in out
+
+
+def test_a_checkpoint_holds_the_filled_rows_of_the_replay_not_its_capacity(tmp_path):
+    small = _corridor(200, dqn={"learning_starts": 50, "buffer_size": 500, "batch_size": 8})
+    large = _corridor(200, dqn={"learning_starts": 50, "buffer_size": 50_000, "batch_size": 8})
+    sizes = []
+    for name, config in (("small", small), ("large", large)):
+        trainer = Trainer(build_config(config), tmp_path / name, verbose=False)
+        trainer.train()
+        trainer.close()
+        (checkpoint,) = list_checkpoints(tmp_path / name / "checkpoints")
+        sizes.append((checkpoint / "state.pkl").stat().st_size)
+    # 200 rows per agent in both; the large replay's priority tree adds about 17 B per slot
+    assert sizes[1] < sizes[0] + 3 * 50_000 * 20
+
+
+# ---------------------------------------------------------------- resume
+
+
+def _trained_run(tmp_path: Path) -> Path:
+    assert main(["train", "pursuit-quickstart", *TINY, "--out", str(tmp_path)]) == 0
+    (run_dir,) = [p.parent for p in tmp_path.glob("*/*/config.yaml")]
+    return run_dir
+
+
+@pytest.mark.parametrize("override", ["dqn.lr=0.5", "dqn.buffer_size=500", "env.settings.n_pursuers=4"])
+def test_a_resume_refuses_a_change_of_what_is_learned(tmp_path, capsys, override):
+    run_dir = _trained_run(tmp_path)
+    before = {p: p.read_bytes() for p in (run_dir / "config.yaml", run_dir / "metrics.csv")}
+    capsys.readouterr()
+    assert main(["resume", str(run_dir), "total_steps=600", override]) == 2
+    err = capsys.readouterr().err
+    key, value = override.split("=")
+    assert key in err and value in err and "A resume may change only" in err and "total_steps" in err
+    assert all(p.read_bytes() == content for p, content in before.items())
+    assert [c.name for c in list_checkpoints(run_dir / "checkpoints")] == ["step_0000000200", "step_0000000400"]
+
+
+def test_a_resume_records_the_runtime_settings_it_changes(tmp_path):
+    run_dir = _trained_run(tmp_path)
+    assert main(["resume", str(run_dir), "total_steps=600", "keep_checkpoints=1"]) == 0
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert config["total_steps"] == 600 and config["keep_checkpoints"] == 1
+    last = yaml.safe_load((run_dir / "provenance.yaml").read_text())[-1]
+    assert last["changed"] == {"total_steps": [400, 600], "keep_checkpoints": [2, 1]}
+    assert [c.name for c in list_checkpoints(run_dir / "checkpoints")] == ["step_0000000600"]
+    assert main(["resume", str(run_dir)]) == 0  # the recorded budget is the new one: nothing to do
+
+
+def test_a_hand_edited_config_does_not_fit_the_checkpoint(tmp_path):
+    run_dir = _trained_run(tmp_path)
+    path = run_dir / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["model"]["hiddens"] = [32, 32]
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError, match=r"model.hiddens: \[64, 256\] -> \[32, 32\]"):
+        Trainer(build_config(config), run_dir, verbose=False).train()
+
+
+def test_checkpoint_folders_without_a_complete_checkpoint_are_not_overwritten(tmp_path, capsys):
+    run_dir = _trained_run(tmp_path)
+    for checkpoint in list_checkpoints(run_dir / "checkpoints"):
+        (checkpoint / "manifest.json").unlink()
+    metrics = (run_dir / "metrics.csv").read_bytes()
+    capsys.readouterr()
+    assert main(["resume", str(run_dir), "total_steps=600"]) == 2
+    err = capsys.readouterr().err
+    assert "2 checkpoint folder(s)" in err and "none is complete" in err and "nothing was resumed" in err
+    assert (run_dir / "metrics.csv").read_bytes() == metrics
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    timing = {"sps", "updates_per_s", "wall_s"}
+    with (run_dir / "metrics.csv").open() as handle:
+        return [{k: v for k, v in r.items() if k not in timing} for r in csv.DictReader(handle)]
+
+
+def test_a_budget_off_the_report_grid_resumes_to_the_rows_of_an_uninterrupted_run(tmp_path):
+    straight = Trainer(build_config(_corridor(600)), tmp_path / "a", verbose=False)
+    straight.train()
+    straight.close()
+    short = Trainer(build_config(_corridor(260)), tmp_path / "b", verbose=False)
+    short.train()  # its last row, at 260, is off the grid of 100
+    short.close()
+    assert [r["env_steps"] for r in _rows(tmp_path / "b")] == ["100", "200", "260"]
+    resumed = Trainer(build_config(_corridor(600)), tmp_path / "b", verbose=False)
+    resumed.train()
+    resumed.close()
+    assert _rows(tmp_path / "b") == _rows(tmp_path / "a")
+
+
+def test_the_metrics_of_a_complete_run_are_not_rewritten(tmp_path):
+    run_dir = _trained_run(tmp_path)
+    stat = (run_dir / "metrics.csv").stat()
+    assert main(["resume", str(run_dir)]) == 0
+    assert (run_dir / "metrics.csv").stat().st_mtime_ns == stat.st_mtime_ns
+
+
+def _limit_file_size(limit: int):
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def test_a_failed_metrics_rewrite_keeps_the_file_whole(tmp_path):
+    """A resume from an earlier checkpoint rewrites metrics.csv without its later rows; when
+    that write fails (here: a file-size limit, as a full disk would), the file stays whole."""
+    run_dir = _trained_run(tmp_path)
+    shutil.rmtree(run_dir / "checkpoints" / "step_0000000400")
+    before = (run_dir / "metrics.csv").read_bytes()
+    cmd = [sys.executable, "-m", "relayrl.cli", "resume", str(run_dir)]
+    done = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=_limit_file_size(200), timeout=300)
+    assert done.returncode == 2 and "File too large" in done.stderr and "Traceback" not in done.stderr
+    assert (run_dir / "metrics.csv").read_bytes() == before
+    assert not list(run_dir.glob(".tmp_*"))
+
+
+def _mount_tmpfs(path: Path, size: int) -> bool:
+    path.mkdir()
+    mount = ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)]
+    return subprocess.run(mount, capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("disk", ["full", "file size limit"])
+def test_a_checkpoint_that_cannot_be_written_keeps_the_previous_one(tmp_path, disk):
+    """A disk with room for about 0.8 of a checkpoint more (the networks and optimiser state
+    are most of it), or a file-size limit of 1 MB, refuses the next checkpoint."""
+    run_dir = _trained_run(tmp_path / "runs")
+    used = sum(f.stat().st_size for f in run_dir.rglob("*") if f.is_file())
+    limit = None
+    if disk == "full":
+        if not _mount_tmpfs(tmp_path / "disk", int(used * 1.4)):
+            pytest.skip("mounting a small tmpfs needs root")
+        run_dir = Path(shutil.copytree(run_dir, tmp_path / "disk" / "run"))
+    else:
+        limit = 1_000_000  # below a checkpoint's network file, above the metrics
+    try:
+        metrics = (run_dir / "metrics.csv").read_text()
+        cmd = [sys.executable, "-m", "relayrl.cli", "resume", str(run_dir), "total_steps=1200"]
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=600, preexec_fn=_limit_file_size(limit) if limit else None
+        )
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert "could not write checkpoint step_0000000600" in done.stderr and "step_0000000400 is intact" in done.stderr
+        assert "No space left on device" in done.stderr if disk == "full" else "File too large" in done.stderr
+        assert [c.name for c in list_checkpoints(run_dir / "checkpoints")] == ["step_0000000200", "step_0000000400"]
+        assert not list((run_dir / "checkpoints").glob(".tmp_*"))
+        rows = [r["env_steps"] for r in _rows(run_dir)]
+        assert (run_dir / "metrics.csv").read_text().startswith(metrics) and rows == ["200", "400", "600"]
+    finally:
+        if disk == "full":
+            subprocess.run(["umount", str(tmp_path / "disk")], check=False)
+
+
+# ---------------------------------------------------------------- environments
+
+
+@pytest.mark.parametrize(
+    "fault,expected",
+    [
+        ("unknown_agent", ["'intruder_0'", "not in possible_agents", "step 3"]),
+        ("vanish", ["'runner_1'", "left env.agents without terminating or truncating", "step 3"]),
+        ("comes_back", ["'runner_1'", "in env.agents again after their episode ended", "runner_1 at step 3"]),
+    ],
+)
+def test_an_env_that_breaks_the_pettingzoo_contract_is_named(tmp_path, fault, expected):
+    trainer = Trainer(build_config(_corridor()), tmp_path, env_factory=faulty_factory(fault), verbose=False)
+    with pytest.raises(EnvError) as caught:
+        trainer.train()
+    trainer.close()
+    assert "FaultyCorridor breaks the PettingZoo Parallel API" in str(caught.value)
+    for fragment in expected:
+        assert fragment in str(caught.value)
+
+
+@pytest.mark.parametrize("fault,what", [("nan_reward", "reward (nan)"), ("inf_obs", "next_obs (inf)")])
+def test_non_finite_env_output_stops_the_run_with_the_agent_named(tmp_path, fault, what):
+    """The fault comes at env step 300, after the checkpoint at 200, which stays the latest."""
+    trainer = Trainer(build_config(_corridor(1000)), tmp_path, env_factory=faulty_factory(fault, at_step=300), verbose=False)
+    with pytest.raises(NonFiniteError) as caught:
+        trainer.train()
+    trainer.close()
+    message = str(caught.value)
+    assert f"non-finite {what} for agent 'runner_1' of team 'runner'" in message
+    assert "after env step 296" in message and "the last checkpoint step_0000000200" in message
+    assert [c.name for c in list_checkpoints(tmp_path / "checkpoints")] == ["step_0000000200"]
+    assert [r["env_steps"] for r in _rows(tmp_path)] == ["100", "200"]
+
+
+def test_a_diverging_loss_stops_the_run_and_the_last_checkpoint_stays_finite(tmp_path):
+    """A learning rate of 1e12 overflows the Q-values within a few updates after learning
+    starts at 250 env steps, after the checkpoint at 200."""
+    config = _corridor(1000, dqn={"learning_starts": 250, "buffer_size": 500, "batch_size": 8, "lr": 1e12})
+    trainer = Trainer(build_config(config), tmp_path, verbose=False)
+    with pytest.raises(NonFiniteError, match="the TD loss or gradient of agent"):
+        trainer.train()
+    trainer.close()
+    (checkpoint,) = list_checkpoints(tmp_path / "checkpoints")
+    assert checkpoint.name == "step_0000000200"
+    networks = load_checkpoint(checkpoint, POLICY_FILE)["runner"]["online"]
+    assert all(torch.isfinite(t).all() for t in networks.values())
+
+
+def test_an_exception_in_an_env_worker_reaches_the_main_process(tmp_path):
+    config = _corridor(env={**CORRIDOR, "num_envs": 2, "vector": "subproc"})
+    trainer = Trainer(build_config(config), tmp_path, env_factory=faulty_factory("raise"), verbose=False)
+    try:
+        with pytest.raises(EnvError) as caught:
+            trainer.train()
+    finally:
+        trainer.close()
+    message = str(caught.value)
+    assert "env worker 0 raised during step" in message and "the simulator lost its physics engine" in message
+    assert "RuntimeError" in message and "faulty_env.py" in message
+
+
+def test_an_optional_extra_that_is_missing_is_named_with_its_install_command(tmp_path, capsys):
+    """Simulated by hiding magent2 from the import system of a child process."""
+    script = (
+        "import sys; sys.modules['magent2'] = None\n"
+        "from relayrl.cli import main\n"
+        f"sys.exit(main(['train', 'battle-ddqn', '--out', {str(tmp_path)!r}]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "battle needs magent2, which is not installed: pip install -c constraints.txt -e '.[magent]'" in done.stderr
+    assert not list(tmp_path.iterdir())
