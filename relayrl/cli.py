@@ -173,7 +173,10 @@ def cmd_quickstart(args: argparse.Namespace) -> None:
         ]
     )
     if trained.mean() <= baseline.mean():
-        print("warning: the trained agents did not beat the random policy", file=sys.stderr)
+        raise RelayRLError(
+            f"the trained agents ({trained.mean():.2f}) did not beat the uniformly random policy ({baseline.mean():.2f}); "
+            f"the run is in {run_dir}"
+        )
 
 
 def cmd_bench(args: argparse.Namespace) -> None:

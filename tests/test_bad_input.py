@@ -60,7 +60,7 @@ BAD_CONFIGS = [
 
 @pytest.mark.parametrize("overrides,expected", BAD_CONFIGS, ids=[c[0][-1] for c in BAD_CONFIGS])
 def test_a_bad_config_fails_before_training_and_creates_nothing(tmp_path, capsys, overrides, expected):
-    assert main(["train", "pursuit-quickstart", *TINY, *overrides, "--out", str(tmp_path)]) == 2
+    assert main(["train", "pursuit-ddqn", *TINY, *overrides, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
     for fragment in expected:
@@ -135,7 +135,7 @@ def test_a_hand_edited_config_does_not_fit_the_checkpoint(tmp_path):
     config = yaml.safe_load(path.read_text())
     config["model"]["hiddens"] = [32, 32]
     path.write_text(yaml.safe_dump(config))
-    with pytest.raises(ConfigError, match=r"model.hiddens: \[64, 256\] -> \[32, 32\]"):
+    with pytest.raises(ConfigError, match=r"model.hiddens: \[64\] -> \[32, 32\]"):
         Trainer(build_config(config), run_dir, verbose=False).train()
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relayrl.core.errors import MissingExtraError
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.config import RunConfig
 from relayrl.experiment.metrics import read_metrics
@@ -107,7 +108,10 @@ class RayBackend:
     """Each job as a Ray task (one CPU each) on the local or connected cluster."""
 
     def __init__(self, jobs: int) -> None:
-        import ray
+        try:
+            import ray
+        except ImportError:
+            raise MissingExtraError("ray", "ray") from None
 
         self.ray = ray
         self.started = not ray.is_initialized()

@@ -101,6 +101,19 @@ def test_train_n_equals_train_k_then_resume(tmp_path, algo, normalize_obs):
         np.testing.assert_array_equal(straight.teams[0].learner.obs_normalizer.mean, resumed.teams[0].learner.obs_normalizer.mean)
 
 
+def test_a_box2d_run_resumes_exactly(tmp_path):
+    """Box2D worlds cannot be copied: the copies replay their episode in flight."""
+    pytest.importorskip("Box2D")
+    config = _config(2, 600, DASE)
+    config["env"]["settings"]["env_id"] = "LunarLanderContinuous-v3"
+    straight = _train(config, tmp_path / "a")
+    _train({**config, "total_steps": 300}, tmp_path / "b")
+    resumed = _train(config, tmp_path / "b")
+    assert _rows(tmp_path / "a") == _rows(tmp_path / "b")
+    for p, q in zip(straight.teams[0].learner.actor.parameters(), resumed.teams[0].learner.actor.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+
+
 def test_each_agent_normalises_by_the_observations_it_collected(tmp_path):
     """DDPG's running statistics (paper 001, Table 2) are per agent and fed from the agent's
     own env copy, also when the replay is shared."""
