@@ -150,7 +150,7 @@ def cmd_quickstart(args: argparse.Namespace) -> None:
         run_dir / "learning_curve.png",
         bin_size=config.report_interval,
         alpha=None,
-        title="SUPER-quantile DDQN, small Pursuit (8 pursuers): training episodes",
+        title="SUPER-quantile DDQN (small network), small Pursuit (8 pursuers): training episodes",
         baseline=("uniformly random policy (evaluation)", float(baseline.mean())),
     )
     rows = read_metrics(run_dir)  # all rows, also when an earlier call did the training
