@@ -2,7 +2,6 @@
 wherever that can be known, and loses nothing: checkpoints and metrics written so far stay."""
 
 import csv
-import os
 import resource
 import shutil
 import subprocess
@@ -15,19 +14,12 @@ import yaml
 
 from faulty_env import faulty_factory
 from relayrl.cli import main
-from relayrl.core.errors import CheckpointError, ConfigError, EnvError, NonFiniteError
+from relayrl.core.errors import ConfigError, EnvError, NonFiniteError
 from relayrl.experiment import Trainer, build_config
 from relayrl.experiment.checkpoint import POLICY_FILE, list_checkpoints, load_checkpoint
+from tiny_runs import TINY_PURSUIT
 
-TINY = [
-    "total_steps=400",
-    "dqn.learning_starts=100",
-    "dqn.buffer_size=1000",
-    "report_interval=200",
-    "checkpoint_interval=200",
-    "eval.interval=0",
-    "env.settings.max_cycles=40",
-]
+TINY = [*TINY_PURSUIT, "eval.interval=0"]
 CORRIDOR = {"name": "corridor", "settings": {"n_agents": 3, "length": 5, "max_steps": 12}}
 
 

@@ -7,17 +7,7 @@ from pathlib import Path
 import pytest
 
 from relayrl.cli import main
-
-TINY = [
-    "total_steps=400",
-    "dqn.learning_starts=100",
-    "dqn.buffer_size=1000",
-    "report_interval=200",
-    "checkpoint_interval=200",
-    "eval.interval=200",
-    "eval.episodes=2",
-    "env.settings.max_cycles=40",
-]
+from tiny_runs import TINY_PURSUIT as TINY
 
 
 def _run_dir(root: Path) -> Path:
