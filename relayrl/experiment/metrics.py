@@ -4,6 +4,8 @@ import csv
 import math
 from pathlib import Path
 
+from relayrl.core.errors import RelayRLError
+
 # Stable column names; the first ones are what issue reports and plots read.
 COLUMNS = (
     "env_steps",
@@ -60,6 +62,11 @@ class MetricsWriter:
                 writer.writeheader()
                 writer.writerows(kept)
             tmp.replace(self.path)
+        except OSError as error:
+            raise RelayRLError(
+                f"could not rewrite {self.path} without the {len(rows) - len(kept)} row(s) after the checkpoint "
+                f"({error.strerror or error}); it is unchanged. Free disk space, then resume"
+            ) from None
         finally:
             tmp.unlink(missing_ok=True)
         return len(kept)

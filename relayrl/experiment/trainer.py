@@ -567,6 +567,9 @@ class Trainer:
             for tmp in self._checkpoint_dir().glob(".tmp_*"):  # left by a crash during a save
                 shutil.rmtree(tmp, ignore_errors=True)
             resumed_at = self.resume_from_latest()
+            # metrics first: a resume that cannot rewrite them stops before anything else is written
+            self.metrics = MetricsWriter(self.run_dir, resumed_at, self.counters.metric_rows, self.metric_columns())
+            self.counters.metric_rows = self.metrics.rows
             if resumed_at == 0 or self.changes:
                 write_atomically(self.run_dir / CONFIG_FILE, yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False))
             with (self.run_dir / "provenance.yaml").open("a") as handle:
@@ -576,8 +579,6 @@ class Trainer:
                 if self.frozen_sources:
                     entry["frozen_teams_from"] = self.frozen_sources
                 yaml.safe_dump([entry], handle, sort_keys=False)
-            self.metrics = MetricsWriter(self.run_dir, resumed_at, self.counters.metric_rows, self.metric_columns())
-            self.counters.metric_rows = self.metrics.rows
         if self.obs is None:
             self.obs, self.alive = self.venv.reset(self.config.seed)
         return resumed_at
@@ -611,7 +612,11 @@ class Trainer:
         SIGTERM (a scheduler's or a grid's stop) finishes the current iteration, saves a
         checkpoint there and then stops as Ctrl-C does, so a stopped run loses nothing.
         """
-        self._start()
+        try:
+            self._start()
+        except BaseException:
+            self._close_run()
+            raise
         c = self.counters
         self.stop_requested = False
         handles_sigterm = self.run_dir is not None and threading.current_thread() is threading.main_thread()
@@ -659,12 +664,16 @@ class Trainer:
         finally:
             if handles_sigterm:
                 signal.signal(signal.SIGTERM, previous)
-            if self.metrics is not None:
-                self.metrics.close()
-                self.metrics = None
-            if self.lock is not None:
-                self.lock.release()
+            self._close_run()
         return self.history
+
+    def _close_run(self) -> None:
+        """Closes the metrics and releases the run directory (also after a failed start)."""
+        if self.metrics is not None:
+            self.metrics.close()
+            self.metrics = None
+        if self.lock is not None:
+            self.lock.release()
 
     def close(self) -> None:
         self.venv.close()
