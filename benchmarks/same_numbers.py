@@ -1,0 +1,133 @@
+"""Same numbers before and after a refactor: short fixed-seed runs of the paper presets,
+their metrics kept under a label, and a table comparing two labels column by column.
+
+    python benchmarks/same_numbers.py record LABEL [--out RUNS] [--results DIR]
+    python benchmarks/same_numbers.py compare BEFORE AFTER [--results DIR]
+
+``record`` trains every case below with the relayrl this Python imports (for the code
+before a change: a git worktree at that commit with its own environment) and copies each
+run's metrics.csv to ``DIR/LABEL/<case>.csv`` with the machine's description. ``compare``
+writes ``DIR/table.md``: per case, whether every column but the wall-clock ones is equal.
+CPU kernels round differently across machines, so compare labels recorded on one machine.
+"""
+
+import argparse
+import csv
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+WALL_CLOCK = {"sps", "updates_per_s", "wall_s"}
+PURSUIT = ["total_steps=3000", "report_interval=500", "eval.interval=1500", "eval.episodes=2", "checkpoint_interval=3000"]
+MAGENT = ["total_steps=800", "report_interval=200", "eval.interval=0", "dqn.learning_starts=200", "checkpoint_interval=800"]
+GYM = ["total_steps=3000", "report_interval=500", "eval.interval=1500", "eval.episodes=1", "actor_critic.random_steps=1000",
+       "checkpoint_interval=3000"]
+# (case, preset, overrides); "{pretrained}" is the run directory of the battle-pretrain case
+CASES = [
+    ("pursuit-super-quantile", "pursuit-super-quantile", PURSUIT),
+    ("pursuit-paramshare", "pursuit-paramshare", PURSUIT),
+    ("pursuit-shareall", "pursuit-shareall", PURSUIT),
+    ("battle-pretrain", "battle-pretrain", MAGENT),
+    ("battle-super-quantile-frozen", "battle-super-quantile",
+     [*MAGENT, "groups.red.pretrained=null", "groups.red.checkpoint={pretrained}"]),
+    ("adversarial-pursuit-coevolve-super-quantile", "adversarial-pursuit-coevolve-super-quantile", MAGENT),
+    ("halfcheetah-dase-td3", "halfcheetah-dase-td3", GYM),
+    ("halfcheetah-dase-ddpg", "halfcheetah-dase-ddpg", GYM),
+    ("halfcheetah-dase-sac", "halfcheetah-dase-sac", GYM),
+]
+
+
+def _machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import torch
+
+    import relayrl
+
+    where = Path(relayrl.__file__).parent
+    revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True, text=True).stdout.strip()
+    return f"{cpu}; python {platform.python_version()}; torch {torch.__version__}; relayrl at {revision or 'unknown'}"
+
+
+def record(label: str, out: Path, results: Path) -> None:
+    target = results / label
+    target.mkdir(parents=True, exist_ok=True)
+    runs: dict[str, Path] = {}
+    for case, preset, overrides in CASES:
+        root = out / case
+        shutil.rmtree(root, ignore_errors=True)
+        filled = [o.replace("{pretrained}", str(runs.get("battle-pretrain", ""))) for o in overrides]
+        cmd = [sys.executable, "-m", "relayrl.cli", "train", preset, *filled, "--seed", "0", "--out", str(root)]
+        print(f"{case}: {' '.join(cmd[3:])}", flush=True)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        (run_dir,) = [p.parent for p in root.glob("*/0/metrics.csv")]
+        runs[case] = run_dir
+        shutil.copy2(run_dir / "metrics.csv", target / f"{case}.csv")
+    (target / "machine.txt").write_text(_machine() + "\n")
+    print(f"wrote {target}")
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return [{k: v for k, v in row.items() if k not in WALL_CLOCK} for row in csv.DictReader(handle)]
+
+
+def compare(before: str, after: str, results: Path) -> bool:
+    lines = [
+        f"# Same numbers: {before} vs {after}",
+        "",
+        f"Machine of {before}: {(results / before / 'machine.txt').read_text().strip()}; "
+        f"of {after}: {(results / after / 'machine.txt').read_text().strip()}. Every column but "
+        f"{', '.join(sorted(WALL_CLOCK))} is compared, row by row.",
+        "",
+        "| case | rows | identical | first difference |",
+        "|---|---:|---|---|",
+    ]
+    same_everywhere = True
+    for case, _, _ in CASES:
+        old, new = _rows(results / before / f"{case}.csv"), _rows(results / after / f"{case}.csv")
+        difference = ""
+        if len(old) != len(new):
+            difference = f"{len(old)} vs {len(new)} rows"
+        for i, (a, b) in enumerate(zip(old, new)):
+            keys = [k for k in a.keys() | b.keys() if a.get(k) != b.get(k)]
+            if keys and not difference:
+                k = sorted(keys)[0]
+                difference = f"row {i} (env step {a.get('env_steps')}): {k} {a.get(k)} vs {b.get(k)}"
+        same_everywhere &= not difference
+        lines.append(f"| {case} | {len(old)} | {'yes' if not difference else 'no'} | {difference} |")
+    (results / "table.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return same_everywhere
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record")
+    rec.add_argument("label")
+    rec.add_argument("--out", type=Path, default=None, help="root of the run directories (default: a temporary folder)")
+    cmp = sub.add_parser("compare")
+    cmp.add_argument("before")
+    cmp.add_argument("after")
+    for p in (rec, cmp):
+        p.add_argument("--results", type=Path, default=Path("docs/results/same_numbers"))
+    args = parser.parse_args()
+    if args.command == "record":
+        with tempfile.TemporaryDirectory() as tmp:
+            record(args.label, args.out or Path(tmp), args.results)
+        return 0
+    return 0 if compare(args.before, args.after, args.results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
