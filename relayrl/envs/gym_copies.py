@@ -19,8 +19,8 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 
 from relayrl.core.specs import GroupSpec
+from relayrl.envs.episodes import EpisodeStats
 from relayrl.envs.pettingzoo_adapter import GroupStep
-from relayrl.envs.vector_env import EpisodeStats
 
 
 def _spec(env: gym.Env, n_agents: int, name: str) -> GroupSpec:

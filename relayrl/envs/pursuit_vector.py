@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from relayrl.core.specs import GroupSpec
+from relayrl.envs.episodes import EpisodeStats
 from relayrl.envs.pettingzoo_adapter import GroupStep
 from relayrl.envs.pursuit import PAPER_SETTINGS
-from relayrl.envs.vector_env import EpisodeStats
 
 # DiscreteAgent.motion_range: left, right, up, down, stay
 MOTIONS = np.array([[-1, 0], [1, 0], [0, 1], [0, -1], [0, 0]], np.int64)

@@ -3,7 +3,6 @@
 import multiprocessing as mp
 import pickle
 import traceback
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -11,20 +10,10 @@ import numpy as np
 from relayrl.core.errors import EnvError
 from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
+from relayrl.envs.episodes import EpisodeStats
 from relayrl.envs.pettingzoo_adapter import GroupStep
 from relayrl.envs.registry import EnvFactory
 from relayrl.envs.snapshot import restore, snapshot
-
-
-@dataclass
-class EpisodeStats:
-    """Finished episodes since the last drain: per-group returns summed over the group's
-    agents. Envs whose agents have episodes of their own (K copies of one single-agent
-    env) also list the agent each episode belongs to."""
-
-    returns: list[np.ndarray] = field(default_factory=list)  # each [n_groups]
-    lengths: list[int] = field(default_factory=list)
-    agents: list[int] = field(default_factory=list)
 
 
 class VectorEnv(Protocol):
