@@ -20,7 +20,7 @@ import torch
 import yaml
 
 from relayrl.algos.actor_critic import DeterministicActorLearner
-from relayrl.experiment.checkpoint import POLICY_FILE, list_checkpoints, load_checkpoint
+from relayrl.experiment.checkpoint import list_checkpoints, load_policies
 from relayrl.sharing.corrections import dps_weight
 
 
@@ -44,7 +44,7 @@ def main() -> None:
         config["env"]["settings"]["n_agents"], env.observation_space.shape[0], env.action_space.low, env.action_space.high,
         settings["hidden"], settings["exploration_noise"], torch.device("cpu"), seed=0, normalize_obs=settings.get("normalize_obs", False),
     )
-    learner.load_policy_state(load_checkpoint(checkpoint, POLICY_FILE)["agent"]["actor"])
+    learner.load_policy_state(load_policies(checkpoint)["agent"]["actor"])
 
     obs, _ = env.reset(seed=12345)
     states = []

@@ -16,7 +16,7 @@ from faulty_env import faulty_factory
 from relayrl.cli import main
 from relayrl.core.errors import ConfigError, EnvError, NonFiniteError
 from relayrl.experiment import Trainer, build_config
-from relayrl.experiment.checkpoint import POLICY_FILE, list_checkpoints, load_checkpoint
+from relayrl.experiment.checkpoint import list_checkpoints, load_policies
 from tiny_runs import TINY_PURSUIT
 
 TINY = [*TINY_PURSUIT, "eval.interval=0"]
@@ -270,7 +270,7 @@ def test_a_diverging_loss_stops_the_run_and_the_last_checkpoint_stays_finite(tmp
     trainer.close()
     (checkpoint,) = list_checkpoints(tmp_path / "checkpoints")
     assert checkpoint.name == "step_0000000200"
-    networks = load_checkpoint(checkpoint, POLICY_FILE)["runner"]["online"]
+    networks = load_policies(checkpoint)["runner"]["online"]
     assert all(torch.isfinite(t).all() for t in networks.values())
 
 

@@ -14,9 +14,12 @@ from typing import Any
 
 from relayrl.core.errors import CheckpointError
 from relayrl.core.resources import free_disk, human_bytes
+from relayrl.core.tree_files import read_tree, tree_files, write_tree
 
 STATE_FILE = "state.pkl"
-POLICY_FILE = "policy.pkl"  # the teams' online networks alone: for frozen opponents and evaluation
+# the teams' acting networks alone, as data (policy.safetensors + policy.json): what frozen
+# opponents and evaluation load, also from checkpoints someone else made
+POLICY = "policy"
 MANIFEST = "manifest.json"
 CONFIG_FILE = "config.yaml"  # a run directory's config, as its runs were trained with
 
@@ -44,18 +47,20 @@ def save_checkpoint(
     directory: Path, env_steps: int, state: dict[str, Any], keep: int, policy: dict[str, Any] | None = None
 ) -> Path:
     """Writes ``state`` (everything needed to resume) and, if given, ``policy`` (the networks
-    alone, small enough to load without the replays) as one checkpoint."""
+    alone, as data: small enough to load without the replays, safe to load from others) as
+    one checkpoint."""
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"step_{env_steps:010d}"
     tmp = directory / f".tmp_step_{env_steps:010d}"
     shutil.rmtree(tmp, ignore_errors=True)
-    files = {STATE_FILE: state} if policy is None else {STATE_FILE: state, POLICY_FILE: policy}
     try:
         tmp.mkdir()
-        for name, content in files.items():
-            with (tmp / name).open("wb") as handle:
-                pickle.dump(content, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        manifest = {"env_steps": env_steps, "files": {name: _sha256(tmp / name) for name in files}}
+        with (tmp / STATE_FILE).open("wb") as handle:
+            pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        files = [tmp / STATE_FILE]
+        if policy is not None:
+            files += write_tree(tmp / POLICY, policy)
+        manifest = {"env_steps": env_steps, "files": {f.name: _sha256(f) for f in files}}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
     except OSError as error:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -80,28 +85,34 @@ def list_checkpoints(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("step_*") if (p / MANIFEST).is_file())
 
 
-def load_checkpoint(path: Path, file: str = STATE_FILE) -> dict[str, Any]:
-    """Loads one file of a checkpoint after checking it against the manifest."""
+def _verified(path: Path, *names: str) -> None:
+    """Checks files of a checkpoint against its manifest's sha256."""
     manifest_path = path / MANIFEST
     if not manifest_path.is_file():
         raise CheckpointError(f"{path} has no {MANIFEST}: incomplete checkpoint; resume from another one")
-    manifest = json.loads(manifest_path.read_text())
-    if file not in manifest["files"]:
-        raise CheckpointError(f"checkpoint {path} has no {file} (written by an older relayrl)")
-    target = path / file
-    if not target.is_file() or _sha256(target) != manifest["files"][file]:
-        raise CheckpointError(
-            f"checkpoint {path} is corrupt ({file} does not match its sha256 in {MANIFEST}); "
-            f"delete it to resume from the previous checkpoint"
-        )
-    with target.open("rb") as handle:
+    listed = json.loads(manifest_path.read_text())["files"]
+    for name in names:
+        if name not in listed:
+            raise CheckpointError(f"checkpoint {path} has no {name} (not a checkpoint of this relayrl)")
+        target = path / name
+        if not target.is_file() or _sha256(target) != listed[name]:
+            raise CheckpointError(
+                f"checkpoint {path} is corrupt ({name} does not match its sha256 in {MANIFEST}); "
+                f"delete it to resume from the previous checkpoint"
+            )
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """The run's full state (to resume one's own run), after checking it against the manifest."""
+    _verified(path, STATE_FILE)
+    with (path / STATE_FILE).open("rb") as handle:
         return pickle.load(handle)
 
 
-def has_file(path: Path, file: str) -> bool:
-    """Whether the checkpoint's manifest lists ``file`` (older checkpoints lack the policy file)."""
-    manifest = path / MANIFEST
-    return manifest.is_file() and file in json.loads(manifest.read_text())["files"]
+def load_policies(path: Path) -> dict[str, Any]:
+    """Every team's acting networks, read as data (no code runs), after checking the files."""
+    _verified(path, *(f.name for f in tree_files(path / POLICY)))
+    return read_tree(path / POLICY)
 
 
 def checkpoint_steps(path: Path) -> int:

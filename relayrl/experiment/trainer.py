@@ -40,11 +40,10 @@ from relayrl.envs.vector_env import VectorEnv, make_vector_env
 from relayrl.experiment.checkpoint import (
     CONFIG_FILE,
     MANIFEST,
-    POLICY_FILE,
     checkpoint_steps,
-    has_file,
     list_checkpoints,
     load_checkpoint,
+    load_policies,
     save_checkpoint,
     write_atomically,
 )
@@ -276,7 +275,7 @@ class Trainer:
                 hint = f"; train it first: relayrl train {group.pretrained} --seed {group.pretrained_seed}" if group.pretrained else ""
                 raise CheckpointError(f"team {team.name!r} is frozen but {source} has no checkpoint{hint}")
             checkpoint = found[-1]
-        policies = load_checkpoint(checkpoint, POLICY_FILE)
+        policies = load_policies(checkpoint)
         key = group.pretrained_group or team.name
         if key not in policies:
             raise CheckpointError(f"{checkpoint} holds teams {sorted(policies)}, not {key!r} (set groups.{team.name}.pretrained_group)")
@@ -319,12 +318,9 @@ class Trainer:
 
     def load_policies(self, checkpoint: Path) -> None:
         """Loads every team's networks from a checkpoint of this run (for evaluation)."""
-        if has_file(checkpoint, POLICY_FILE):
-            policies = load_checkpoint(checkpoint, POLICY_FILE)
-            for team in self.teams:
-                team.load_policy_state(policies[team.name], str(checkpoint))
-        else:  # checkpoints written before policy files existed: one team, in the full state
-            self.teams[0].learner.load_state_dict(load_checkpoint(checkpoint)["learner"])
+        policies = load_policies(checkpoint)
+        for team in self.teams:
+            team.load_policy_state(policies[team.name], str(checkpoint))
 
     def load_state_dict(self, state: dict[str, Any], source: str = "the checkpoint") -> None:
         check_resumable(state["config"], self.config, source)

@@ -9,7 +9,7 @@ import torch
 
 from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.experiment import Trainer, build_config
-from relayrl.experiment.checkpoint import POLICY_FILE, list_checkpoints, load_checkpoint
+from relayrl.experiment.checkpoint import list_checkpoints, load_policies
 from relayrl.experiment.trainer import Window
 
 TWO_TEAMS = {"name": "corridor", "settings": {"n_agents": 3, "n_walkers": 2, "length": 4, "max_steps": 12}}
@@ -47,7 +47,7 @@ def test_teams_are_agent_groups_with_their_own_learners():
 
 
 def test_frozen_team_loads_the_pretrained_networks_and_never_learns(tmp_path):
-    pretrained = load_checkpoint(list_checkpoints(_pretrain(tmp_path) / "checkpoints")[-1], POLICY_FILE)["walker"]
+    pretrained = load_policies(list_checkpoints(_pretrain(tmp_path) / "checkpoints")[-1])["walker"]
     config = build_config(_config(groups={"walker": {"role": "frozen", "checkpoint": str(tmp_path / "pretrain")}}))
     trainer = Trainer(config, tmp_path / "main", verbose=False)
     walker, runner = trainer.teams[1], trainer.teams[0]

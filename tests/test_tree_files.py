@@ -1,0 +1,72 @@
+"""Policies are written and read as data: a round trip keeps every leaf and its type, and a
+file that would run code when unpickled is never executed."""
+
+import hashlib
+import json
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from relayrl.core.tree_files import read_tree, tree_files, write_tree
+from relayrl.experiment import Trainer, build_config
+from relayrl.experiment.checkpoint import list_checkpoints, load_policies
+
+
+def test_a_tree_round_trips_with_its_types(tmp_path):
+    tree = {
+        "online": {"w": torch.randn(3, 4), "b": torch.zeros(3, dtype=torch.float64)},
+        "stats": {"mean": np.arange(5, dtype=np.float32), "seen": np.array([True, False])},
+        "steps": {0: 7, 1: (0.9, 0.999)},
+        "flags": [True, None, "sym_kl", 2.5, np.int64(3)],
+    }
+    write_tree(tmp_path / "policy", tree)
+    back = read_tree(tmp_path / "policy")
+    torch.testing.assert_close(back["online"]["w"], tree["online"]["w"], rtol=0, atol=0)
+    assert back["online"]["b"].dtype == torch.float64
+    np.testing.assert_array_equal(back["stats"]["mean"], tree["stats"]["mean"])
+    assert isinstance(back["stats"]["seen"], np.ndarray) and back["stats"]["seen"].dtype == bool
+    assert back["steps"] == {0: 7, 1: (0.9, 0.999)}
+    assert back["flags"] == [True, None, "sym_kl", 2.5, 3]
+
+
+def test_an_object_that_is_not_data_is_refused(tmp_path):
+    with pytest.raises(TypeError, match="a set cannot be written as data"):
+        write_tree(tmp_path / "policy", {"ids": {1, 2}})
+
+
+class _RunsCode:
+    """Unpickling this creates the file RAN in the current directory."""
+
+    def __reduce__(self):
+        return (exec, ("open('RAN', 'w').close()",))
+
+
+def test_loading_a_policy_never_unpickles(tmp_path, monkeypatch):
+    config = {"preset": "tiny", "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 8}},
+              "total_steps": 200, "report_interval": 100, "checkpoint_interval": 200, "eval": {"interval": 0},
+              "dqn": {"learning_starts": 50, "buffer_size": 300, "batch_size": 8}}
+    trainer = Trainer(build_config(config), tmp_path, verbose=False)
+    trainer.train()
+    trainer.close()
+    (checkpoint,) = list_checkpoints(tmp_path / "checkpoints")
+    assert sorted(p.name for p in checkpoint.iterdir()) == ["manifest.json", "policy.json", "policy.safetensors", "state.pkl"]
+    policies = load_policies(checkpoint)
+    assert set(policies) == {"runner"} and isinstance(policies["runner"]["online"], dict)
+    bomb = pickle.dumps(_RunsCode())
+    proof = tmp_path / "proof"
+    proof.mkdir()
+    monkeypatch.chdir(proof)
+    pickle.loads(bomb)
+    assert (proof / "RAN").exists()  # what unpickling it would do
+    # the bomb where the policy's structure goes, with a matching sha256: read as JSON, refused
+    monkeypatch.chdir(tmp_path)
+    _, structure = tree_files(checkpoint / "policy")
+    structure.write_bytes(bomb)
+    manifest = json.loads((checkpoint / "manifest.json").read_text())
+    manifest["files"]["policy.json"] = hashlib.sha256(structure.read_bytes()).hexdigest()
+    (checkpoint / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises((ValueError, UnicodeDecodeError)):
+        load_policies(checkpoint)
+    assert not (tmp_path / "RAN").exists()
