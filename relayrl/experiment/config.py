@@ -453,7 +453,7 @@ def config_changes(before: dict[str, Any], after: dict[str, Any], prefix: str = 
 def _same_env(a: str, b: str) -> bool:
     """Names of one env section are implementations of the same dynamics (``pursuit`` and
     ``pursuit-pz``): a run may continue on the other one."""
-    sections = (PursuitEnv, CorridorEnv, BattleEnv, AdversarialPursuitEnv, GymEnv)
+    sections = get_args(get_args(EnvConfig)[0])  # the members of the discriminated union
     return any({a, b} <= set(get_args(section.model_fields["name"].annotation)) for section in sections)
 
 
