@@ -35,7 +35,7 @@ def main() -> None:
     trainer = Trainer(config, run_dir, verbose=False)
     trainer.train()
     print(f"filled {args.steps:,} env steps in {time.perf_counter() - start:.0f} s; replay rows per agent: "
-          f"{trainer.teams[0].replay.size.tolist()}")
+          f"{trainer.learners['pursuer'].replay.size.tolist()}")
     saves = []
     for _ in range(args.rounds):
         begin = time.perf_counter()

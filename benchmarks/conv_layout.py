@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from relayrl.algos.dqn import DQNLearner, DQNSettings
+from relayrl.algos.dqn import DQN, DQNConfig
+from relayrl.nets.qnetwork import ModelConfig
 from relayrl.nets.qnetwork import QNetwork
 
 CASES = [  # (agents learning, observation shape, actions): Battle main / pretraining, Pursuit, Adversarial-Pursuit prey
@@ -65,9 +66,9 @@ def main() -> None:
     print("|---:|---|---:|---:|---:|")
     for n_sets, shape, n_actions in CASES:
 
-        def learner(grouped: bool) -> DQNLearner:
+        def learner(grouped: bool) -> DQN:
             factory = (lambda p, s, a: GroupedConvQNetwork(QNetwork(p, s, a))) if grouped else None
-            return DQNLearner(n_sets, shape, n_actions, DQNSettings(lr=1e-4), {}, torch.device("cpu"), 0, network_factory=factory)
+            return DQN(n_sets, shape, n_actions, DQNConfig(lr=1e-4), ModelConfig(), torch.device("cpu"), 0, network_factory=factory)
 
         ours, grouped = learner(False), learner(True)
         grouped.online.base.load_state_dict(ours.online.state_dict())

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import yaml
 
-from relayrl.algos.actor_critic import DeterministicActorLearner
+from relayrl.algos.actor_critic import DeterministicActor
 from relayrl.experiment.checkpoint import list_checkpoints, load_policies
 from relayrl.sharing.corrections import dps_weight
 
@@ -40,17 +40,17 @@ def main() -> None:
     checkpoint = checkpoints[-1]
     settings, sharing = config["actor_critic"], config["sharing"]
     env = gym.make(config["env"]["settings"]["env_id"])
-    learner = DeterministicActorLearner(
+    learner = DeterministicActor(
         config["env"]["settings"]["n_agents"], env.observation_space.shape[0], env.action_space.low, env.action_space.high,
         settings["hidden"], settings["exploration_noise"], torch.device("cpu"), seed=0, normalize_obs=settings.get("normalize_obs", False),
     )
-    learner.load_policy_state(load_policies(checkpoint)["agent"]["actor"])
+    learner.load_policy_state(load_policies(checkpoint)["agent"]["networks"])
 
     obs, _ = env.reset(seed=12345)
     states = []
     for _ in range(args.states):
         states.append(obs)
-        action = learner.act(np.tile(obs, (learner.n_sets, 1, 1)), explore=False)[0, 0]
+        action = learner.act(np.tile(obs, (learner.n_sets, 1, 1)), None, 0.0)[0][0, 0]
         obs, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
             obs, _ = env.reset()

@@ -12,7 +12,6 @@ import yaml
 from relayrl.core.errors import RelayRLError
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.config import RunConfig, apply_overrides, build_config
-from relayrl.experiment.evaluation import random_policy
 from relayrl.experiment.metrics import read_metrics
 from relayrl.experiment.plots import plot_runs, summary_table
 from relayrl.experiment.presets import PRESETS, preset_dict
@@ -50,18 +49,19 @@ def _train(config: RunConfig, run_dir: Path) -> Trainer:
 
 
 def _evaluate_vs_random(trainer: Trainer, episodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The reported group's greedy rewards vs the same group acting uniformly at random
+    (other groups greedy in both)."""
+    from relayrl.arena.policy import RandomPolicy
     from relayrl.experiment.evaluation import evaluate
 
-    """The reported team's greedy rewards vs the same team acting uniformly at random (other
-    teams greedy in both)."""
     g = trainer.reported
     trained = trainer.evaluate_greedy(episodes)[:, g]
     seed = trainer.config.seed + trainer.config.eval.seed_offset
-    greedy, uniform = trainer.greedy_policy(), random_policy([t.spec for t in trainer.teams], seed)
+    greedy, uniform = trainer.greedy_policy(), RandomPolicy(trainer.venv.groups[g], seed)
 
     def random_team(obs: list[np.ndarray]) -> list[np.ndarray]:
         actions = greedy(obs)
-        actions[g] = uniform(obs)[g]
+        actions[g] = uniform.act(obs[g], None, None)[0]
         return actions
 
     baseline = evaluate(trainer.factory, random_team, episodes, seed)[:, g]

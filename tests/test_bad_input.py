@@ -254,7 +254,7 @@ def test_non_finite_env_output_stops_the_run_with_the_agent_named(tmp_path, faul
         trainer.train()
     trainer.close()
     message = str(caught.value)
-    assert f"non-finite {what} for agent 'runner_1' of team 'runner'" in message
+    assert f"non-finite {what} for agent 'runner_1' of group 'runner'" in message
     assert "after env step 296" in message and "the last checkpoint step_0000000200" in message
     assert [c.name for c in list_checkpoints(tmp_path / "checkpoints")] == ["step_0000000200"]
     assert [r["env_steps"] for r in _rows(tmp_path)] == ["100", "200"]
@@ -265,12 +265,12 @@ def test_a_diverging_loss_stops_the_run_and_the_last_checkpoint_stays_finite(tmp
     starts at 250 env steps, after the checkpoint at 200."""
     config = _corridor(1000, dqn={"learning_starts": 250, "buffer_size": 500, "batch_size": 8, "lr": 1e12})
     trainer = Trainer(build_config(config), tmp_path, verbose=False)
-    with pytest.raises(NonFiniteError, match="the TD loss or gradient of agent"):
+    with pytest.raises(NonFiniteError, match=r"the td_loss and grad_norm of agent\(s\) .* are not finite"):
         trainer.train()
     trainer.close()
     (checkpoint,) = list_checkpoints(tmp_path / "checkpoints")
     assert checkpoint.name == "step_0000000200"
-    networks = load_policies(checkpoint)["runner"]["online"]
+    networks = load_policies(checkpoint)["runner"]["networks"]["online"]
     assert all(torch.isfinite(t).all() for t in networks.values())
 
 

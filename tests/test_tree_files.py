@@ -53,7 +53,7 @@ def test_loading_a_policy_never_unpickles(tmp_path, monkeypatch):
     (checkpoint,) = list_checkpoints(tmp_path / "checkpoints")
     assert sorted(p.name for p in checkpoint.iterdir()) == ["manifest.json", "policy.json", "policy.safetensors", "state.pkl"]
     policies = load_policies(checkpoint)
-    assert set(policies) == {"runner"} and isinstance(policies["runner"]["online"], dict)
+    assert set(policies) == {"runner"} and isinstance(policies["runner"]["networks"]["online"], dict)
     bomb = pickle.dumps(_RunsCode())
     proof = tmp_path / "proof"
     proof.mkdir()

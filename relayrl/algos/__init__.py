@@ -1,6 +1,7 @@
-"""Learners with an agent axis: act, td_error and update for all agents in one call."""
+"""Algorithms with an agent axis (act, td_error and update for all agents in one call) and
+the learners that feed them. Importing the package registers every algorithm."""
 
-from relayrl.algos.dqn import DQNLearner, DQNSettings
-from relayrl.algos.schedules import linear_schedule
+from relayrl.algos import dqn, sac_deterministic, td3  # noqa: F401  (registration)
+from relayrl.algos.algorithm import ALGORITHMS, Algorithm, AlgorithmEntry, OffPolicySettings
 
-__all__ = ["DQNLearner", "DQNSettings", "linear_schedule"]
+__all__ = ["ALGORITHMS", "Algorithm", "AlgorithmEntry", "OffPolicySettings"]

@@ -7,15 +7,84 @@ on other agents' transitions; paper 001, SPEC §1.2) and normalises each weighte
 ``sum_b w_b``, so all-ones weights give the unweighted loss.
 """
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import numpy as np
 import torch
+from pydantic import Field, model_validator
 from torch import nn
 
+from relayrl.algos.algorithm import OffPolicySettings, Weights
 from relayrl.algos.obs_normalizer import ObsNormalizer
+from relayrl.core.errors import ConfigError
+from relayrl.core.settings import PositiveInt, Strict
+from relayrl.core.specs import GroupSpec
 from relayrl.nets.stacked import StackedLinear
+from relayrl.replay import FieldSpec
+
+
+class ActorCriticConfig(Strict):
+    """Deterministic actor-critic learners for continuous actions (paper 001, appendix C.4,
+    Tables 1-2; SPEC §1.2). Defaults are TD3's column; presets set DDPG's and SAC's.
+
+    ``td3``: twin critics, target policy smoothing, delayed actor (Fujimoto et al. 2018).
+    ``ddpg``: one critic, actor every step, critic L2 penalty (Lillicrap et al. 2016, with
+    paper 001's batch 256 and Gaussian exploration). ``sac``: SAC with a deterministic actor
+    (Haarnoja et al. 2018, section 5.2's deterministic variant: state-value network with a
+    soft target, twin critics, no entropy term) plus Gaussian exploration noise.
+    Noise stds are in units of the action range's half-width.
+    """
+
+    algo: Literal["td3", "ddpg", "sac"] = "td3"
+    actor_lr: float = Field(3e-4, gt=0)
+    critic_lr: float = Field(3e-4, gt=0)
+    critic_weight_decay: float = Field(0.0, ge=0, description="L2 penalty coefficient on the critic's weights")
+    hidden: list[PositiveInt] = Field([256, 256], min_length=1)
+    tau: float = Field(0.005, gt=0, le=1)
+    gamma: float = Field(0.99, ge=0, le=1)
+    batch_size: int = Field(256, ge=1, description="per agent")
+    buffer_size: int = Field(100_000, ge=1, description="the shared replay's capacity, or each agent's own")
+    random_steps: int = Field(25_000, ge=0, description="env steps of uniformly random actions before learning")
+    exploration_noise: float = Field(0.1, ge=0)
+    policy_noise: float = Field(0.2, ge=0, description="td3: target policy smoothing std")
+    noise_clip: float = Field(0.5, ge=0)
+    policy_delay: int = Field(2, ge=1, description="critic updates per actor and target update")
+    reward_scale: float = Field(1.0, gt=0)
+    updates_per_step: int = Field(1, ge=1, description="gradient steps per agent per env step")
+    normalize_obs: bool = Field(False, description="running mean/std normalisation of observations (ddpg, Table 2)")
+
+    @model_validator(mode="after")
+    def _batch_fits(self) -> "ActorCriticConfig":
+        if self.batch_size > self.buffer_size:
+            raise ValueError(
+                f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower actor_critic.batch_size"
+            )
+        return self
+
+    def off_policy(self) -> OffPolicySettings:
+        """Paper 001, C.2: one update per agent after each env step, after ``random_steps``
+        of uniformly random actions; targets follow by soft updates."""
+        return OffPolicySettings(
+            batch_size=self.batch_size,
+            buffer_size=self.buffer_size,
+            gamma=self.gamma,
+            fragment_length=1,
+            learning_starts=self.random_steps,
+            target_update_interval=None,
+            random_steps=self.random_steps,
+            updates_per_fragment=self.updates_per_step,
+        )
+
+
+def continuous_fields(spec: GroupSpec) -> dict[str, FieldSpec]:
+    """Observations and actions as float32 (the networks' input and output)."""
+    if not spec.continuous:
+        raise ConfigError(
+            f"group {spec.name!r} has {spec.n_actions} discrete actions; actor_critic learners need continuous "
+            f"(Box) actions: choose a continuous env (env.settings.env_id, e.g. Pendulum-v1 or HalfCheetah-v5)"
+        )
+    return {"obs": FieldSpec(spec.obs_shape, np.float32), "action": FieldSpec(spec.action_shape, np.float32)}
 
 
 class StackedMLP(nn.Module):
@@ -44,23 +113,23 @@ def weighted_mean(values: torch.Tensor, w: torch.Tensor, w_sum: torch.Tensor) ->
     return (w * values).sum(1) / w_sum
 
 
-# Per-transition weights ``[P, B]``: given, or computed from the agents' own deterministic
-# actions on the batch's states ``[P, B, act]`` (DPS needs exactly the actor output the
-# update computes anyway, so it is computed once).
-Weights = np.ndarray | torch.Tensor | Callable[[torch.Tensor], torch.Tensor] | None
-
-
 def critic_input(obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
     return torch.cat([obs, action], dim=-1)
 
 
-class DeterministicActorLearner:
+class DeterministicActor:
     """Base of P agents with a deterministic actor ``pi(s) = center + scale * tanh(f(s))``.
 
-    Subclasses build their critics and implement ``update``; ``_modules`` and
-    ``_optimizers`` name what a checkpoint holds. With ``normalize_obs`` every network sees
-    observations normalised by the agent's running statistics (``observe`` feeds them).
+    Subclasses build their critics and implement ``update`` and ``td_error``; ``_modules``
+    and ``_optimizers`` name what a checkpoint holds. With ``normalize_obs`` every network
+    sees observations normalised by the agent's running statistics (``observe`` feeds
+    them). Observations of any shape are flattened.
     """
+
+    loss_metric = "critic_loss"
+    exploration_name = None  # Gaussian noise of a fixed std: nothing to report
+    checked_metrics: tuple[str, ...] = ("actor_loss", "value_loss")
+    metric_columns = ("actor_loss",)
 
     def __init__(
         self,
@@ -91,10 +160,10 @@ class DeterministicActorLearner:
         self.obs_normalizer = ObsNormalizer(n_sets, obs_dim, device) if normalize_obs else None
 
     def observe(self, obs: np.ndarray, mask: np.ndarray | None = None) -> None:
-        """Each agent's newly collected observations ``[P, N, obs]`` (rows where ``mask``
+        """Each agent's newly collected observations ``[P, N, ...]`` (rows where ``mask``
         ``[P, N]`` holds), for the running normalisation; a no-op without it."""
         if self.obs_normalizer is not None:
-            self.obs_normalizer.update(obs, mask)
+            self.obs_normalizer.update(obs.reshape(*obs.shape[:2], -1), mask)
 
     def normalized(self, obs: torch.Tensor) -> torch.Tensor:
         return obs if self.obs_normalizer is None else self.obs_normalizer(obs)
@@ -110,14 +179,22 @@ class DeterministicActorLearner:
         return torch.maximum(torch.minimum(action, self.center + self.scale), self.center - self.scale)
 
     @torch.inference_mode()
-    def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
-        """Actions ``[P, M, act]``; with ``explore``, Gaussian noise of std
+    def act(self, obs: np.ndarray, carry: None, explore: float) -> tuple[np.ndarray, None]:
+        """Actions ``[P, M, act]``; with ``explore > 0``, Gaussian noise of std
         ``exploration_noise`` x the half-range, clipped to the bounds (paper 001, Table 2)."""
-        action = self.policy(self.normalized(torch.as_tensor(obs, dtype=torch.float32, device=self.device))).cpu().numpy()
-        if explore:
+        flat = torch.as_tensor(obs.reshape(*obs.shape[:2], -1), dtype=torch.float32, device=self.device)
+        action = self.policy(self.normalized(flat)).cpu().numpy()
+        if explore > 0:
             noise = self.rng.normal(0.0, self.exploration_noise, action.shape) * self._scale_np
             action = np.clip(action + noise, self._low_np, self._high_np)
-        return action.astype(np.float32)
+        return action.astype(np.float32), None
+
+    def exploration(self, env_steps: int) -> float:
+        """The Gaussian noise is on throughout training."""
+        return 1.0
+
+    def sync_target(self) -> None:
+        """Targets follow by soft updates inside ``update``."""
 
     def random_actions(self, shape: tuple[int, ...]) -> np.ndarray:
         """Uniform actions ``[*shape, act]`` within the bounds (the random start steps)."""
@@ -126,7 +203,8 @@ class DeterministicActorLearner:
     def tensors(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
         """The batch as tensors, states normalised when the learner normalises them."""
         t = {k: torch.as_tensor(batch[k], device=self.device).float() for k in ("obs", "action", "reward", "next_obs", "discount")}
-        t["obs"], t["next_obs"] = self.normalized(t["obs"]), self.normalized(t["next_obs"])
+        for key in ("obs", "next_obs"):
+            t[key] = self.normalized(t[key].reshape(*t[key].shape[:2], -1))
         return t
 
     def policy_and_weights(self, obs: torch.Tensor, weights: Weights, with_grad: bool) -> tuple[torch.Tensor | None, torch.Tensor]:
@@ -144,8 +222,13 @@ class DeterministicActorLearner:
             w = torch.as_tensor(weights, device=self.device).float()
         return policy, w
 
-    def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> dict[str, float]:
-        """One gradient step of every agent; ``weights [P, B]`` default to 1."""
+    def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> tuple[None, dict[str, float]]:
+        """One gradient step of every agent; ``weights [P, B]`` default to 1. Uniform replay
+        only: no priorities come back."""
+        raise NotImplementedError
+
+    def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """``Q_1(s, a) - y`` per transition ``[P, B]`` with the current networks."""
         raise NotImplementedError
 
     def _modules(self) -> dict[str, nn.Module]:

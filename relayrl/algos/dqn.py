@@ -14,46 +14,99 @@ gamma^k for a k-step return, 0 where the episode terminated.
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from pydantic import Field, model_validator
 from torch import nn
 
-from relayrl.nets.qnetwork import QNetwork
+from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, OffPolicySettings, Weights
+from relayrl.algos.schedules import linear_schedule
+from relayrl.core.errors import ConfigError
+from relayrl.core.settings import Strict
+from relayrl.core.specs import GroupSpec
+from relayrl.nets.qnetwork import ModelConfig, QNetwork
+from relayrl.replay import FieldSpec
+
+# any module mapping [P, B, *obs_shape] -> [P, B, n_actions] with per-set parameters
+NetworkFactory = Callable[[int, tuple[int, ...], int], nn.Module]
 
 
-@dataclass(frozen=True)
-class DQNSettings:
-    """Learner hyperparameters (defaults: SUPER paper, Pursuit, Table 2; SPEC §1.1)."""
+class DQNConfig(Strict):
+    """DQN-family hyperparameters; defaults are the SUPER paper's Pursuit column (Table 2,
+    SPEC §1.1). Step counts are env steps summed over env copies."""
 
-    lr: float = 1.6e-4
-    adam_eps: float = 1e-8  # RLlib's default
+    lr: float = Field(1.6e-4, gt=0)
+    adam_eps: float = Field(1e-8, gt=0, description="RLlib's default")
+    batch_size: int = Field(32, ge=1, description="per agent; parameter sharing uses N x this")
+    buffer_size: int = Field(120_000, ge=1, description="per agent")
+    gamma: float = Field(0.99, ge=0, le=1)
     double_q: bool = True
     dueling: bool = True
-    grad_clip: float = 40.0  # per agent, each agent's own norm
-    huber_delta: float = 1.0  # RLlib's huber loss
+    prioritized: bool = True
+    alpha: float = Field(0.6, ge=0)
+    beta: float = Field(0.4, ge=0)
+    priority_eps: float = Field(1e-6, gt=0)
+    n_step: int = Field(1, ge=1)
+    target_update_interval: int = Field(1000, ge=1)
+    fragment_length: int = Field(4, ge=1, description="env steps per update per agent")
+    learning_starts: int = Field(1000, ge=0)
+    epsilon_start: float = Field(0.1, ge=0, le=1)
+    epsilon_end: float = Field(0.001, ge=0, le=1)
+    epsilon_steps: int = Field(100_000, ge=0)
+    grad_clip: float = Field(40.0, gt=0, description="per agent, each agent's own norm")
+    huber_delta: float = Field(1.0, gt=0, description="RLlib's huber loss")
+    param_sharing: bool = False
+    time_limit_as_terminal: bool = False
+
+    @model_validator(mode="after")
+    def _batch_fits(self) -> "DQNConfig":
+        if self.batch_size > self.buffer_size:
+            raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower dqn.batch_size")
+        return self
+
+    def off_policy(self) -> OffPolicySettings:
+        return OffPolicySettings(
+            batch_size=self.batch_size,
+            buffer_size=self.buffer_size,
+            gamma=self.gamma,
+            fragment_length=self.fragment_length,
+            learning_starts=self.learning_starts,
+            target_update_interval=self.target_update_interval,
+            n_step=self.n_step,
+            time_limit_as_terminal=self.time_limit_as_terminal,
+            param_sharing=self.param_sharing,
+            prioritized=self.prioritized,
+            alpha=self.alpha,
+            beta=self.beta,
+            priority_eps=self.priority_eps,
+        )
 
 
 def _to_tensor(array: np.ndarray, device: torch.device) -> torch.Tensor:
     return torch.as_tensor(array, device=device)
 
 
-class DQNLearner:
+class DQN:
     """P DQN agents with stacked parameters. Arrays in and out are ``[P, B, ...]``."""
+
+    loss_metric = "td_loss"
+    exploration_name = "epsilon"
+    checked_metrics = ("grad_norm",)
+    metric_columns: tuple[str, ...] = ()
 
     def __init__(
         self,
         n_sets: int,
         obs_shape: tuple[int, ...],
         n_actions: int,
-        settings: DQNSettings,
-        model: dict[str, Any],
+        settings: DQNConfig,
+        model: ModelConfig,
         device: torch.device,
         seed: int,
-        network_factory: Callable[[int, tuple[int, ...], int], nn.Module] | None = None,
+        network_factory: NetworkFactory | None = None,
     ) -> None:
         self.n_sets = n_sets
         self.n_actions = n_actions
@@ -63,9 +116,8 @@ class DQNLearner:
         if network_factory is None:
 
             def network_factory(p: int, shape: tuple[int, ...], a: int) -> nn.Module:
-                return QNetwork(p, shape, a, dueling=settings.dueling, **model)
+                return QNetwork(p, shape, a, dueling=settings.dueling, **model.model_dump())
 
-        # any module mapping [P, B, *obs_shape] -> [P, B, n_actions] with per-set parameters
         self.online = network_factory(n_sets, tuple(obs_shape), n_actions).to(device)
         self.target = copy.deepcopy(self.online)
         self.target.requires_grad_(False)
@@ -74,14 +126,26 @@ class DQNLearner:
         self.rng = np.random.default_rng(seed)
 
     @torch.inference_mode()  # cheaper than no_grad for the small per-step calls (measured 31% at batch 1)
-    def act(self, obs: np.ndarray, epsilon: float) -> np.ndarray:
-        """Epsilon-greedy actions ``[P, M]`` for observations ``[P, M, ...]``."""
+    def act(self, obs: np.ndarray, carry: None, explore: float) -> tuple[np.ndarray, None]:
+        """Epsilon-greedy actions ``[P, M]`` for observations ``[P, M, ...]`` with
+        epsilon = ``explore``."""
         q = self.online(_to_tensor(obs, self.device))
         actions = q.argmax(dim=-1).cpu().numpy()
-        if epsilon > 0:
-            explore = self.rng.random(actions.shape) < epsilon
-            actions = np.where(explore, self.rng.integers(0, self.n_actions, actions.shape), actions)
-        return actions
+        if explore > 0:
+            explored = self.rng.random(actions.shape) < explore
+            actions = np.where(explored, self.rng.integers(0, self.n_actions, actions.shape), actions)
+        return actions, None
+
+    def random_actions(self, shape: tuple[int, ...]) -> np.ndarray:
+        return self.rng.integers(0, self.n_actions, shape)
+
+    def exploration(self, env_steps: int) -> float:
+        """Epsilon, linear from ``epsilon_start`` to ``epsilon_end`` (SUPER Table 2)."""
+        s = self.settings
+        return linear_schedule(s.epsilon_start, s.epsilon_end, s.epsilon_steps, env_steps)
+
+    def observe(self, obs: np.ndarray, mask: np.ndarray) -> None:
+        """DQN keeps no statistics of its observations."""
 
     def _td(self, batch: dict[str, torch.Tensor], one_online_pass: bool = False) -> torch.Tensor:
         """TD errors ``[P, B]``. ``one_online_pass`` (no-grad use only) evaluates the online
@@ -113,11 +177,13 @@ class DQNLearner:
         """TD errors ``[P, B]`` of a batch with the current online and target networks."""
         return self._td(self._tensors(batch), one_online_pass=self.settings.double_q).cpu().numpy()
 
-    def update(self, batch: dict[str, np.ndarray], weights: np.ndarray) -> tuple[np.ndarray, dict[str, float]]:
+    def update(self, batch: dict[str, np.ndarray], weights: Weights) -> tuple[np.ndarray, dict[str, float]]:
         """One gradient step for every agent; returns the batch's TD errors ``[P, B]`` (for
-        priority updates) and metrics."""
+        priority updates) and metrics. ``weights [P, B]``: importance weights, default 1."""
         td = self._td(self._tensors(batch))
-        w = _to_tensor(weights, self.device).float()
+        if callable(weights):
+            raise TypeError("DQN's weights do not depend on its actions: pass an array or None")
+        w = torch.ones_like(td) if weights is None else _to_tensor(weights, self.device).float()
         per_sample = F.huber_loss(td, torch.zeros_like(td), reduction="none", delta=self.settings.huber_delta)
         loss_per_agent = (w * per_sample).mean(dim=1)
         self.optimizer.zero_grad(set_to_none=True)
@@ -155,3 +221,37 @@ class DQNLearner:
         self.target.load_state_dict(state["target"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.rng.bit_generator.state = state["rng"]
+
+    def policy_state(self) -> dict[str, Any]:
+        """The online networks alone (what a frozen opponent or an evaluation needs)."""
+        return {"online": self.online.state_dict()}
+
+    def load_policy_state(self, state: dict[str, Any]) -> None:
+        self.online.load_state_dict(state["online"])
+        self.sync_target()
+
+
+def _fields(spec: GroupSpec) -> dict[str, FieldSpec]:
+    if spec.continuous:
+        raise ConfigError(f"group {spec.name!r} has continuous actions; DQN needs discrete ones: set actor_critic")
+    action_dtype = np.dtype(np.uint8 if spec.n_actions <= 256 else np.int64)
+    return {"obs": FieldSpec(spec.obs_shape, spec.obs_dtype), "action": FieldSpec((), action_dtype)}
+
+
+def _make(
+    spec: GroupSpec,
+    config: DQNConfig,
+    n_sets: int,
+    device: torch.device,
+    seed: int,
+    *,
+    model: ModelConfig,
+    network_factory: NetworkFactory | None = None,
+    **_: object,
+) -> DQN:
+    """``model``: the Q-network's shape (the run's ``model`` section), or a user's
+    ``network_factory`` in its place."""
+    return DQN(n_sets, spec.obs_shape, spec.n_actions, config, model, device, seed, network_factory)
+
+
+ALGORITHMS.add("dqn", AlgorithmEntry(_make, _fields))

@@ -23,7 +23,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from relayrl.algos.actor_critic import DeterministicActorLearner, StackedMLP, Weights, critic_input, soft_update, weighted_mean
+from relayrl.algos.actor_critic import (
+    ActorCriticConfig,
+    DeterministicActor,
+    StackedMLP,
+    continuous_fields,
+    critic_input,
+    soft_update,
+    weighted_mean,
+)
+from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Weights
+from relayrl.core.specs import GroupSpec
 
 
 @dataclass(frozen=True)
@@ -36,7 +46,7 @@ class DeterministicSACSettings:
     normalize_obs: bool = False
 
 
-class DeterministicSACLearner(DeterministicActorLearner):
+class DeterministicSAC(DeterministicActor):
     """P deterministic-SAC agents with stacked parameters; arrays are ``[P, B, ...]``."""
 
     def __init__(
@@ -61,7 +71,14 @@ class DeterministicSACLearner(DeterministicActorLearner):
         self.critic_optimizer = torch.optim.Adam(self.critics.parameters(), lr=settings.lr, fused=True)
         self.value_optimizer = torch.optim.Adam(self.value.parameters(), lr=settings.lr, fused=True)
 
-    def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> dict[str, float]:
+    @torch.inference_mode()
+    def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """``Q_1(s, a) - (reward_scale r + discount V'(s'))``."""
+        t = self.tensors(batch)
+        y = self.settings.reward_scale * t["reward"] + t["discount"] * self.value_target(t["next_obs"]).squeeze(-1)
+        return (self.critics[0](critic_input(t["obs"], t["action"])).squeeze(-1) - y).cpu().numpy()
+
+    def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> tuple[None, dict[str, float]]:
         """One step of the critics, the value network and the actor for every agent."""
         s = self.settings
         t = self.tensors(batch)
@@ -92,7 +109,7 @@ class DeterministicSACLearner(DeterministicActorLearner):
         self.actor_optimizer.step()
         soft_update(self.value_target, self.value, s.tau)
         self.updates += 1
-        return {
+        return None, {
             "critic_loss": float(critic_loss.detach().mean()),
             "value_loss": float(value_loss.detach().mean()),
             "actor_loss": float(actor_loss.detach().mean()),
@@ -103,3 +120,12 @@ class DeterministicSACLearner(DeterministicActorLearner):
 
     def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"actor_optimizer": self.actor_optimizer, "critic_optimizer": self.critic_optimizer, "value_optimizer": self.value_optimizer}
+
+
+def _make(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch.device, seed: int, **_: object) -> DeterministicSAC:
+    c = config
+    settings = DeterministicSACSettings(c.critic_lr, tuple(c.hidden), c.tau, c.exploration_noise, c.reward_scale, c.normalize_obs)
+    return DeterministicSAC(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, settings, device, seed)
+
+
+ALGORITHMS.add("sac", AlgorithmEntry(_make, continuous_fields))

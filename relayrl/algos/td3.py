@@ -28,7 +28,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from relayrl.algos.actor_critic import DeterministicActorLearner, StackedMLP, Weights, critic_input, soft_update, weighted_mean
+from relayrl.algos.actor_critic import (
+    ActorCriticConfig,
+    DeterministicActor,
+    StackedMLP,
+    continuous_fields,
+    critic_input,
+    soft_update,
+    weighted_mean,
+)
+from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Weights
+from relayrl.core.specs import GroupSpec
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,7 @@ class TD3Settings:
     normalize_obs: bool = False
 
 
-class TD3Learner(DeterministicActorLearner):
+class TD3(DeterministicActor):
     """P TD3 (or DDPG) agents with stacked parameters. Arrays in and out are ``[P, B, ...]``."""
 
     def __init__(
@@ -79,7 +89,18 @@ class TD3Learner(DeterministicActorLearner):
         x = critic_input(obs, action)
         return [c(x).squeeze(-1) for c in critics]
 
-    def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> dict[str, float]:
+    @torch.inference_mode()
+    def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """``Q_1(s, a) - y`` with the noiseless target action (no smoothing draw, so scoring
+        transitions leaves the update's random stream untouched)."""
+        s = self.settings
+        t = self.tensors(batch)
+        next_action = self.squash(self.actor_target(t["next_obs"]))
+        next_q = torch.stack(self._q(self.critics_target, t["next_obs"], next_action)).min(dim=0).values
+        y = s.reward_scale * t["reward"] + t["discount"] * next_q
+        return (self._q(self.critics[:1], t["obs"], t["action"])[0] - y).cpu().numpy()
+
+    def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> tuple[None, dict[str, float]]:
         """One critic step for every agent (and an actor step and target update every
         ``policy_delay`` calls). ``weights [P, B]`` default to 1 (plain TD3)."""
         s = self.settings
@@ -111,10 +132,35 @@ class TD3Learner(DeterministicActorLearner):
             soft_update(self.actor_target, self.actor, s.tau)
             soft_update(self.critics_target, self.critics, s.tau)
             metrics["actor_loss"] = float(actor_loss.detach().mean())
-        return metrics
+        return None, metrics
 
     def _modules(self) -> dict[str, nn.Module]:
         return {"actor": self.actor, "critics": self.critics, "actor_target": self.actor_target, "critics_target": self.critics_target}
 
     def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"actor_optimizer": self.actor_optimizer, "critic_optimizer": self.critic_optimizer}
+
+
+def _make(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch.device, seed: int, **_: object) -> TD3:
+    """TD3, or DDPG: one critic, no target smoothing, actor and targets every step."""
+    c = config
+    td3 = c.algo == "td3"
+    settings = TD3Settings(
+        actor_lr=c.actor_lr,
+        critic_lr=c.critic_lr,
+        critic_weight_decay=c.critic_weight_decay,
+        hidden=tuple(c.hidden),
+        tau=c.tau,
+        policy_noise=c.policy_noise if td3 else 0.0,
+        noise_clip=c.noise_clip if td3 else 0.0,
+        policy_delay=c.policy_delay if td3 else 1,
+        exploration_noise=c.exploration_noise,
+        twin_critics=td3,
+        reward_scale=c.reward_scale,
+        normalize_obs=c.normalize_obs,
+    )
+    return TD3(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, settings, device, seed)
+
+
+ALGORITHMS.add("td3", AlgorithmEntry(_make, continuous_fields))
+ALGORITHMS.add("ddpg", AlgorithmEntry(_make, continuous_fields))

@@ -5,7 +5,8 @@ one network updated on the combined batch N x 32, and N separate single-agent up
 import numpy as np
 import torch
 
-from relayrl.algos.dqn import DQNLearner, DQNSettings
+from relayrl.algos.dqn import DQN, DQNConfig
+from relayrl.nets.qnetwork import ModelConfig
 from relayrl.bench.common import best_of_rounds, markdown_table
 from relayrl.core.device import configure_threads
 
@@ -15,8 +16,8 @@ BATCH = 32
 TARGET_VS_COMBINED = 1.2
 
 
-def _learner(n_sets: int, device: torch.device) -> DQNLearner:
-    return DQNLearner(n_sets, OBS_SHAPE, N_ACTIONS, DQNSettings(), {}, device, seed=0)
+def _learner(n_sets: int, device: torch.device) -> DQN:
+    return DQN(n_sets, OBS_SHAPE, N_ACTIONS, DQNConfig(), ModelConfig(), device, seed=0)
 
 
 def _batch(n_sets: int, batch: int, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -90,7 +91,7 @@ def thread_comparison(quick: bool = False) -> tuple[str, dict[str, float]]:
             obs = rng.integers(0, 3, (8, 16, *OBS_SHAPE), dtype=np.uint8)
             index = torch.arange(64)
             source = torch.randn(4096, 16)
-            fns = [update, lambda: learner.act(obs, 0.0), lambda: source.index_select(0, index)]
+            fns = [update, lambda: learner.act(obs, None, 0.0), lambda: source.index_select(0, index)]
             seconds = best_of_rounds(fns, [10 if quick else 30, 50, 2000], 3)
             rows.append([str(threads), f"{seconds[0] * 1e3:.2f}", f"{seconds[1] * 1e3:.3f}", f"{seconds[2] * 1e6:.1f}"])
             results[f"update_ms_threads{threads}"] = seconds[0] * 1e3

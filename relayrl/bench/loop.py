@@ -16,7 +16,7 @@ import torch
 
 from relayrl.experiment.config import apply_overrides, build_config
 from relayrl.experiment.presets import preset_dict
-from relayrl.experiment.profiler import LOOP_SECTIONS
+from relayrl.core.profiler import LOOP_SECTIONS
 from relayrl.experiment.trainer import Trainer
 
 
@@ -36,13 +36,13 @@ class LoopResult:
 
 def _math_only(trainer: Trainer, updates: int) -> float:
     """Seconds per update (sample + update + priority update) on the trainer's replay."""
-    team = trainer.teams[0]
-    replay, learner, batch_size = team.replay, team.learner, team.batch_size
+    learner = next(iter(trainer.learners.values()))
+    replay, algorithm, batch_size = learner.replay, learner.algorithm, learner.batch_size
     sync = torch.cuda.synchronize if trainer.device.type == "cuda" else (lambda: None)
 
     def one() -> None:
         batch = replay.sample(batch_size)
-        td, _ = learner.update(batch.data, batch.weights)
+        td, _ = algorithm.update(batch.data, batch.weights)
         replay.update_priorities(batch.indices, np.abs(td))
 
     one()

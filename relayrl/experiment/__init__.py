@@ -9,9 +9,11 @@ Python API::
 
 from pathlib import Path
 
+from relayrl.algos.dqn import NetworkFactory
+
 from relayrl.experiment.config import RunConfig, apply_overrides, build_config
 from relayrl.experiment.presets import load_preset, preset_dict, preset_names
-from relayrl.experiment.trainer import NetworkFactory, Trainer, run_dir_for
+from relayrl.experiment.trainer import Trainer, run_dir_for
 
 __all__ = [
     "RunConfig",

@@ -7,17 +7,14 @@ import json
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
+from relayrl.algos.actor_critic import ActorCriticConfig
+from relayrl.algos.dqn import DQNConfig
 from relayrl.core.errors import ConfigError
-
-
-class Strict(BaseModel):
-    # inf and nan are never meaningful settings: lr=inf would pass gt=0 and fail at the first update
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
-
-
-PositiveInt = Annotated[int, Field(ge=1)]
+from relayrl.core.settings import Strict
+from relayrl.nets.qnetwork import ModelConfig
+from relayrl.sharing.config import SharingConfig
 
 
 class PursuitSettings(Strict):
@@ -181,127 +178,6 @@ EnvConfig = Annotated[PursuitEnv | CorridorEnv | BattleEnv | AdversarialPursuitE
 ENV_NAMES = ("pursuit", "pursuit-pz", "corridor", "battle", "adversarial-pursuit", "gym")
 
 
-class ModelConfig(Strict):
-    """Q-network shape (SPEC §1.1): convolutions for HxWxC observations, then ``hiddens``."""
-
-    conv_channels: list[PositiveInt] = [32, 64, 64]
-    kernel_size: int = Field(2, ge=1)
-    hiddens: list[PositiveInt] = [64, 256]
-    head_hidden: int = Field(256, ge=1)
-
-
-class DQNConfig(Strict):
-    """DQN-family hyperparameters; defaults are the SUPER paper's Pursuit column (Table 2,
-    SPEC §1.1). Step counts are env steps summed over env copies."""
-
-    lr: float = Field(1.6e-4, gt=0)
-    adam_eps: float = Field(1e-8, gt=0)
-    batch_size: int = Field(32, ge=1, description="per agent; parameter sharing uses N x this")
-    buffer_size: int = Field(120_000, ge=1, description="per agent")
-    gamma: float = Field(0.99, ge=0, le=1)
-    double_q: bool = True
-    dueling: bool = True
-    prioritized: bool = True
-    alpha: float = Field(0.6, ge=0)
-    beta: float = Field(0.4, ge=0)
-    priority_eps: float = Field(1e-6, gt=0)
-    n_step: int = Field(1, ge=1)
-    target_update_interval: int = Field(1000, ge=1)
-    fragment_length: int = Field(4, ge=1, description="env steps per update per agent")
-    learning_starts: int = Field(1000, ge=0)
-    epsilon_start: float = Field(0.1, ge=0, le=1)
-    epsilon_end: float = Field(0.001, ge=0, le=1)
-    epsilon_steps: int = Field(100_000, ge=0)
-    grad_clip: float = Field(40.0, gt=0)
-    huber_delta: float = Field(1.0, gt=0)
-    param_sharing: bool = False
-    time_limit_as_terminal: bool = False
-
-    @model_validator(mode="after")
-    def _batch_fits(self) -> "DQNConfig":
-        if self.batch_size > self.buffer_size:
-            raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower dqn.batch_size")
-        return self
-
-
-class SharingConfig(Strict):
-    """What is shared and how the receiver corrects it (DESIGN.md §1: selection x correction).
-
-    Selection at the sender: ``select`` x ``bandwidth`` (SUPER, paper 000 section 4.1).
-    ``replay: shared`` keeps one replay for the team, each row tagged with the agent that
-    collected it, instead of one replay per agent (DASE, paper 001; needs ``select: all``).
-    ``correction: dps`` weights other agents' transitions by Deterministic Policy Similarity
-    (paper 001 eq. 7, SPEC §1.2) with ``divergence`` sym_kl (the reference code's), jsd (the
-    paper's text; Monte-Carlo, bounded by ln 2 so weights stay >= 0.5) or kl (KL-DASE);
-    ``correction: none`` with a shared replay is ES-DASE.
-    """
-
-    select: Literal["quantile", "gaussian", "stochastic", "uniform", "all", "none"] = "none"
-    bandwidth: float = Field(0.1, gt=0, le=1)
-    window: int = Field(1500, ge=1)
-    running_moments: bool = Field(False, description="gaussian: constant-memory moments instead of a window")
-    gaussian_scale: Literal["std", "variance"] = "std"
-    stochastic_alpha: float = Field(1.0, ge=0)
-    stochastic_normaliser: Literal["fragment", "window"] = "fragment"
-    team: list[int] | None = Field(None, description="agent indices that send and receive; None = all")
-    priority: Literal["max", "sender_td"] = "max"
-    replay: Literal["own", "shared"] = "own"
-    correction: Literal["none", "dps"] = "none"
-    divergence: Literal["sym_kl", "jsd", "kl"] = "sym_kl"
-    reference_cov: Literal["sigma", "std_squared"] = Field(
-        "sigma", description="DPS reference N(0, s I): s = exploration std (paper eq. 7) or its square"
-    )
-    cov_regulariser: float = Field(1e-6, gt=0, description="added to the action-difference covariance's diagonal")
-    jsd_samples: int = Field(256, ge=1, description="Monte-Carlo samples per distribution for divergence=jsd")
-
-    @model_validator(mode="after")
-    def _shared_replay(self) -> "SharingConfig":
-        if self.replay == "shared" and self.select != "all":
-            raise ValueError("a shared replay holds every agent's transitions: set sharing.select=all with sharing.replay=shared")
-        if self.correction == "dps" and self.replay != "shared":
-            raise ValueError("correction=dps weights other agents' rows of a shared replay: set sharing.replay=shared")
-        return self
-
-
-class ActorCriticConfig(Strict):
-    """Deterministic actor-critic learners for continuous actions (paper 001, appendix C.4,
-    Tables 1-2; SPEC §1.2). Defaults are TD3's column; presets set DDPG's and SAC's.
-
-    ``td3``: twin critics, target policy smoothing, delayed actor (Fujimoto et al. 2018).
-    ``ddpg``: one critic, actor every step, critic L2 penalty (Lillicrap et al. 2016, with
-    paper 001's batch 256 and Gaussian exploration). ``sac``: SAC with a deterministic actor
-    (Haarnoja et al. 2018, section 5.2's deterministic variant: state-value network with a
-    soft target, twin critics, no entropy term) plus Gaussian exploration noise.
-    Noise stds are in units of the action range's half-width.
-    """
-
-    algo: Literal["td3", "ddpg", "sac"] = "td3"
-    actor_lr: float = Field(3e-4, gt=0)
-    critic_lr: float = Field(3e-4, gt=0)
-    critic_weight_decay: float = Field(0.0, ge=0, description="L2 penalty coefficient on the critic's weights")
-    hidden: list[PositiveInt] = Field([256, 256], min_length=1)
-    tau: float = Field(0.005, gt=0, le=1)
-    gamma: float = Field(0.99, ge=0, le=1)
-    batch_size: int = Field(256, ge=1, description="per agent")
-    buffer_size: int = Field(100_000, ge=1, description="the shared replay's capacity, or each agent's own")
-    random_steps: int = Field(25_000, ge=0, description="env steps of uniformly random actions before learning")
-    exploration_noise: float = Field(0.1, ge=0)
-    policy_noise: float = Field(0.2, ge=0, description="td3: target policy smoothing std")
-    noise_clip: float = Field(0.5, ge=0)
-    policy_delay: int = Field(2, ge=1, description="critic updates per actor and target update")
-    reward_scale: float = Field(1.0, gt=0)
-    updates_per_step: int = Field(1, ge=1, description="gradient steps per agent per env step")
-    normalize_obs: bool = Field(False, description="running mean/std normalisation of observations (ddpg, Table 2)")
-
-    @model_validator(mode="after")
-    def _batch_fits(self) -> "ActorCriticConfig":
-        if self.batch_size > self.buffer_size:
-            raise ValueError(
-                f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower actor_critic.batch_size"
-            )
-        return self
-
-
 class GroupConfig(Strict):
     """How one team (agent group) of the environment is driven (paper 000, section 5.3).
 
@@ -411,6 +287,15 @@ class RunConfig(Strict):
             if any(not 0 <= i < n_agents for i in self.sharing.team):
                 raise ValueError(f"sharing.team indices must be in [0, {n_agents}), got {self.sharing.team}")
         return self
+
+    def algorithm_section(self) -> str:
+        """The config section of the run's learners: ``actor_critic`` where set, else ``dqn``."""
+        return "dqn" if self.actor_critic is None else "actor_critic"
+
+    def algorithm(self) -> tuple[str, DQNConfig | ActorCriticConfig]:
+        """The registered algorithm the run's learners train, with its config section."""
+        section = getattr(self, self.algorithm_section())
+        return getattr(section, "algo", "dqn"), section
 
     def group(self, name: str) -> GroupConfig:
         """The team's settings (unlisted teams train with the run's learner)."""

@@ -4,7 +4,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from relayrl.core.specs import GroupSpec
 from relayrl.envs.registry import EnvFactory
 from relayrl.envs.vector_env import VectorEnv, make_vector_env
 
@@ -48,16 +47,3 @@ def _evaluate_per_agent(venv: VectorEnv, policy: Policy, obs: list[np.ndarray]) 
         running &= ~(step.terminated | step.truncated)
         obs = [s.obs for s in steps]
     return returns.reshape(-1, 1)
-
-
-def random_policy(groups: list[GroupSpec], seed: int) -> Policy:
-    """Uniformly random actions for every team (discrete choices, or continuous vectors
-    within the bounds): the baseline trained agents must beat."""
-    rng = np.random.default_rng(seed)
-
-    def sample(spec: GroupSpec, obs: np.ndarray) -> np.ndarray:
-        if spec.continuous:
-            return rng.uniform(spec.action_low, spec.action_high, (*obs.shape[:2], *spec.action_shape)).astype(np.float32)
-        return rng.integers(0, spec.n_actions, obs.shape[:2])
-
-    return lambda obs: [sample(spec, o) for spec, o in zip(groups, obs)]

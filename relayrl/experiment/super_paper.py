@@ -329,15 +329,15 @@ def scale_switch_study(run_dir: Path, results: Path, transitions: int = 20_000, 
     checkpoint = list_checkpoints(run_dir / "checkpoints")[-1]
     trainer = Trainer(config, None, verbose=False)
     trainer.load_state_dict(load_checkpoint(checkpoint))
-    team = trainer.teams[0]
-    store, ptr, size = team.replay.storage(), team.replay.write_position, team.replay.size
+    learner = next(iter(trainer.learners.values()))
+    store, ptr, size = learner.replay.storage(), learner.replay.write_position, learner.replay.size
     n = min(transitions, int(size.min()))
     if n < 2 * window:
         raise ValueError(f"{run_dir} holds {n} transitions per agent; the study needs at least {2 * window}")
-    rows = (ptr[:, None] - n + np.arange(n)[None, :]) % team.replay.capacity  # oldest first
-    agents = np.arange(team.layout.n_sets)[:, None]
+    rows = (ptr[:, None] - n + np.arange(n)[None, :]) % learner.replay.capacity  # oldest first
+    agents = np.arange(learner.layout.n_sets)[:, None]
     batch = {k: v[agents, rows] for k, v in store.items()}
-    td_abs = np.concatenate([np.abs(team.learner.td_error({k: v[:, i : i + 1000] for k, v in batch.items()})) for i in range(0, n, 1000)], axis=1)
+    td_abs = np.concatenate([np.abs(learner.algorithm.td_error({k: v[:, i : i + 1000] for k, v in batch.items()})) for i in range(0, n, 1000)], axis=1)
     valid = np.ones_like(td_abs[:, :fragment], dtype=bool)
     out = results / SCALE_STUDY_FILE
     results.mkdir(parents=True, exist_ok=True)

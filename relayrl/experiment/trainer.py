@@ -1,12 +1,10 @@
-"""The SUPER / DQN training loop (SPEC §1.1), one iteration at a time, for one or more teams.
+"""The run loop, one iteration at a time, for the policies that drive an env's groups.
 
-Per iteration: (1) collect a rollout fragment from every env copy and insert each agent's
-own transitions into its replay; (2) each sender computes |td| of its new transitions with
-its current online and target networks, selects, and the relay inserts the selection into
-the other agents' replays of its team; (3) every agent samples its replay and takes its
-gradient steps. Frozen teams only act.
-Training intensity is fixed whatever the number of env copies: one update of batch 32 per
-agent per ``fragment_length`` env steps, counted over all copies.
+Per iteration: collect a rollout fragment from every env copy, each group acting through
+its policy; every learning policy's learner observes its group's fragment (replay, relay)
+and then takes the gradient steps it has earned (``relayrl.algos.off_policy``). Frozen
+policies only act. Training intensity is fixed whatever the number of env copies: one
+update per agent per ``fragment_length`` env steps, counted over all copies.
 """
 
 import math
@@ -29,8 +27,12 @@ import torch
 import yaml
 
 import relayrl
+from relayrl.algos import ALGORITHMS
+from relayrl.algos.dqn import NetworkFactory
+from relayrl.algos.layout import AgentLayout
 from relayrl.algos.nstep import STEP_FIELDS
-from relayrl.algos.schedules import linear_schedule
+from relayrl.algos.off_policy import OffPolicyLearner, replay_plan
+from relayrl.arena.policy import FrozenPolicy, LearningPolicy
 from relayrl.core.device import configure_threads, resolve_device
 from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
 from relayrl.core.resources import available_memory, human_bytes
@@ -47,25 +49,21 @@ from relayrl.experiment.checkpoint import (
     save_checkpoint,
     write_atomically,
 )
-from relayrl.experiment.config import RunConfig, check_resumable
+from relayrl.core.profiler import SectionTimer
+from relayrl.core.seeding import derive_seeds
+from relayrl.experiment.config import GroupConfig, RunConfig, check_resumable
 from relayrl.experiment.evaluation import evaluate
 from relayrl.experiment.metrics import MetricsWriter
-from relayrl.experiment.profiler import SectionTimer
 from relayrl.experiment.run_lock import RunLock
-from relayrl.experiment.actor_critic_team import ActorCriticTeam
-from relayrl.experiment.team import NetworkFactory, Team
-from relayrl.experiment.team_window import TeamWindow
 from relayrl.replay import ReplayPlan, row_nbytes
+from relayrl.sharing.config import SharingConfig
 
 
 @dataclass
 class Counters:
     env_steps: int = 0
     agent_steps: int = 0
-    updates: int = 0  # gradient steps per agent
     iterations: int = 0
-    updates_owed: float = 0.0
-    last_target_sync: int = 0
     next_report: int = 0
     next_eval: int = 0
     next_checkpoint: int = 0
@@ -73,22 +71,14 @@ class Counters:
     metric_rows: int | None = None  # rows in metrics.csv (None in checkpoints that predate the count)
 
 
-@dataclass(frozen=True)
-class UpdateSchedule:
-    """When agents learn: ``fragment_length`` env steps per iteration and per update of
-    each agent, from ``learning_starts`` on; hard target syncs every
-    ``target_update_interval`` env steps (None: the learner updates its targets softly)."""
-
-    fragment_length: int
-    learning_starts: int
-    target_update_interval: int | None
-
-    @classmethod
-    def of(cls, config: RunConfig) -> "UpdateSchedule":
-        if config.actor_critic is not None:  # paper 001, C.2: one update per agent after each env step
-            return cls(1, config.actor_critic.random_steps, None)
-        d = config.dqn
-        return cls(d.fragment_length, d.learning_starts, d.target_update_interval)
+def learner_recipe(config: RunConfig, group: GroupConfig) -> tuple[str, Any, SharingConfig]:
+    """The algorithm, its config section and the sharing a group's learner trains with:
+    the run's own, or for ``ddqn`` and ``frozen`` groups independent dueling double DQN with
+    PER and no sharing (paper 000, appendix C.3), whatever the main group runs."""
+    if group.role == "main":
+        return (*config.algorithm(), config.sharing)
+    independent = config.dqn.model_copy(update={"double_q": True, "dueling": True, "prioritized": True, "param_sharing": False})
+    return "dqn", independent, SharingConfig(select="none")
 
 
 @dataclass
@@ -164,30 +154,27 @@ class Trainer:
         if unknown or (config.report_group is not None and config.report_group not in names):
             raise ConfigError(f"this environment's teams are {names}; the config names {unknown or [config.report_group]}")
         self._check_memory()
-        self.schedule = UpdateSchedule.of(config)
-        self.teams: list[Team | ActorCriticTeam] = [
-            ActorCriticTeam(spec, config.actor_critic, config.sharing, self.device, config.seed, self.timer)
-            if config.actor_critic is not None
-            else Team(
-                spec,
-                index,
-                config.group(spec.name),
-                config.dqn,
-                config.model,
-                config.sharing,
-                self.device,
-                config.seed,
-                self.timer,
-                network_factory,
-            )
-            for index, spec in enumerate(self.venv.groups)
-        ]
-        self.learning = [t for t in self.teams if t.learns]
+        self.policies: dict[str, LearningPolicy | FrozenPolicy] = {}  # by id: for now each group's own, named after it
+        self.learners: dict[str, OffPolicyLearner] = {}
+        self.frozen_sources: dict[str, str] = {}  # group -> checkpoint its networks came from
+        options = {"model": config.model, "network_factory": network_factory}  # what the DQN builds its networks from
+        for index, spec in enumerate(self.venv.groups):
+            group = config.group(spec.name)
+            algo, algo_config, sharing = learner_recipe(config, group)
+            # the first group keeps the single-group stream, so one-group runs reproduce exactly
+            seeds = derive_seeds(config.seed, 4, "trainer" if index == 0 else f"trainer/{spec.name}")
+            if group.role == "frozen":
+                layout = AgentLayout(spec.n_agents, shared=False)
+                algorithm = ALGORITHMS[algo].make(spec, algo_config, layout.n_sets, self.device, seeds[0], **options)
+                frozen = FrozenPolicy(spec, algo, algorithm, layout, group.epsilon)
+                self._load_frozen(frozen, group)
+                self.policies[spec.name] = frozen
+            else:
+                learner = OffPolicyLearner(spec, algo, algo_config, sharing, self.device, seeds, self.timer, **options)
+                self.learners[spec.name] = learner
+                self.policies[spec.name] = LearningPolicy(learner)
+        self.fragment_length = min(learner.settings.fragment_length for learner in self.learners.values())
         self.reported = self._reported_index(names)
-        self.frozen_sources: dict[str, str] = {}  # team -> checkpoint its networks came from
-        for team in self.teams:
-            if not team.learns:
-                self._load_frozen(team)
         self.counters = Counters(
             next_report=config.report_interval,
             next_eval=config.eval.interval if config.eval.interval else math.inf,
@@ -219,15 +206,14 @@ class Trainer:
             self.changes = check_resumable(yaml.safe_load(saved.read_text()), self.config, str(self.run_dir))
 
     def _replay_plans(self) -> dict[str, ReplayPlan]:
-        """Each learning team's replay, before anything is allocated."""
-        c = self.config
-        plans = {
-            spec.name: ActorCriticTeam.replay_plan(spec, c.actor_critic, c.sharing)
-            if c.actor_critic is not None
-            else Team.replay_plan(spec, c.group(spec.name), c.dqn, c.sharing)
-            for spec in self.venv.groups
-        }
-        return {name: plan for name, plan in plans.items() if plan is not None}
+        """Each learning group's replay, before anything is allocated."""
+        plans = {}
+        for spec in self.venv.groups:
+            group = self.config.group(spec.name)
+            if group.role != "frozen":
+                algo, algo_config, sharing = learner_recipe(self.config, group)
+                plans[spec.name] = replay_plan(spec, algo, algo_config.off_policy(), sharing)
+        return plans
 
     def _check_memory(self) -> None:
         """Prints what the replays will take in memory and in each checkpoint, and refuses a
@@ -244,7 +230,7 @@ class Trainer:
         available = available_memory()
         if available is None or total <= available:
             return
-        key = "actor_critic.buffer_size" if self.config.actor_critic is not None else "dqn.buffer_size"
+        key = f"{self.config.algorithm_section()}.buffer_size"
         capacity = next(iter(plans.values())).capacity
         fits = int(capacity * available / total)
         raise ConfigError(
@@ -258,29 +244,29 @@ class Trainer:
         once it is built)."""
         if self.config.report_group is not None:
             return names.index(self.config.report_group)
-        return next((i for i, t in enumerate(self.teams) if t.role == "main"), 0)
+        return next((i for i, n in enumerate(names) if self.config.group(n).role == "main"), 0)
 
     @property
     def sharing_on(self) -> bool:
-        return any(t.sharing_on for t in self.teams)
+        return any(learner.relay is not None for learner in self.learners.values())
 
-    def _load_frozen(self, team: Team) -> None:
-        """Loads a frozen team's networks from its pretrained run (policy file only)."""
-        group = self.config.group(team.name)
+    def _load_frozen(self, frozen: FrozenPolicy, group: GroupConfig) -> None:
+        """Loads a frozen group's networks from its pretrained run (policy file only)."""
+        name = frozen.spec.name
         source = Path(group.checkpoint) if group.checkpoint else self._pretrained_run(group.pretrained, group.pretrained_seed)
         checkpoint = source
         if not (source / MANIFEST).is_file():
             found = list_checkpoints(source / "checkpoints") or list_checkpoints(source)
             if not found:
                 hint = f"; train it first: relayrl train {group.pretrained} --seed {group.pretrained_seed}" if group.pretrained else ""
-                raise CheckpointError(f"team {team.name!r} is frozen but {source} has no checkpoint{hint}")
+                raise CheckpointError(f"group {name!r} is frozen but {source} has no checkpoint{hint}")
             checkpoint = found[-1]
         policies = load_policies(checkpoint)
-        key = group.pretrained_group or team.name
+        key = group.pretrained_group or name
         if key not in policies:
-            raise CheckpointError(f"{checkpoint} holds teams {sorted(policies)}, not {key!r} (set groups.{team.name}.pretrained_group)")
-        team.load_policy_state(policies[key], str(checkpoint))
-        self.frozen_sources[team.name] = str(checkpoint)
+            raise CheckpointError(f"{checkpoint} holds groups {sorted(policies)}, not {key!r} (set groups.{name}.pretrained_group)")
+        frozen.load_policy_state(policies[key], str(checkpoint))
+        self.frozen_sources[name] = str(checkpoint)
 
     def _pretrained_run(self, preset: str, seed: int) -> Path:
         from relayrl.experiment.presets import load_preset
@@ -307,35 +293,28 @@ class Trainer:
             "counters": self.counters,
             "window": self.window,
             "recent_returns": list(self.recent_returns),
-            "teams": {t.name: t.state_dict() for t in self.teams},
+            "policies": {name: policy.state_dict() for name, policy in self.policies.items()},
             "env": self.venv.get_state(),
             "obs": self.obs,
             "alive": self.alive,
         }
 
     def policy_dict(self) -> dict[str, Any]:
-        return {t.name: t.policy_state() for t in self.teams}
+        return {name: policy.policy_state() for name, policy in self.policies.items()}
 
     def load_policies(self, checkpoint: Path) -> None:
-        """Loads every team's networks from a checkpoint of this run (for evaluation)."""
-        policies = load_policies(checkpoint)
-        for team in self.teams:
-            team.load_policy_state(policies[team.name], str(checkpoint))
+        """Loads every policy's networks from a checkpoint of this run (for evaluation)."""
+        saved = load_policies(checkpoint)
+        for name, policy in self.policies.items():
+            policy.load_policy_state(saved[name], str(checkpoint))
 
     def load_state_dict(self, state: dict[str, Any], source: str = "the checkpoint") -> None:
         check_resumable(state["config"], self.config, source)
         self.counters = state["counters"]
         self.window = state["window"]
         self.recent_returns = deque(state["recent_returns"], maxlen=100)
-        teams = state.get("teams")
-        if teams is None:  # single-team checkpoints written before teams existed
-            old = self.window
-            teams = {self.teams[0].name: {k: state[k] for k in ("learner", "replay", "selector", "relay", "nstep")}}
-            teams[self.teams[0].name]["window"] = TeamWindow(old.updates, old.loss_sum, old.grad_norm_sum)
-            returns = [np.array([r]) for r in old.episode_returns]
-            self.window = Window(old.env_steps, returns, old.episode_lengths, old.seconds)
-        for team in self.teams:
-            team.load_state_dict(teams[team.name])
+        for name, policy in self.policies.items():
+            policy.load_state_dict(state["policies"][name])
         if state["env"] is not None:
             try:
                 self.venv.set_state(state["env"])
@@ -372,22 +351,25 @@ class Trainer:
         )
 
     # ------------------------------------------------------------------ loop
+    def _reported_learner(self) -> OffPolicyLearner:
+        """The learner of the reported group, else the first one."""
+        return self.learners.get(self.venv.groups[self.reported].name) or next(iter(self.learners.values()))
+
     def epsilon(self) -> float:
-        """The DQN learners' exploration now (NaN for actor-critic runs: Gaussian noise)."""
-        if self.config.actor_critic is not None:
-            return math.nan
-        dqn = self.config.dqn
-        return linear_schedule(dqn.epsilon_start, dqn.epsilon_end, dqn.epsilon_steps, self.counters.env_steps)
+        """The reported learner's epsilon now (NaN where it explores otherwise)."""
+        learner = self._reported_learner()
+        return learner.exploration(self.counters.env_steps) if learner.algorithm.exploration_name == "epsilon" else math.nan
 
     def _collect(self) -> list[dict[str, np.ndarray]]:
         """Steps the vector env for one fragment; returns per-team ``[T, E, N, ...]`` step arrays."""
         num_envs = self.venv.num_envs
-        n_steps = max(1, self.schedule.fragment_length // num_envs)
+        n_steps = max(1, self.fragment_length // num_envs)
         env_steps = self.counters.env_steps
-        steps: list[dict[str, list[np.ndarray]]] = [{f: [] for f in STEP_FIELDS} for _ in self.teams]
+        policies = list(self.policies.values())
+        steps: list[dict[str, list[np.ndarray]]] = [{f: [] for f in STEP_FIELDS} for _ in policies]
         for _ in range(n_steps):
             with self.timer("act"):
-                actions = [team.act(obs, env_steps) for team, obs in zip(self.teams, self.obs)]
+                actions = [policy.act(obs, None, env_steps)[0] for policy, obs in zip(policies, self.obs)]
             with self.timer("env"):
                 result, _ = self.venv.step(actions)
             for g, step in enumerate(result):
@@ -418,48 +400,39 @@ class Trainer:
         if found is None:
             return
         field_name, (e, i), value = found
-        team = self.teams[g]
+        spec = self.venv.groups[g]
         raise NonFiniteError(
-            f"the environment returned a non-finite {field_name} ({value}) for agent {team.spec.agent_ids[i]!r} "
-            f"of team {team.name!r} in env copy {e}"
+            f"the environment returned a non-finite {field_name} ({value}) for agent {spec.agent_ids[i]!r} "
+            f"of group {spec.name!r} in env copy {e}"
         )
 
     def iteration(self) -> None:
-        """Collect, store and relay (per team), then train, then sync targets (SPEC §1.1)."""
+        """Collect; every learner observes its group's fragment, then learns (SPEC §1.1)."""
         steps = self._collect()
-        for team, team_steps in zip(self.learning, [s for t, s in zip(self.teams, steps) if t.learns]):
-            self.counters.agent_steps += team.store(team_steps)
-        collected = steps[0]["reward"].shape[0] * self.venv.num_envs
-        schedule = self.schedule
-        if self.counters.env_steps >= schedule.learning_starts:
-            self.counters.updates_owed += collected / schedule.fragment_length
-            n_updates = int(self.counters.updates_owed)
-            self.counters.updates_owed -= n_updates
-            for team in self.learning:
-                team.train(n_updates)
-            self.counters.updates += n_updates
-        interval = schedule.target_update_interval
-        if interval is not None and self.counters.env_steps - self.counters.last_target_sync >= interval:
-            for team in self.learning:
-                team.sync_target()
-            self.counters.last_target_sync = self.counters.env_steps
+        fragments = dict(zip(self.policies, steps))
+        for name, learner in self.learners.items():
+            self.counters.agent_steps += learner.observe(fragments[name])
+        for learner in self.learners.values():
+            learner.learn(self.counters.env_steps)
         self.counters.iterations += 1
 
     def _report(self) -> dict[str, float]:
         c, w = self.counters, self.window
         nan = math.nan
-        returns = np.array(w.episode_returns).reshape(-1, len(self.teams))
-        windows = {t.name: t.drain_window() for t in self.learning}
-        reported = self.teams[self.reported]
-        loss_window = windows.get(reported.name) or next(iter(windows.values()))
-        relays = [t.relay.drain() for t in self.learning if t.sharing_on]
+        names = list(self.policies)
+        returns = np.array(w.episode_returns).reshape(-1, len(names))
+        windows = {name: learner.drain_window() for name, learner in self.learners.items()}
+        learner = self._reported_learner()
+        loss_window = windows[learner.name]
+        loss = learner.algorithm.loss_metric
+        relays = [learner.relay.drain() for learner in self.learners.values() if learner.relay is not None]
         offered = np.concatenate([r.offered for r in relays]) if relays else np.zeros(0)
         sent = np.concatenate([r.sent for r in relays]) if relays else np.zeros(0)
         bandwidth = np.divide(sent, offered, out=np.full(sent.shape, np.nan), where=offered > 0)
         row = {
             "env_steps": c.env_steps,
             "agent_steps": c.agent_steps,
-            "updates": c.updates,
+            "updates": learner.updates,
             "episodes": len(returns),
             "episode_reward_mean": float(returns[:, self.reported].mean()) if len(returns) else nan,
             "episode_reward_mean_100": float(np.mean(self.recent_returns)) if self.recent_returns else nan,
@@ -468,54 +441,47 @@ class Trainer:
             "bandwidth_actual": float(np.nanmean(bandwidth)) if (offered > 0).any() else nan,
             "transitions_relayed": int(sent.sum()),
             "bytes_relayed": sum(r.bytes_sent for r in relays),
-            "td_loss": loss_window.loss_sum / loss_window.updates if loss_window.updates else nan,
-            "grad_norm": loss_window.grad_norm_sum / loss_window.updates if loss_window.updates and self.config.actor_critic is None else nan,
+            "td_loss": loss_window.mean(loss),
+            "grad_norm": loss_window.mean("grad_norm"),
             "epsilon": self.epsilon(),
             "sps": w.env_steps / w.seconds if w.seconds > 0 else nan,
             "updates_per_s": loss_window.updates / w.seconds if w.seconds > 0 else nan,
             "wall_s": c.wall_s,
         }
-        for key in self.learner_columns():
-            row[key] = loss_window.means().get(key, nan)
-        if len(self.teams) > 1:
-            for g, team in enumerate(self.teams):
-                row[f"episode_reward_mean/{team.name}"] = float(returns[:, g].mean()) if len(returns) else nan
-                if team.name in windows:
-                    tw = windows[team.name]
-                    row[f"td_loss/{team.name}"] = tw.loss_sum / tw.updates if tw.updates else nan
+        if len(names) == 1:
+            for key in learner.metric_columns:
+                row[key] = loss_window.mean(key)
+        else:
+            for g, name in enumerate(names):
+                row[f"episode_reward_mean/{name}"] = float(returns[:, g].mean()) if len(returns) else nan
+                if name in windows:
+                    row[f"td_loss/{name}"] = windows[name].mean(self.learners[name].algorithm.loss_metric)
         if c.env_steps >= c.next_eval:
             evaluated = self.evaluate_greedy(self.config.eval.episodes)
             row["eval_reward_mean"] = float(evaluated[:, self.reported].mean())
-            if len(self.teams) > 1:
-                for g, team in enumerate(self.teams):
-                    row[f"eval_reward_mean/{team.name}"] = float(evaluated[:, g].mean())
+            if len(names) > 1:
+                for g, name in enumerate(names):
+                    row[f"eval_reward_mean/{name}"] = float(evaluated[:, g].mean())
             while c.next_eval <= c.env_steps:
                 c.next_eval += self.config.eval.interval
         self.window = Window()
         return row
 
-    def learner_columns(self) -> tuple[str, ...]:
-        """Actor-critic runs also log the actor loss and the DPS weight of other agents'
-        transitions with the share of them in each batch (``td_loss`` is the critic loss)."""
-        if self.config.actor_critic is None:
-            return ()
-        shared = self.config.sharing.replay == "shared"
-        return ("actor_loss", "dps_weight", "external_fraction") if shared else ("actor_loss",)
-
     def metric_columns(self) -> tuple[str, ...]:
-        """Learner and per-team columns after the standard ones."""
-        if len(self.teams) == 1:
-            return self.learner_columns()
-        names = [t.name for t in self.teams]
+        """The learner's columns after the standard ones (one group), or per-group ones."""
+        names = list(self.policies)
+        if len(names) == 1:
+            return self._reported_learner().metric_columns
         return (
             *(f"episode_reward_mean/{n}" for n in names),
             *(f"eval_reward_mean/{n}" for n in names),
-            *(f"td_loss/{t.name}" for t in self.learning),
+            *(f"td_loss/{n}" for n in self.learners),
         )
 
     def greedy_policy(self) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
-        """Every team greedy (frozen teams with their own small epsilon)."""
-        return lambda obs: [team.act(o, None) for team, o in zip(self.teams, obs)]
+        """Every policy greedy (frozen ones with their own small epsilon)."""
+        policies = list(self.policies.values())
+        return lambda obs: [policy.act(o, None, None)[0] for policy, o in zip(policies, obs)]
 
     def evaluate_greedy(self, episodes: int) -> np.ndarray:
         """Greedy episodes ``[episodes, n_teams]``: each team's reward summed over its
@@ -573,7 +539,7 @@ class Trainer:
                 if self.changes:
                     entry["changed"] = {key: list(values) for key, values in self.changes.items()}
                 if self.frozen_sources:
-                    entry["frozen_teams_from"] = self.frozen_sources
+                    entry["frozen_groups_from"] = self.frozen_sources
                 yaml.safe_dump([entry], handle, sort_keys=False)
         if self.obs is None:
             self.obs, self.alive = self.venv.reset(self.config.seed)

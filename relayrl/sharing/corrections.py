@@ -20,8 +20,10 @@ Everything is batched over a leading agent axis ``[K, ...]``.
 """
 
 import math
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
+import numpy as np
 import torch
 
 Divergence = Literal["sym_kl", "kl", "jsd", "none"]
@@ -127,3 +129,68 @@ def transition_weights(mask: torch.Tensor, external_weight: torch.Tensor) -> tor
 def weighted_mean(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """sum_i w_i v_i / sum_i w_i over the last axis (SPEC §1.2's critic and actor losses)."""
     return (weights * values).sum(-1) / weights.sum(-1)
+
+
+@dataclass(frozen=True)
+class DPSSettings:
+    """``divergence``: sym_kl (default, the reference code), jsd (the paper's text), kl
+    (KL-DASE), none (ES-DASE). The reference Gaussian is N(0, sigma I) with sigma the
+    exploration noise std, used literally as a covariance (eq. 7), or sigma^2 I."""
+
+    divergence: Divergence = "sym_kl"
+    reference_cov: ReferenceCov = "sigma"
+    sigma: float = 0.1
+    regulariser: float = 1e-6
+    jsd_samples: int = 256
+
+
+class ExternalWeights:
+    """The weights of one DASE step (paper 001, section 3.2): K agents' draws ``[K, B]``
+    from the shared replay, split into each agent's own rows and the others' (``agent``
+    tags). Called with the agents' own actions on the batch's states, it returns the
+    per-transition weights; ``metrics`` reports the external weight and share."""
+
+    def __init__(self, batch: dict[str, np.ndarray], scale: torch.Tensor, settings: DPSSettings, generator: torch.Generator) -> None:
+        k = batch["agent"].shape[0]
+        self.settings, self.generator, self.scale = settings, generator, scale
+        self.external = torch.as_tensor(batch["agent"].astype(np.int64) != np.arange(k)[:, None], device=scale.device)
+        # in units of the action range's half-width, like the exploration noise sigma
+        self.actions = torch.as_tensor(batch["action"], device=scale.device).float() / scale
+        self.external_weight = torch.ones(k)
+
+    def __call__(self, own_actions: torch.Tensor) -> torch.Tensor:
+        s = self.settings
+        self.external_weight = dps_weight(
+            self.actions, own_actions / self.scale, self.external, s.sigma, s.divergence, s.reference_cov,
+            s.regulariser, s.jsd_samples, self.generator,
+        )
+        return transition_weights(self.external, self.external_weight)
+
+    def for_update(self) -> "ExternalWeights | None":
+        """What the update takes: these weights, or none for plain sharing (ES-DASE)."""
+        return self if self.settings.divergence != "none" else None
+
+    def metrics(self) -> dict[str, float]:
+        w = self.external_weight
+        metrics = {"dps_weight": float(w.mean())}
+        metrics.update({f"dps_weight/{i}": float(v) for i, v in enumerate(w.tolist())})
+        metrics["external_fraction"] = float(self.external.float().mean())
+        return metrics
+
+
+class DPSCorrection:
+    """DASE's receiver side on a shared tagged replay: each draw's external transitions
+    weighted by DPS with the receiving agent's current actor (``ExternalWeights``)."""
+
+    def __init__(self, settings: DPSSettings, device: torch.device, seed: int) -> None:
+        self.settings = settings
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+
+    def weights(self, batch: dict[str, np.ndarray], scale: torch.Tensor) -> ExternalWeights:
+        return ExternalWeights(batch, scale, self.settings, self.generator)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.generator.set_state(state["generator"])

@@ -3,9 +3,9 @@
 import numpy as np
 import torch
 
-from relayrl.algos.dase import DPSSettings, dase_update
-from relayrl.algos.td3 import TD3Learner, TD3Settings
+from relayrl.algos.td3 import TD3, TD3Settings
 from relayrl.replay import FieldSpec, ReplayBuffer
+from relayrl.sharing.corrections import DPSCorrection, DPSSettings
 
 OBS, LOW, HIGH = 4, [-1.0, -1.0], [1.0, 1.0]
 FIELDS = {
@@ -18,11 +18,11 @@ FIELDS = {
 }
 
 
-def _learner() -> TD3Learner:
-    return TD3Learner(2, OBS, LOW, HIGH, TD3Settings(hidden=(16, 16), policy_noise=0.0), torch.device("cpu"), 0)
+def _learner() -> TD3:
+    return TD3(2, OBS, LOW, HIGH, TD3Settings(hidden=(16, 16), policy_noise=0.0), torch.device("cpu"), 0)
 
 
-def _shared_replay(learner: TD3Learner, far_agent: int | None, seed: int = 0) -> ReplayBuffer:
+def _shared_replay(learner: TD3, far_agent: int | None, seed: int = 0) -> ReplayBuffer:
     """200 rows from each agent: actions are the collector's policy plus exploration noise,
     or, for ``far_agent``, a policy shifted by 0.8 in every action dimension."""
     rng = np.random.default_rng(seed)
@@ -44,6 +44,16 @@ def _shared_replay(learner: TD3Learner, far_agent: int | None, seed: int = 0) ->
         }
         replay.add({k: v[None] for k, v in rows.items()})
     return replay
+
+
+def dase_update(algorithm: TD3, replay: ReplayBuffer, batch_size: int, settings: DPSSettings) -> dict[str, float]:
+    """One DASE step as a learner on a shared replay takes it: K draws at once, weights from
+    the correction, one update of all K agents."""
+    k = algorithm.n_sets
+    data = {name: value.reshape(k, batch_size, *value.shape[2:]) for name, value in replay.sample(k * batch_size).data.items()}
+    weights = DPSCorrection(settings, torch.device("cpu"), 0).weights(data, algorithm.scale)
+    _, metrics = algorithm.update(data, weights.for_update())
+    return {**metrics, **weights.metrics()}
 
 
 def test_es_dase_is_plain_td3_on_each_agents_share_of_the_batch():

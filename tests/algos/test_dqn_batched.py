@@ -9,7 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from relayrl.algos.dqn import DQNLearner, DQNSettings
+from relayrl.algos.dqn import DQN, DQNConfig
+from relayrl.nets.qnetwork import ModelConfig
 
 OBS = (7, 7, 3)
 N_ACTIONS = 5
@@ -55,7 +56,7 @@ def _copy_agent(stacked: nn.Module, ref: ReferenceQ, i: int) -> None:
             ref_layer.bias.copy_(layer.bias[i, 0])
 
 
-def _reference_update(ref, target, batch, weights, settings: DQNSettings):
+def _reference_update(ref, target, batch, weights, settings: DQNConfig):
     obs, action, reward, next_obs, discount = (torch.as_tensor(batch[k]) for k in ("obs", "action", "reward", "next_obs", "discount"))
     q = ref(obs).gather(1, action.long()[:, None]).squeeze(1)
     with torch.no_grad():
@@ -73,8 +74,8 @@ def _reference_update(ref, target, batch, weights, settings: DQNSettings):
 @pytest.mark.parametrize("double_q,dueling", [(True, True), (False, False)])
 def test_batched_update_equals_separate_updates(double_q, dueling):
     n_agents, batch_size, steps = 4, 16, 3
-    settings = DQNSettings(lr=1e-3, double_q=double_q, dueling=dueling, grad_clip=0.2)
-    learner = DQNLearner(n_agents, OBS, N_ACTIONS, settings, {}, torch.device("cpu"), seed=0)
+    settings = DQNConfig(lr=1e-3, double_q=double_q, dueling=dueling, grad_clip=0.2)
+    learner = DQN(n_agents, OBS, N_ACTIONS, settings, ModelConfig(), torch.device("cpu"), seed=0)
     # different rewards scales per agent: clipping active for some agents, not for others
     scales = np.array([0.0, 0.01, 30.0, 100.0], np.float32)
     refs, targets, optims = [], [], []
@@ -118,19 +119,19 @@ def test_batched_update_equals_separate_updates(double_q, dueling):
 
 
 def test_param_sharing_is_one_set_with_a_large_batch():
-    learner = DQNLearner(1, OBS, N_ACTIONS, DQNSettings(), {}, torch.device("cpu"), seed=0)
+    learner = DQN(1, OBS, N_ACTIONS, DQNConfig(), ModelConfig(), torch.device("cpu"), seed=0)
     obs = np.zeros((1, 8 * 32, *OBS), np.uint8)
-    assert learner.act(obs, 0.0).shape == (1, 256)
+    assert learner.act(obs, None, 0.0)[0].shape == (1, 256)
 
 
 def test_act_is_greedy_at_zero_epsilon_and_random_at_one():
-    learner = DQNLearner(3, OBS, N_ACTIONS, DQNSettings(), {}, torch.device("cpu"), seed=1)
+    learner = DQN(3, OBS, N_ACTIONS, DQNConfig(), ModelConfig(), torch.device("cpu"), seed=1)
     obs = np.random.default_rng(0).integers(0, 3, (3, 50, *OBS)).astype(np.uint8)
-    greedy = learner.act(obs, 0.0)
+    greedy = learner.act(obs, None, 0.0)[0]
     with torch.no_grad():
         expected = learner.online(torch.as_tensor(obs)).argmax(-1).numpy()
     np.testing.assert_array_equal(greedy, expected)
-    random_actions = learner.act(np.repeat(obs[:, :1], 2000, axis=1), 1.0)
+    random_actions = learner.act(np.repeat(obs[:, :1], 2000, axis=1), None, 1.0)[0]
     counts = np.bincount(random_actions.ravel(), minlength=N_ACTIONS) / random_actions.size
     np.testing.assert_allclose(counts, 1 / N_ACTIONS, atol=0.02)
 
@@ -139,8 +140,8 @@ def test_act_is_greedy_at_zero_epsilon_and_random_at_one():
 def test_td_error_equals_the_reference_per_agent(double_q):
     """The relay's |td| (SPEC §1.1 step 2): current online and target networks, no update."""
     n_agents, batch_size = 3, 5
-    settings = DQNSettings(double_q=double_q)
-    learner = DQNLearner(n_agents, OBS, N_ACTIONS, settings, {}, torch.device("cpu"), seed=2)
+    settings = DQNConfig(double_q=double_q)
+    learner = DQN(n_agents, OBS, N_ACTIONS, settings, ModelConfig(), torch.device("cpu"), seed=2)
     rng = np.random.default_rng(1)
     learner.online.load_state_dict({k: v + 0.01 * torch.randn_like(v) for k, v in learner.online.state_dict().items()})
     batch = {

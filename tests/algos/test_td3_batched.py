@@ -6,7 +6,7 @@ import copy
 import numpy as np
 import torch
 
-from relayrl.algos.td3 import TD3Learner, TD3Settings
+from relayrl.algos.td3 import TD3, TD3Settings
 
 OBS, LOW, HIGH = 5, [-1.0, -2.0], [1.0, 2.0]
 SETTINGS = TD3Settings(hidden=(32, 32), policy_noise=0.0)  # no smoothing noise: separate learners draw it differently
@@ -29,8 +29,8 @@ def _slice(state: dict, i: int) -> dict:
 
 def test_batched_update_equals_separate_learners():
     k = 3
-    batched = TD3Learner(k, OBS, LOW, HIGH, SETTINGS, torch.device("cpu"), 0)
-    singles = [TD3Learner(1, OBS, LOW, HIGH, SETTINGS, torch.device("cpu"), 10 + i) for i in range(k)]
+    batched = TD3(k, OBS, LOW, HIGH, SETTINGS, torch.device("cpu"), 0)
+    singles = [TD3(1, OBS, LOW, HIGH, SETTINGS, torch.device("cpu"), 10 + i) for i in range(k)]
     for i, single in enumerate(singles):
         for part in ("actor", "critics", "actor_target", "critics_target"):
             getattr(single, part).load_state_dict(_slice(getattr(batched, part).state_dict(), i))
@@ -47,8 +47,8 @@ def test_batched_update_equals_separate_learners():
 
 
 def test_unit_weights_are_plain_td3():
-    a = TD3Learner(2, OBS, LOW, HIGH, SETTINGS, torch.device("cpu"), 0)
-    b = TD3Learner(2, OBS, LOW, HIGH, SETTINGS, torch.device("cpu"), 0)
+    a = TD3(2, OBS, LOW, HIGH, SETTINGS, torch.device("cpu"), 0)
+    b = TD3(2, OBS, LOW, HIGH, SETTINGS, torch.device("cpu"), 0)
     for step in range(4):
         batch = _batch(2, 32, step)
         a.update(batch)
@@ -58,9 +58,9 @@ def test_unit_weights_are_plain_td3():
 
 
 def test_exploration_stays_in_bounds_with_the_papers_noise():
-    learner = TD3Learner(2, OBS, LOW, HIGH, TD3Settings(hidden=(16,)), torch.device("cpu"), 0)
+    learner = TD3(2, OBS, LOW, HIGH, TD3Settings(hidden=(16,)), torch.device("cpu"), 0)
     obs = np.zeros((2, 4000, OBS), np.float32)
-    greedy, noisy = learner.act(obs, explore=False), learner.act(obs, explore=True)
+    greedy, noisy = learner.act(obs, None, 0.0)[0], learner.act(obs, None, 1.0)[0]
     assert (noisy >= np.array(LOW) - 1e-6).all() and (noisy <= np.array(HIGH) + 1e-6).all()
     # away from the bounds the noise is rarely clipped: its std is 0.1 x the half-range
     away = (np.abs(greedy) < 0.5).all(-1)
@@ -70,10 +70,10 @@ def test_exploration_stays_in_bounds_with_the_papers_noise():
 
 def test_state_round_trip_gives_identical_updates():
     settings = TD3Settings(hidden=(16, 16))  # with smoothing noise: its generator is saved too
-    a = TD3Learner(2, OBS, LOW, HIGH, settings, torch.device("cpu"), 0)
+    a = TD3(2, OBS, LOW, HIGH, settings, torch.device("cpu"), 0)
     a.update(_batch(2, 8, 0))
     state = copy.deepcopy(a.state_dict())  # what a checkpoint holds
-    b = TD3Learner(2, OBS, LOW, HIGH, settings, torch.device("cpu"), 5)
+    b = TD3(2, OBS, LOW, HIGH, settings, torch.device("cpu"), 5)
     b.load_state_dict(state)
     for step in range(1, 4):
         a.update(_batch(2, 8, step))
@@ -84,9 +84,9 @@ def test_state_round_trip_gives_identical_updates():
 
 def test_ddpg_is_td3_with_one_critic_and_no_delay():
     ddpg = TD3Settings(hidden=(16,), policy_noise=0.0, noise_clip=0.0, policy_delay=1, twin_critics=False)
-    learner = TD3Learner(2, OBS, LOW, HIGH, ddpg, torch.device("cpu"), 0)
+    learner = TD3(2, OBS, LOW, HIGH, ddpg, torch.device("cpu"), 0)
     assert len(learner.critics) == 1
     before = [p.detach().clone() for p in learner.actor.parameters()]
-    metrics = learner.update(_batch(2, 8, 0))
+    _, metrics = learner.update(_batch(2, 8, 0))
     assert "actor_loss" in metrics  # the actor steps on every update
     assert any(not torch.equal(p, q) for p, q in zip(learner.actor.parameters(), before))

@@ -47,7 +47,7 @@ def _train(config: dict, run_dir: Path | None) -> Trainer:
 
 def test_shared_replay_holds_every_agents_rows_tagged_by_collector():
     trainer = _train(_config(3, 120, DASE), None)
-    replay = trainer.teams[0].replay
+    replay = trainer.learners["agent"].replay
     assert replay.n_buffers == 1 and int(replay.size[0]) == 3 * 120
     agents = replay.storage()["agent"][0, :360]
     np.testing.assert_array_equal(np.bincount(agents), [120, 120, 120])
@@ -57,18 +57,22 @@ def test_shared_replay_holds_every_agents_rows_tagged_by_collector():
 
 def test_own_replays_without_sharing():
     trainer = _train(_config(2, 120), None)
-    replay = trainer.teams[0].replay
+    replay = trainer.learners["agent"].replay
     assert replay.n_buffers == 2 and list(replay.size) == [120, 120]
 
 
 def test_random_start_then_policy_actions():
     trainer = Trainer(build_config(_config(2, 400, DASE)), None, verbose=False)
-    team = trainer.teams[0]
+    learner = trainer.learners["agent"]
+
+    def act(env_steps: int | None) -> np.ndarray:
+        return learner.act(obs, None, env_steps)[0]
+
     obs = np.zeros((1, 2, 3), np.float32)
-    np.testing.assert_array_equal(team.act(obs, None), team.act(obs, None))  # evaluation: no noise
-    random = team.act(obs, 0)
+    np.testing.assert_array_equal(act(None), act(None))  # evaluation: no noise
+    random = act(0)
     assert random.shape == (1, 2, 1) and np.all(np.abs(random) <= 2.0)
-    noisy_a, noisy_b = team.act(obs, 150), team.act(obs, 150)
+    noisy_a, noisy_b = act(150), act(150)
     assert not np.array_equal(noisy_a, noisy_b)
     trainer.train()
     rows = trainer.history
@@ -94,11 +98,11 @@ def test_train_n_equals_train_k_then_resume(tmp_path, algo, normalize_obs):
     _train({**config, "total_steps": 300}, tmp_path / "b")  # mid-episode (Pendulum: 200 steps)
     resumed = _train(config, tmp_path / "b")
     assert _rows(tmp_path / "a") == _rows(tmp_path / "b")
-    for p, q in zip(straight.teams[0].learner.actor.parameters(), resumed.teams[0].learner.actor.parameters()):
+    for p, q in zip(straight.learners["agent"].algorithm.actor.parameters(), resumed.learners["agent"].algorithm.actor.parameters()):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
-    np.testing.assert_array_equal(straight.teams[0].replay.storage()["obs"], resumed.teams[0].replay.storage()["obs"])
+    np.testing.assert_array_equal(straight.learners["agent"].replay.storage()["obs"], resumed.learners["agent"].replay.storage()["obs"])
     if normalize_obs:
-        np.testing.assert_array_equal(straight.teams[0].learner.obs_normalizer.mean, resumed.teams[0].learner.obs_normalizer.mean)
+        np.testing.assert_array_equal(straight.learners["agent"].algorithm.obs_normalizer.mean, resumed.learners["agent"].algorithm.obs_normalizer.mean)
 
 
 def test_a_box2d_run_resumes_exactly(tmp_path):
@@ -110,7 +114,7 @@ def test_a_box2d_run_resumes_exactly(tmp_path):
     _train({**config, "total_steps": 300}, tmp_path / "b")
     resumed = _train(config, tmp_path / "b")
     assert _rows(tmp_path / "a") == _rows(tmp_path / "b")
-    for p, q in zip(straight.teams[0].learner.actor.parameters(), resumed.teams[0].learner.actor.parameters()):
+    for p, q in zip(straight.learners["agent"].algorithm.actor.parameters(), resumed.learners["agent"].algorithm.actor.parameters()):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
 
 
@@ -120,8 +124,8 @@ def test_each_agent_normalises_by_the_observations_it_collected(tmp_path):
     config = _config(2, 400, DASE, algo="ddpg")
     config["actor_critic"].update(normalize_obs=True, buffer_size=800)  # the replay keeps every row
     trainer = _train(config, None)
-    storage = trainer.teams[0].replay.storage()
-    normalizer = trainer.teams[0].learner.obs_normalizer
+    storage = trainer.learners["agent"].replay.storage()
+    normalizer = trainer.learners["agent"].algorithm.obs_normalizer
     assert normalizer.count[0] == pytest.approx(400, abs=1e-3) and normalizer.count[1] == pytest.approx(400, abs=1e-3)
     for agent in range(2):
         own = storage["obs"][0][storage["agent"][0] == agent]

@@ -46,6 +46,12 @@ def _rows(run_dir: Path) -> list[dict]:
         return [{k: v for k, v in r.items() if k not in TIMING} for r in csv.DictReader(handle)]
 
 
+def _learner(trainer: Trainer):
+    """The learner of the run's one group."""
+    (learner,) = trainer.learners.values()
+    return learner
+
+
 def _train(config: dict, run_dir: Path) -> Trainer:
     trainer = Trainer(build_config(config), run_dir, verbose=False)
     trainer.train()
@@ -61,9 +67,9 @@ def test_train_n_equals_train_k_then_resume(tmp_path, env):
     resumed = _train(_tiny(env, total), tmp_path / "b")  # same config hash: resumes at k
     assert _rows(tmp_path / "a") == _rows(tmp_path / "b")
     assert len(_rows(tmp_path / "a")) == total // 200
-    for p, q in zip(straight.teams[0].learner.online.parameters(), resumed.teams[0].learner.online.parameters()):
+    for p, q in zip(_learner(straight).algorithm.online.parameters(), _learner(resumed).algorithm.online.parameters()):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
-    a, b = straight.teams[0].replay.state_dict(), resumed.teams[0].replay.state_dict()
+    a, b = _learner(straight).replay.state_dict(), _learner(resumed).replay.state_dict()
     for key in a:
         if isinstance(a[key], np.ndarray):
             np.testing.assert_array_equal(a[key], b[key])
@@ -122,7 +128,7 @@ def test_pettingzoo_env_state_resumes_on_the_vectorised_pursuit(tmp_path, capsys
     assert "episodes restart" in capsys.readouterr().err
     assert fast.counters.env_steps == 400 and fast.obs[0].shape == (1, 3, 7, 7, 3)
     fast.iteration()
-    for p, q in zip(saved["teams"]["pursuer"]["learner"]["online"].values(), fast.teams[0].learner.state_dict()["online"].values()):
+    for p, q in zip(saved["policies"]["pursuer"]["algorithm"]["online"].values(), _learner(fast).algorithm.state_dict()["online"].values()):
         assert p.shape == q.shape
 
 

@@ -25,29 +25,29 @@ def test_share_all_inserts_every_transition_into_every_other_replay():
     trainer = _trainer("all")
     trainer._start()
     trainer.iteration()  # 4 env steps, 3 agents, nobody leaves a 30-cell corridor in 4 steps
-    np.testing.assert_array_equal(trainer.teams[0].replay.size, [4 * 3] * 3)
+    np.testing.assert_array_equal(trainer.learners["runner"].replay.size, [4 * 3] * 3)
 
 
 def test_no_sharing_keeps_replays_private():
     trainer = _trainer("none")
     trainer._start()
     trainer.iteration()
-    np.testing.assert_array_equal(trainer.teams[0].replay.size, [4] * 3)
+    np.testing.assert_array_equal(trainer.learners["runner"].replay.size, [4] * 3)
 
 
 def test_team_filter_limits_senders_and_receivers():
     trainer = _trainer("all", team=[0, 2])
     trainer._start()
     trainer.iteration()
-    np.testing.assert_array_equal(trainer.teams[0].replay.size, [8, 4, 8])
-    assert trainer.teams[0].relay.stats.sent.tolist() == [4, 0, 4]
+    np.testing.assert_array_equal(trainer.learners["runner"].replay.size, [8, 4, 8])
+    assert trainer.learners["runner"].relay.stats.sent.tolist() == [4, 0, 4]
 
 
 def test_relayed_rows_are_the_senders_transitions():
     trainer = _trainer("all", n_agents=2)
     trainer._start()
     trainer.iteration()
-    stored = trainer.teams[0].replay.storage()
+    stored = trainer.learners["runner"].replay.storage()
     own0 = stored["obs"][0, :4]
     received1 = stored["obs"][1, 4:8]
     np.testing.assert_array_equal(own0, received1)
@@ -57,8 +57,8 @@ def test_parameter_sharing_has_one_replay_with_every_entity():
     trainer = _trainer(param_sharing=True)
     trainer._start()
     trainer.iteration()
-    assert trainer.teams[0].layout.n_sets == 1 and trainer.teams[0].batch_size == 3 * 4
-    np.testing.assert_array_equal(trainer.teams[0].replay.size, [4 * 3])
+    assert trainer.learners["runner"].layout.n_sets == 1 and trainer.learners["runner"].batch_size == 3 * 4
+    np.testing.assert_array_equal(trainer.learners["runner"].replay.size, [4 * 3])
 
 
 @pytest.mark.parametrize("num_envs", [1, 2, 4, 8])
@@ -69,11 +69,11 @@ def test_training_intensity_does_not_depend_on_env_copies(num_envs):
     # the iteration that reaches learning_starts already trains on what it collected
     per_iteration = max(4, num_envs)
     assert trainer.counters.env_steps == 800
-    assert trainer.counters.updates == (800 - 200) // 4 + per_iteration // 4
+    assert trainer.learners["runner"].updates == (800 - 200) // 4 + per_iteration // 4
 
 
 def test_section_timer_profiles_the_loop_only_when_enabled():
-    from relayrl.experiment.profiler import LOOP_SECTIONS
+    from relayrl.core.profiler import LOOP_SECTIONS
 
     config = build_config({
         "env": {"name": "pursuit", "settings": {"x_size": 8, "y_size": 8, "n_evaders": 3, "n_pursuers": 3}},

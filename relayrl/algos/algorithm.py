@@ -1,0 +1,103 @@
+"""The contract every algorithm keeps (DESIGN.md §4): math only, P parameter sets, no
+replay and no loop. Learners (``off_policy.py``) compose an algorithm with storage,
+sampling and sharing; algorithms join through ``ALGORITHMS``.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from relayrl.core.registry import Registry
+from relayrl.core.specs import GroupSpec
+from relayrl.replay import FieldSpec
+
+# Per-transition weights ``[P, B]``: none (all ones), given, or computed from the
+# algorithm's own actions on the batch's states (DPS needs exactly the actor output the
+# update computes anyway, so it is computed once).
+Weights = np.ndarray | torch.Tensor | Callable[[torch.Tensor], torch.Tensor] | None
+
+
+class Algorithm(Protocol):
+    """P agents' networks and their update. Arrays are ``[P, B, ...]``.
+
+    ``explore`` is the exploration level, read by each algorithm its own way: the epsilon
+    of epsilon-greedy, or whether deterministic actors add their Gaussian noise; 0 acts
+    greedily. ``carry`` is the recurrent state ``[P, M, ...]`` (None for feed-forward
+    networks).
+    """
+
+    n_sets: int
+    device: torch.device
+    # metric the run reports as ``td_loss`` (the critic's loss for actor-critics)
+    loss_metric: str
+    # metrics besides the loss that stop a run when they are not finite
+    checked_metrics: tuple[str, ...]
+    # metrics besides the loss that get a column in metrics.csv
+    metric_columns: tuple[str, ...]
+    # the metrics column ``exploration`` goes to ("epsilon"), or None to report none
+    exploration_name: str | None
+
+    def act(self, obs: np.ndarray, carry: Any, explore: float) -> tuple[np.ndarray, Any]: ...
+
+    def random_actions(self, shape: tuple[int, ...]) -> np.ndarray: ...
+
+    def exploration(self, env_steps: int) -> float: ...
+
+    def observe(self, obs: np.ndarray, mask: np.ndarray) -> None: ...
+
+    def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray: ...
+
+    def update(self, batch: dict[str, np.ndarray], weights: Weights) -> tuple[np.ndarray | None, dict[str, float]]: ...
+
+    def sync_target(self) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+    def policy_state(self) -> dict[str, Any]: ...
+
+    def load_policy_state(self, state: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class OffPolicySettings:
+    """How an off-policy learner feeds its algorithm; each algorithm's config gives them.
+
+    ``fragment_length`` env steps (over all env copies) per iteration and per update of
+    each agent (SPEC §1.1: 4 for SUPER; paper 001, C.2: 1 for DASE), from
+    ``learning_starts`` on, ``updates_per_fragment`` gradient steps each; before
+    ``random_steps`` the agents act uniformly at random. Hard target syncs every
+    ``target_update_interval`` env steps (None: the algorithm updates its targets softly).
+    """
+
+    batch_size: int  # per agent
+    buffer_size: int  # per agent, or of the one shared replay
+    gamma: float
+    fragment_length: int
+    learning_starts: int
+    target_update_interval: int | None
+    n_step: int = 1
+    time_limit_as_terminal: bool = False
+    random_steps: int = 0
+    updates_per_fragment: int = 1
+    param_sharing: bool = False
+    prioritized: bool = False
+    alpha: float = 0.6
+    beta: float = 0.4
+    priority_eps: float = 1e-6
+
+
+@dataclass(frozen=True)
+class AlgorithmEntry:
+    """``make(spec, config, n_sets, device, seed, **options)`` builds the algorithm for a
+    group; ``fields(spec)`` are the observation and action fields its replay stores."""
+
+    make: Callable[..., Algorithm]
+    fields: Callable[[GroupSpec], dict[str, FieldSpec]]
+
+
+ALGORITHMS: Registry[AlgorithmEntry] = Registry("algorithm")

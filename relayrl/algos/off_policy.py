@@ -1,0 +1,305 @@
+"""The one off-policy learner: an algorithm fed from replay, with sharing and its update
+budget (DESIGN.md §4).
+
+Per fragment of its entities' steps ``[T, E, N, ...]`` (SPEC §1.1, paper 001 C.2):
+``observe`` (1) builds n-step transitions and inserts each agent's own into its replay, or
+every agent's into one shared replay tagged with the collector; (2) with a relay, each
+sender scores its new transitions by |td| with its current networks, selects, and the
+relay inserts the selection into the other agents' replays. ``learn`` (3) takes the
+gradient steps the env steps so far have earned, every agent on its own draw, weighted by
+the correction (importance weights of prioritised replay, or DPS on a shared replay), and
+syncs hard targets on schedule.
+"""
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from relayrl.algos.algorithm import ALGORITHMS, Algorithm, OffPolicySettings
+from relayrl.algos.layout import AgentLayout
+from relayrl.algos.nstep import NStepBuilder, Transitions
+from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
+from relayrl.core.profiler import SectionTimer
+from relayrl.core.specs import GroupSpec
+from relayrl.replay import FieldSpec, ReplayPlan, row_nbytes
+from relayrl.sharing.config import SharingConfig
+from relayrl.sharing.corrections import DPSCorrection, DPSSettings, ExternalWeights
+from relayrl.sharing.relay import Relay
+from relayrl.sharing.selectors import make_selector
+
+
+@dataclass
+class MetricWindow:
+    """A learner's update metrics between two reports: sums and counts per metric (an
+    actor loss, say, comes every ``policy_delay`` updates only)."""
+
+    updates: int = 0
+    sums: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, metrics: dict[str, float]) -> None:
+        for key, value in metrics.items():
+            self.sums[key] = self.sums.get(key, 0.0) + value
+            self.counts[key] = self.counts.get(key, 0) + 1
+
+    def mean(self, key: str) -> float:
+        return self.sums[key] / self.counts[key] if self.counts.get(key) else math.nan
+
+
+def replay_plan(spec: GroupSpec, algo: str, settings: OffPolicySettings, sharing: SharingConfig) -> ReplayPlan:
+    """The replay a learner allocates, known before anything is built (the memory check):
+    one buffer per parameter set, or one shared buffer whose rows name their collector."""
+    acting = ALGORITHMS[algo].fields(spec)  # obs and action, as the algorithm stores them
+    scalar = FieldSpec((), np.float32)
+    fields = {"obs": acting["obs"], "action": acting["action"], "reward": scalar, "next_obs": acting["obs"], "discount": scalar}
+    if sharing.replay == "shared":
+        fields["agent"] = FieldSpec((), np.int16)
+        return ReplayPlan(1, settings.buffer_size, fields)
+    n_sets = AgentLayout(spec.n_agents, settings.param_sharing).n_sets
+    return ReplayPlan(n_sets, settings.buffer_size, fields, settings.prioritized)
+
+
+class OffPolicyLearner:
+    """What a learning policy drives for one group ``[E, N, ...]``: P parameter sets of an
+    algorithm (P = N independent agents, 1 with parameter sharing), their replay, n-step
+    builder, sharing and update budget."""
+
+    def __init__(
+        self,
+        spec: GroupSpec,
+        algo: str,
+        config: Any,
+        sharing: SharingConfig,
+        device: torch.device,
+        seeds: list[int],
+        timer: SectionTimer,
+        **options: Any,
+    ) -> None:
+        """``config``: the algorithm's config section (it gives the ``OffPolicySettings``);
+        ``seeds``: algorithm, replay, sharing; ``options``: what the algorithm's builder
+        takes besides (the DQN's network shape)."""
+        self.spec = spec
+        self.name = spec.name
+        self.algo = algo
+        self.settings = s = config.off_policy()
+        self.sharing = sharing
+        self.timer = timer
+        self.layout = AgentLayout(spec.n_agents, s.param_sharing)
+        plan = replay_plan(spec, algo, s, sharing)
+        self.fields = plan.fields
+        self.algorithm: Algorithm = ALGORITHMS[algo].make(spec, config, self.layout.n_sets, device, seeds[0], **options)
+        self.replay = plan.build(alpha=s.alpha, beta=s.beta, eps=s.priority_eps, seed=seeds[1])
+        self.bytes_per_transition = row_nbytes(plan.fields)
+        self.batch_size = s.batch_size * (spec.n_agents if s.param_sharing else 1)
+        self.nstep = NStepBuilder(s.n_step, s.gamma, s.time_limit_as_terminal)
+        self.shared_replay = sharing.replay == "shared"
+        self.relay: Relay | None = None
+        self.correction: DPSCorrection | None = None
+        if self.shared_replay:
+            divergence = sharing.divergence if sharing.correction == "dps" else "none"
+            dps = DPSSettings(divergence, sharing.reference_cov, config.exploration_noise, sharing.cov_regulariser, sharing.jsd_samples)
+            self.correction = DPSCorrection(dps, device, seeds[2])
+        elif sharing.select != "none":
+            if sharing.team is not None and any(not 0 <= i < spec.n_agents for i in sharing.team):
+                raise ConfigError(f"sharing.team indices must be in [0, {spec.n_agents}) for group {spec.name!r}, got {sharing.team}")
+            self.selector = make_selector(
+                sharing.select,
+                spec.n_agents,
+                bandwidth=sharing.bandwidth,
+                window=sharing.window,
+                gaussian_scale=sharing.gaussian_scale,
+                running_moments=sharing.running_moments,
+                stochastic_alpha=sharing.stochastic_alpha,
+                stochastic_normaliser=sharing.stochastic_normaliser,
+                seed=seeds[2],
+            )
+            self.relay = Relay(spec.n_agents, sharing.team)
+        self.window = MetricWindow()
+        self.updates = 0  # gradient steps per agent
+        self.updates_owed = 0.0
+        self.unlearned_env_steps = 0
+        self.last_target_sync = 0
+
+    @property
+    def metric_columns(self) -> tuple[str, ...]:
+        """Metrics reported besides the loss: the algorithm's, and the correction's."""
+        extra = ("dps_weight", "external_fraction") if self.correction is not None else ()
+        return (*self.algorithm.metric_columns, *extra)
+
+    # ------------------------------------------------------------------ acting
+    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None) -> tuple[np.ndarray, Any]:
+        """``obs [E, N, ...]`` -> actions ``[E, N, ...]``: uniformly random for the first
+        ``random_steps`` env steps, then with the algorithm's exploration at ``env_steps``;
+        greedy for ``env_steps=None`` (evaluation)."""
+        if env_steps is not None and env_steps < self.settings.random_steps:
+            return self.algorithm.random_actions(obs.shape[:2]), carry
+        explore = 0.0 if env_steps is None else self.algorithm.exploration(env_steps)
+        actions, carry = self.algorithm.act(self.layout.to_sets(obs, 1), carry, explore)
+        return self.layout.to_entities(actions, obs.shape[:1]), carry
+
+    def exploration(self, env_steps: int) -> float:
+        return self.algorithm.exploration(env_steps)
+
+    # ------------------------------------------------------------------ experience
+    def observe(self, fragment: dict[str, np.ndarray]) -> int:
+        """Stores a fragment ``[T, E, N, ...]`` (steps 1-2 above); returns its agent steps."""
+        with self.timer("replay add"):
+            t = self.nstep.add(fragment)
+            rows, mask = self._per_set(t)
+            self.algorithm.observe(rows["obs"], mask)
+            if self.shared_replay:
+                rows, mask = self._tagged(t)
+            if mask.any():
+                self.replay.add(rows, mask=mask)
+        if self.relay is not None and mask.any():
+            with self.timer("td + relay"):
+                self._relay(rows, mask)
+        self.unlearned_env_steps += fragment["reward"].shape[0] * fragment["reward"].shape[1]
+        return int(fragment["valid"].sum())
+
+    def _stored(self, t: Transitions) -> dict[str, np.ndarray]:
+        data = {"obs": t.obs, "action": t.action, "reward": t.reward, "next_obs": t.next_obs, "discount": t.discount}
+        return {k: v.astype(self.fields[k].dtype, copy=False) for k, v in data.items()}
+
+    def _per_set(self, t: Transitions) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """``[T, E, N, ...]`` transitions -> per-set rows ``[P, M, ...]`` and mask ``[P, M]``."""
+        rows = {k: self.layout.to_sets(v.reshape(-1, *v.shape[2:]), 1) for k, v in self._stored(t).items()}
+        return rows, self.layout.to_sets(t.valid.reshape(-1, t.valid.shape[2]), 1)
+
+    def _tagged(self, t: Transitions) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Every agent's transitions as rows of the one shared buffer, tagged ``agent``."""
+        rows = {k: v.reshape(1, -1, *v.shape[3:]) for k, v in self._stored(t).items()}
+        rows["agent"] = np.broadcast_to(np.arange(self.spec.n_agents, dtype=np.int16), t.valid.shape).reshape(1, -1)
+        return rows, t.valid.reshape(1, -1)
+
+    def _relay(self, rows: dict[str, np.ndarray], mask: np.ndarray) -> None:
+        assert self.relay is not None
+        td_abs = np.abs(self.algorithm.td_error(rows))
+        selected = self.selector.select(td_abs, mask)
+        receive = self.relay.route(selected, mask, self.bytes_per_transition)
+        if not receive.any():
+            return
+        n, m = mask.shape
+        shared = {k: v.reshape(n * m, *v.shape[2:]) for k, v in rows.items()}
+        priorities = None
+        if self.sharing.priority == "sender_td":
+            priorities = np.broadcast_to(td_abs.reshape(1, n * m), receive.shape)
+        self.replay.add(shared, mask=receive, priorities=priorities)
+
+    # ------------------------------------------------------------------ learning
+    def learn(self, env_steps: int) -> None:
+        """Step 3: the gradient steps earned since the last call (one per agent per
+        ``fragment_length`` env steps from ``learning_starts`` on), then a target sync when
+        one is due."""
+        s = self.settings
+        collected, self.unlearned_env_steps = self.unlearned_env_steps, 0
+        if env_steps >= s.learning_starts:
+            self.updates_owed += collected / s.fragment_length
+            n_updates = int(self.updates_owed)
+            self.updates_owed -= n_updates
+            self._train(n_updates * s.updates_per_fragment)
+        if s.target_update_interval is not None and env_steps - self.last_target_sync >= s.target_update_interval:
+            self.algorithm.sync_target()
+            self.last_target_sync = env_steps
+
+    def _train(self, n_updates: int) -> None:
+        for _ in range(n_updates):
+            with self.timer("sample"):
+                data, weights, indices, external = self._sample()
+            with self.timer("update"):
+                priorities, metrics = self.algorithm.update(data, weights)
+            self._check_finite(priorities, metrics)
+            if self.settings.prioritized:
+                assert priorities is not None
+                with self.timer("sample"):
+                    self.replay.update_priorities(indices, np.abs(priorities))
+            if external is not None:
+                metrics.update(external.metrics())
+            self.window.updates += 1
+            self.window.add(metrics)
+            self.updates += 1
+
+    def _sample(self) -> tuple[dict[str, np.ndarray], Any, np.ndarray, ExternalWeights | None]:
+        """Each agent's draw ``[P, B, ...]`` with its weights: prioritised replay's
+        importance weights, or on a shared replay K independent uniform draws at once,
+        corrected by DPS."""
+        if self.correction is None:
+            batch = self.replay.sample(self.batch_size)
+            return batch.data, batch.weights if self.settings.prioritized else None, batch.indices, None
+        k, b = self.layout.n_sets, self.batch_size
+        sampled = self.replay.sample(k * b)
+        data = {name: value.reshape(k, b, *value.shape[2:]) for name, value in sampled.data.items()}
+        external = self.correction.weights(data, self.algorithm.scale)
+        return data, external.for_update(), sampled.indices, external
+
+    def _check_finite(self, priorities: np.ndarray | None, metrics: dict[str, float]) -> None:
+        """A non-finite loss stops the run before its priorities are written, naming the
+        agents whose TD errors went non-finite where it can tell."""
+        bad = [k for k in (self.algorithm.loss_metric, *self.algorithm.checked_metrics) if k in metrics and not math.isfinite(metrics[k])]
+        if not bad:
+            return
+        who = f"the networks of {self.name!r}"
+        if priorities is not None and not self.settings.param_sharing:
+            rows = np.flatnonzero(~np.isfinite(priorities).all(axis=1))
+            if len(rows):
+                who = f"agent(s) {', '.join(self.spec.agent_ids[i] for i in rows)} of {self.name!r}"
+        raise NonFiniteError(f"the {' and '.join(bad)} of {who} {'is' if len(bad) == 1 else 'are'} not finite")
+
+    # ------------------------------------------------------------------ state
+    def drain_window(self) -> MetricWindow:
+        window, self.window = self.window, MetricWindow()
+        return window
+
+    def policy_state(self) -> dict[str, Any]:
+        """What acting needs: the algorithm's acting networks and how they map to entities."""
+        return {"algo": self.algo, "param_sharing": self.settings.param_sharing, "networks": self.algorithm.policy_state()}
+
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "algorithm": self.algorithm.state_dict(),
+            "replay": self.replay.state_dict(),
+            "nstep": self.nstep.state_dict(),
+            "window": self.window,
+            "budget": {
+                "updates": self.updates,
+                "updates_owed": self.updates_owed,
+                "unlearned_env_steps": self.unlearned_env_steps,
+                "last_target_sync": self.last_target_sync,
+            },
+        }
+        if self.relay is not None:
+            state.update(selector=self.selector.state_dict(), relay=self.relay.stats)
+        if self.correction is not None:
+            state["correction"] = self.correction.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.algorithm.load_state_dict(state["algorithm"])
+        self.replay.load_state_dict(state["replay"])
+        self.nstep.load_state_dict(state["nstep"])
+        self.window = state["window"]
+        budget = state["budget"]
+        self.updates, self.updates_owed = budget["updates"], budget["updates_owed"]
+        self.unlearned_env_steps, self.last_target_sync = budget["unlearned_env_steps"], budget["last_target_sync"]
+        if self.relay is not None:
+            self.selector.load_state_dict(state["selector"])
+            self.relay.stats = state["relay"]
+        if self.correction is not None:
+            self.correction.load_state_dict(state["correction"])
+
+
+def load_policy_state(algorithm: Algorithm, param_sharing: bool, algo: str, state: dict[str, Any], source: str, who: str) -> None:
+    """Loads a learner's ``policy_state`` into ``algorithm`` (a frozen opponent or an
+    evaluation), refusing networks of another algorithm, layout or shape."""
+    if state["algo"] != algo or state["param_sharing"] != param_sharing:
+        raise CheckpointError(
+            f"{source}: {who} was trained as {state['algo']} with param_sharing={state['param_sharing']}; "
+            f"this run has {algo} with param_sharing={param_sharing}"
+        )
+    try:
+        algorithm.load_policy_state(state["networks"])
+    except (RuntimeError, KeyError) as error:
+        raise CheckpointError(f"{source}: {who}'s networks do not fit this run's model ({error})") from None

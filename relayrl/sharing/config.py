@@ -1,0 +1,47 @@
+"""The ``sharing`` section of a config (DESIGN.md §1: selection at the sender x correction
+at the receiver)."""
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from relayrl.core.settings import Strict
+
+
+class SharingConfig(Strict):
+    """What is shared and how the receiver corrects it (DESIGN.md §1: selection x correction).
+
+    Selection at the sender: ``select`` x ``bandwidth`` (SUPER, paper 000 section 4.1).
+    ``replay: shared`` keeps one replay for the team, each row tagged with the agent that
+    collected it, instead of one replay per agent (DASE, paper 001; needs ``select: all``).
+    ``correction: dps`` weights other agents' transitions by Deterministic Policy Similarity
+    (paper 001 eq. 7, SPEC §1.2) with ``divergence`` sym_kl (the reference code's), jsd (the
+    paper's text; Monte-Carlo, bounded by ln 2 so weights stay >= 0.5) or kl (KL-DASE);
+    ``correction: none`` with a shared replay is ES-DASE.
+    """
+
+    select: Literal["quantile", "gaussian", "stochastic", "uniform", "all", "none"] = "none"
+    bandwidth: float = Field(0.1, gt=0, le=1)
+    window: int = Field(1500, ge=1)
+    running_moments: bool = Field(False, description="gaussian: constant-memory moments instead of a window")
+    gaussian_scale: Literal["std", "variance"] = "std"
+    stochastic_alpha: float = Field(1.0, ge=0)
+    stochastic_normaliser: Literal["fragment", "window"] = "fragment"
+    team: list[int] | None = Field(None, description="agent indices that send and receive; None = all")
+    priority: Literal["max", "sender_td"] = "max"
+    replay: Literal["own", "shared"] = "own"
+    correction: Literal["none", "dps"] = "none"
+    divergence: Literal["sym_kl", "jsd", "kl"] = "sym_kl"
+    reference_cov: Literal["sigma", "std_squared"] = Field(
+        "sigma", description="DPS reference N(0, s I): s = exploration std (paper eq. 7) or its square"
+    )
+    cov_regulariser: float = Field(1e-6, gt=0, description="added to the action-difference covariance's diagonal")
+    jsd_samples: int = Field(256, ge=1, description="Monte-Carlo samples per distribution for divergence=jsd")
+
+    @model_validator(mode="after")
+    def _shared_replay(self) -> "SharingConfig":
+        if self.replay == "shared" and self.select != "all":
+            raise ValueError("a shared replay holds every agent's transitions: set sharing.select=all with sharing.replay=shared")
+        if self.correction == "dps" and self.replay != "shared":
+            raise ValueError("correction=dps weights other agents' rows of a shared replay: set sharing.replay=shared")
+        return self

@@ -1,0 +1,120 @@
+"""The one off-policy learner over every registered algorithm: the same contract (act,
+observe, learn, state) whatever the algorithm, and resumes that continue exactly."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from relayrl.algos import ALGORITHMS
+from relayrl.algos.actor_critic import ActorCriticConfig
+from relayrl.algos.dqn import DQNConfig
+from relayrl.algos.off_policy import OffPolicyLearner
+from relayrl.core.profiler import SectionTimer
+from relayrl.core.specs import GroupSpec
+from relayrl.nets.qnetwork import ModelConfig
+from relayrl.sharing.config import SharingConfig
+
+T, E, N = 4, 2, 3
+DISCRETE = GroupSpec("g", ("a0", "a1", "a2"), (5,), np.dtype(np.float32), 4)
+CONTINUOUS = GroupSpec("g", ("a0", "a1", "a2"), (5,), np.dtype(np.float32), 0, (2,), (-1.0, -2.0), (1.0, 2.0))
+
+
+def _setup(algo: str) -> tuple[GroupSpec, object]:
+    if algo == "dqn":
+        return DISCRETE, DQNConfig(batch_size=8, buffer_size=200, learning_starts=0, fragment_length=4, target_update_interval=8)
+    return CONTINUOUS, ActorCriticConfig(algo=algo, hidden=[16], batch_size=8, buffer_size=200, random_steps=0)
+
+
+def _learner(algo: str, sharing: SharingConfig | None = None) -> OffPolicyLearner:
+    spec, config = _setup(algo)
+    model = ModelConfig(hiddens=[16], head_hidden=16)
+    return OffPolicyLearner(spec, algo, config, sharing or SharingConfig(), torch.device("cpu"), [1, 2, 3], SectionTimer(), model=model)
+
+
+def _fragment(learner: OffPolicyLearner, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    obs = rng.normal(size=(T + 1, E, N, 5)).astype(np.float32)
+    actions = np.stack([learner.act(obs[t], None, 10_000)[0] for t in range(T)])
+    return {
+        "obs": obs[:-1],
+        "action": actions,
+        "reward": rng.normal(size=(T, E, N)).astype(np.float32),
+        "next_obs": obs[1:],
+        "terminated": rng.random((T, E, N)) < 0.1,
+        "truncated": np.zeros((T, E, N), bool),
+        "valid": np.ones((T, E, N), bool),
+    }
+
+
+@pytest.mark.parametrize("algo", list(ALGORITHMS))
+def test_every_registered_algorithm_learns_through_the_one_learner(algo):
+    learner = _learner(algo)
+    spec = learner.spec
+    obs = np.zeros((E, N, 5), np.float32)
+    actions, carry = learner.act(obs, None, None)
+    assert carry is None and actions.shape == (E, N, *spec.action_shape)
+    for seed in range(3):
+        assert learner.observe(_fragment(learner, seed)) == T * E * N
+        learner.learn(env_steps=(seed + 1) * T * E)
+    np.testing.assert_array_equal(learner.replay.size, [3 * T * E] * N)
+    gradient_steps = 3 * T * E // learner.settings.fragment_length * learner.settings.updates_per_fragment
+    assert learner.updates == gradient_steps
+    window = learner.drain_window()
+    assert window.updates == gradient_steps and np.isfinite(window.mean(learner.algorithm.loss_metric))
+    batch = learner.replay.sample(8).data
+    assert learner.algorithm.td_error(batch).shape == (N, 8)
+
+
+@pytest.mark.parametrize("algo", list(ALGORITHMS))
+def test_a_learner_restored_from_its_state_continues_exactly(algo):
+    straight, restored = _learner(algo), _learner(algo)
+    for seed in range(2):
+        straight.observe(_fragment(straight, seed))
+        straight.learn(env_steps=(seed + 1) * T * E)
+    fragment = _fragment(straight, 7)
+    restored.load_state_dict(copy.deepcopy(straight.state_dict()))
+    for learner in (straight, restored):
+        learner.observe(copy.deepcopy(fragment))
+        learner.learn(env_steps=3 * T * E)
+    for a, b in zip(straight.algorithm.state_dict().values(), restored.algorithm.state_dict().values()):
+        if isinstance(a, dict) and all(isinstance(v, torch.Tensor) for v in a.values()):
+            for key in a:
+                torch.testing.assert_close(a[key], b[key], rtol=0, atol=0)
+    obs = np.ones((E, N, 5), np.float32)
+    np.testing.assert_array_equal(straight.act(obs, None, 10_000)[0], restored.act(obs, None, 10_000)[0])
+
+
+def test_a_relay_learner_shares_and_a_shared_replay_learner_tags():
+    relaying = _learner("dqn", SharingConfig(select="all"))
+    relaying.observe(_fragment(relaying, 0))
+    np.testing.assert_array_equal(relaying.replay.size, [T * E * N] * N)  # own + both others'
+    tagged = _learner("td3", SharingConfig(select="all", replay="shared", correction="dps"))
+    tagged.observe(_fragment(tagged, 0))
+    assert tagged.replay.n_buffers == 1 and int(tagged.replay.size[0]) == T * E * N
+    np.testing.assert_array_equal(np.bincount(tagged.replay.storage()["agent"][0, : T * E * N]), [T * E] * N)
+    tagged.learn(env_steps=T * E)
+    window = tagged.drain_window()
+    assert tagged.metric_columns == ("actor_loss", "dps_weight", "external_fraction")
+    assert 0 < window.mean("dps_weight") <= 1 and 0 < window.mean("external_fraction") < 1
+
+
+def test_scoring_transitions_leaves_the_update_stream_untouched():
+    """A TD3 sender's |td| uses the noiseless target, so relaying does not move the smoothing
+    noise of its updates."""
+    scored, plain = _learner("td3"), _learner("td3")
+    fragment = _fragment(scored, 0)
+    for learner in (scored, plain):
+        learner.observe(copy.deepcopy(fragment))
+    scored.algorithm.td_error(scored.replay.sample(8).data)
+    plain.replay.sample(8)  # the same replay draw, without scoring
+    for learner in (scored, plain):
+        learner.learn(env_steps=T * E)
+    for p, q in zip(scored.algorithm.critics.parameters(), plain.algorithm.critics.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+
+
+def test_an_unknown_algorithm_names_the_registered_ones():
+    with pytest.raises(KeyError, match="unknown algorithm 'ppo'; registered: ddpg, dqn, sac, td3"):
+        ALGORITHMS["ppo"]

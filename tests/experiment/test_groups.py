@@ -1,0 +1,134 @@
+"""Groups driven by policies: frozen pretrained opponents, co-evolving DDQN opponents,
+sharing within a group, and agents or whole groups leaving the episode (paper 000,
+section 5.3 and appendix C.3)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from relayrl.core.errors import CheckpointError, ConfigError
+from relayrl.experiment import Trainer, build_config
+from relayrl.arena.policy import FrozenPolicy, LearningPolicy
+from relayrl.experiment.checkpoint import list_checkpoints, load_policies
+
+TWO_TEAMS = {"name": "corridor", "settings": {"n_agents": 3, "n_walkers": 2, "length": 4, "max_steps": 12}}
+
+
+def _config(total: int = 400, **extra) -> dict:
+    return {
+        "preset": "teams",
+        "env": TWO_TEAMS,
+        "total_steps": total,
+        "report_interval": 200,
+        "checkpoint_interval": 400,
+        "eval": {"interval": 400, "episodes": 2},
+        "model": {"hiddens": [16], "head_hidden": 16},
+        "dqn": {"learning_starts": 100, "buffer_size": 2000, "batch_size": 8, "epsilon_start": 1.0, "epsilon_steps": 300},
+        **extra,
+    }
+
+
+def _params(policy) -> list[torch.Tensor]:
+    algorithm = policy.learner.algorithm if isinstance(policy, LearningPolicy) else policy.algorithm
+    return [p.detach().clone() for p in algorithm.online.parameters()]
+
+
+def _pretrain(root: Path) -> Path:
+    trainer = Trainer(build_config(_config()), root / "pretrain", verbose=False)
+    trainer.train()
+    trainer.close()
+    return root / "pretrain"
+
+
+def test_each_group_has_its_own_learning_policy():
+    trainer = Trainer(build_config(_config()), None, verbose=False)
+    assert [(name, p.spec.n_agents, type(p)) for name, p in trainer.policies.items()] == [
+        ("runner", 3, LearningPolicy), ("walker", 2, LearningPolicy)
+    ]
+    assert trainer.learners["runner"] is not trainer.learners["walker"]
+
+
+def test_frozen_team_loads_the_pretrained_networks_and_never_learns(tmp_path):
+    pretrained = load_policies(list_checkpoints(_pretrain(tmp_path) / "checkpoints")[-1])["walker"]
+    config = build_config(_config(groups={"walker": {"role": "frozen", "checkpoint": str(tmp_path / "pretrain")}}))
+    trainer = Trainer(config, tmp_path / "main", verbose=False)
+    walker, runner = trainer.policies["walker"], trainer.policies["runner"]
+    assert isinstance(walker, FrozenPolicy) and list(trainer.learners) == ["runner"]
+    for p, q in zip(walker.algorithm.online.state_dict().values(), pretrained["networks"]["online"].values()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+    before_walker, before_runner = _params(walker), _params(runner)
+    trainer.train()
+    for p, q in zip(_params(walker), before_walker):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+    assert any(not torch.equal(p, q) for p, q in zip(_params(runner), before_runner))
+    assert trainer.config.reported_group() == "runner"
+    assert "frozen_groups_from" in (tmp_path / "main" / "provenance.yaml").read_text()
+
+
+def test_pretrained_preset_that_was_not_run_is_a_clear_error(tmp_path):
+    config = build_config({**_config(), "env": {"name": "battle"}, "dqn": {"buffer_size": 100},
+                           "groups": {"red": {"role": "frozen", "pretrained": "battle-pretrain"}}})
+    with pytest.raises(CheckpointError, match="relayrl train battle-pretrain --seed 0"):
+        Trainer(config, tmp_path / "battle-x" / "0", verbose=False)
+
+
+@pytest.mark.parametrize(
+    "groups, message",
+    [
+        ({"red": {}}, "not teams of corridor"),
+        ({"runner": {"role": "frozen"}}, "exactly one of checkpoint"),
+        ({"runner": {"role": "frozen", "checkpoint": "x"}, "walker": {"role": "frozen", "checkpoint": "x"}}, "nothing would learn"),
+        ({"runner": {"role": "ddqn", "checkpoint": "x"}}, "role=frozen only"),
+    ],
+)
+def test_bad_group_settings_fail_before_training(groups, message):
+    with pytest.raises(ConfigError, match=message):
+        build_config(_config(groups=groups))
+
+
+def test_co_evolving_opponents_learn_without_sharing():
+    """Runners share everything within their team; the co-evolving walkers train plain DDQN."""
+    config = build_config(_config(sharing={"select": "all"}, groups={"walker": {"role": "ddqn"}}))
+    trainer = Trainer(config, None, verbose=False)
+    runner, walker = trainer.learners["runner"], trainer.learners["walker"]
+    assert walker.relay is None and runner.relay is not None
+    before = _params(trainer.policies["walker"])
+    trainer._start()
+    expected = {name: np.zeros(learner.spec.n_agents, np.int64) for name, learner in trainer.learners.items()}
+    for _ in range(10):  # 40 env steps
+        for (name, learner), steps in zip(trainer.learners.items(), trainer._collect()):
+            expected[name] += steps["valid"].sum(axis=(0, 1))
+            learner.observe(steps)
+    # share-all: each runner holds every runner's transitions; walkers only their own
+    np.testing.assert_array_equal(runner.replay.size, [expected["runner"].sum()] * 3)
+    np.testing.assert_array_equal(walker.replay.size, expected["walker"])
+    trainer.train()
+    assert any(not torch.equal(p, q) for p, q in zip(_params(trainer.policies["walker"]), before))
+
+
+def test_no_transitions_from_agents_that_left_even_when_a_whole_group_is_gone():
+    trainer = Trainer(build_config(_config()), None, verbose=False)
+    trainer._start()
+    expected = {name: np.zeros(learner.spec.n_agents, np.int64) for name, learner in trainer.learners.items()}
+    team_gone_while_other_plays = 0
+    for _ in range(100):  # 400 env steps, ~40 episodes of random walkers
+        steps = trainer._collect()
+        runners, walkers = (s["valid"].reshape(len(s["valid"]), -1) for s in steps)
+        team_gone_while_other_plays += int((runners.any(axis=1) & ~walkers.any(axis=1)).sum())
+        for (name, learner), group_steps in zip(trainer.learners.items(), steps):
+            expected[name] += group_steps["valid"].sum(axis=(0, 1))
+            learner.observe(group_steps)
+    assert team_gone_while_other_plays > 0
+    for name, learner in trainer.learners.items():
+        np.testing.assert_array_equal(learner.replay.size, expected[name])
+
+
+def test_per_group_metrics_are_written(tmp_path):
+    trainer = Trainer(build_config(_config()), tmp_path, verbose=False)
+    rows = trainer.train()
+    assert {"episode_reward_mean/runner", "episode_reward_mean/walker", "td_loss/walker"} <= set(rows[-1])
+    assert rows[-1]["episode_reward_mean"] == rows[-1]["episode_reward_mean/runner"]
+    header = (tmp_path / "metrics.csv").read_text().splitlines()[0]
+    assert "eval_reward_mean/walker" in header
