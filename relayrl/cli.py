@@ -14,12 +14,12 @@ from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.config import RunConfig, apply_overrides, build_config
 from relayrl.experiment.metrics import read_metrics
 from relayrl.experiment.plots import plot_runs, summary_table
-from relayrl.experiment.presets import PRESETS, preset_dict
+from relayrl.experiment.presets import PRESETS, config_dict
 from relayrl.experiment.trainer import Trainer, run_dir_for
 
 
 def _config_from(preset: str, overrides: list[str], seed: int | None) -> RunConfig:
-    data = apply_overrides(preset_dict(preset), overrides)
+    data = apply_overrides(config_dict(preset), overrides)
     if seed is not None:
         data["seed"] = seed
     return build_config(data)
@@ -276,8 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     with_config_args(show)
     show.set_defaults(func=cmd_show)
 
-    train = sub.add_parser("train", help="train a preset (resumes if its run directory has checkpoints)")
-    train.add_argument("preset")
+    train = sub.add_parser("train", help="train a preset or a YAML config (resumes if its run directory has checkpoints)")
+    train.add_argument("preset", help="a preset name (relayrl list) or a config file, FILE.yaml")
     with_config_args(train)
     train.set_defaults(func=cmd_train)
 

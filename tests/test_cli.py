@@ -29,6 +29,28 @@ def test_list_and_show(capsys):
         main(["show", "halfcheetah-td3", "--no-such-option"])
 
 
+def test_train_a_yaml_config_file(tmp_path, capsys):
+    """A YAML file of config keys trains like a preset; what it leaves out takes the defaults."""
+    path = tmp_path / "my_corridor.yaml"
+    path.write_text(
+        "total_steps: 400\nreport_interval: 200\ncheckpoint_interval: 400\neval: {interval: 0}\n"
+        "env: {name: corridor, settings: {n_agents: 3, length: 5, max_steps: 12}}\n"
+        "model: {hiddens: [16], head_hidden: 16}\n"
+        "dqn: {learning_starts: 100, buffer_size: 1000, batch_size: 8}\nsharing: {select: quantile}\n"
+    )
+    assert main(["train", str(path), "dqn.lr=1e-3", "--out", str(tmp_path / "runs")]) == 0
+    run_dir = _run_dir(tmp_path / "runs")
+    assert run_dir.parent.name.startswith("my_corridor-")
+    saved = (run_dir / "config.yaml").read_text()
+    assert "select: quantile" in saved and "lr: 0.001" in saved and "gamma: 0.99" in saved
+    assert len((run_dir / "metrics.csv").read_text().splitlines()) == 3
+    (tmp_path / "bad.yaml").write_text("dqn: {lr: [1, 2}\n")
+    assert main(["train", str(tmp_path / "bad.yaml")]) == 2
+    assert "bad.yaml is not valid YAML" in capsys.readouterr().err
+    assert main(["train", str(tmp_path / "missing.yaml")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
 def test_train_resume_eval_plot_table(tmp_path, capsys):
     assert main(["train", "pursuit-quickstart", *TINY, "--seed", "3", "--out", str(tmp_path)]) == 0
     run_dir = _run_dir(tmp_path)

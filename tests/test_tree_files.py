@@ -1,5 +1,6 @@
-"""Policies are written and read as data: a round trip keeps every leaf and its type, and a
-file that would run code when unpickled is never executed."""
+"""Checkpoints are written and read as data: a round trip keeps every leaf and its type, and
+a file that would run code when unpickled is never executed, whether a resume, an
+evaluation or a frozen opponent reads it."""
 
 import hashlib
 import json
@@ -9,9 +10,11 @@ import numpy as np
 import pytest
 import torch
 
+from relayrl.cli import main
+from relayrl.core.errors import CheckpointError
 from relayrl.core.tree_files import read_tree, tree_files, write_tree
 from relayrl.experiment import Trainer, build_config
-from relayrl.experiment.checkpoint import list_checkpoints, load_policies
+from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint, load_policies
 
 
 def test_a_tree_round_trips_with_its_types(tmp_path):
@@ -51,7 +54,9 @@ def test_loading_a_policy_never_unpickles(tmp_path, monkeypatch):
     trainer.train()
     trainer.close()
     (checkpoint,) = list_checkpoints(tmp_path / "checkpoints")
-    assert sorted(p.name for p in checkpoint.iterdir()) == ["manifest.json", "policy.json", "policy.safetensors", "state.pkl"]
+    assert sorted(p.name for p in checkpoint.iterdir()) == [
+        "manifest.json", "policy.json", "policy.npz", "policy.safetensors", "state.json", "state.npz", "state.safetensors"
+    ]
     policies = load_policies(checkpoint)
     assert set(policies) == {"runner"} and isinstance(policies["runner"]["networks"]["online"], dict)
     bomb = pickle.dumps(_RunsCode())
@@ -62,11 +67,47 @@ def test_loading_a_policy_never_unpickles(tmp_path, monkeypatch):
     assert (proof / "RAN").exists()  # what unpickling it would do
     # the bomb where the policy's structure goes, with a matching sha256: read as JSON, refused
     monkeypatch.chdir(tmp_path)
-    _, structure = tree_files(checkpoint / "policy")
+    _, _, structure = tree_files(checkpoint / "policy")
     structure.write_bytes(bomb)
     manifest = json.loads((checkpoint / "manifest.json").read_text())
     manifest["files"]["policy.json"] = hashlib.sha256(structure.read_bytes()).hexdigest()
     (checkpoint / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises((ValueError, UnicodeDecodeError)):
+    with pytest.raises(CheckpointError, match="not relayrl checkpoint data"):
         load_policies(checkpoint)
+    assert not (tmp_path / "RAN").exists()
+
+
+def _swap(checkpoint, name: str, content: bytes) -> None:
+    """Replaces a checkpoint file, with a matching sha256 in its manifest (an attacker's copy)."""
+    (checkpoint / name).write_bytes(content)
+    manifest = json.loads((checkpoint / "manifest.json").read_text())
+    manifest["files"][name] = hashlib.sha256(content).hexdigest()
+    (checkpoint / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_checkpoint_carrying_code_is_refused_by_resume_eval_and_frozen_opponents(tmp_path, monkeypatch):
+    """The pickle bomb rides in the state's arrays (an object array, which only unpickling
+    could read) and in the policy's structure; every reader refuses it and it never runs."""
+    config = {"preset": "tiny", "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 8}},
+              "total_steps": 200, "report_interval": 100, "checkpoint_interval": 200, "eval": {"interval": 0},
+              "dqn": {"learning_starts": 50, "buffer_size": 300, "batch_size": 8}}
+    run = tmp_path / "run"
+    trainer = Trainer(build_config(config), run, verbose=False)
+    trainer.train()
+    trainer.close()
+    (checkpoint,) = list_checkpoints(run / "checkpoints")
+    monkeypatch.chdir(tmp_path)
+    bomb_array = tmp_path / "bomb.npz"
+    np.savez(bomb_array, np.array([_RunsCode()], dtype=object), allow_pickle=True)
+    _swap(checkpoint, "state.npz", bomb_array.read_bytes())
+    _swap(checkpoint, "policy.json", pickle.dumps(_RunsCode()))
+    with pytest.raises(CheckpointError, match="not relayrl checkpoint data"):
+        load_checkpoint(checkpoint)
+    with pytest.raises(CheckpointError, match="not relayrl checkpoint data"):  # resume
+        Trainer(build_config({**config, "total_steps": 400}), run, verbose=False).train()
+    assert main(["eval", str(run), "--episodes", "1"]) != 0  # evaluation reads the policy file
+    frozen = {**config, "env": {"name": "corridor", "settings": {"n_agents": 2, "n_walkers": 2, "length": 4, "max_steps": 8}},
+              "groups": {"runner": {"role": "frozen", "checkpoint": str(checkpoint)}}}
+    with pytest.raises(CheckpointError, match="not relayrl checkpoint data"):
+        Trainer(build_config(frozen), None, verbose=False)
     assert not (tmp_path / "RAN").exists()

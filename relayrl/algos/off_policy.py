@@ -12,7 +12,7 @@ syncs hard targets on schedule.
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ from relayrl.core.specs import GroupSpec
 from relayrl.replay import FieldSpec, ReplayPlan, row_nbytes
 from relayrl.sharing.config import SharingConfig
 from relayrl.sharing.corrections import DPSCorrection, DPSSettings, ExternalWeights
-from relayrl.sharing.relay import Relay
+from relayrl.sharing.relay import Relay, RelayStats
 from relayrl.sharing.selectors import make_selector
 
 
@@ -262,7 +262,7 @@ class OffPolicyLearner:
             "algorithm": self.algorithm.state_dict(),
             "replay": self.replay.state_dict(),
             "nstep": self.nstep.state_dict(),
-            "window": self.window,
+            "window": asdict(self.window),
             "budget": {
                 "updates": self.updates,
                 "updates_owed": self.updates_owed,
@@ -271,7 +271,7 @@ class OffPolicyLearner:
             },
         }
         if self.relay is not None:
-            state.update(selector=self.selector.state_dict(), relay=self.relay.stats)
+            state.update(selector=self.selector.state_dict(), relay=asdict(self.relay.stats))
         if self.correction is not None:
             state["correction"] = self.correction.state_dict()
         return state
@@ -280,13 +280,13 @@ class OffPolicyLearner:
         self.algorithm.load_state_dict(state["algorithm"])
         self.replay.load_state_dict(state["replay"])
         self.nstep.load_state_dict(state["nstep"])
-        self.window = state["window"]
+        self.window = MetricWindow(**state["window"])
         budget = state["budget"]
         self.updates, self.updates_owed = budget["updates"], budget["updates_owed"]
         self.unlearned_env_steps, self.last_target_sync = budget["unlearned_env_steps"], budget["last_target_sync"]
         if self.relay is not None:
             self.selector.load_state_dict(state["selector"])
-            self.relay.stats = state["relay"]
+            self.relay.stats = RelayStats(**state["relay"])
         if self.correction is not None:
             self.correction.load_state_dict(state["correction"])
 

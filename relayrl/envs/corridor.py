@@ -65,6 +65,13 @@ class CorridorEnv(ParallelEnv):
         self.agents = [a for a in self.agents if not (terms[a] or truncs[a])]
         return obs, rewards, terms, truncs, infos
 
+    def state_dict(self) -> dict[str, Any]:
+        """The episode in flight, as data (what a checkpoint keeps to resume it exactly)."""
+        return {"agents": list(self.agents), "position": dict(self._position), "steps": self._steps}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.agents, self._position, self._steps = list(state["agents"]), dict(state["position"]), state["steps"]
+
     def render(self) -> None:
         return None
 

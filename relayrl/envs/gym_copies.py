@@ -9,14 +9,12 @@ batch), so the learners above see the same interface as for Pursuit.
 Observations are float32, the networks' precision (MuJoCo's float64 is rounded once, here).
 """
 
-import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import EzPickle
 
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.episodes import EpisodeStats
@@ -49,49 +47,23 @@ def check_env_id(env_id: str) -> None:
                 raise ValueError(f"{env_id} needs {module}: pip install -c constraints.txt -e '.[mujoco]'") from None
 
 
-def _is_mujoco(env: gym.Env) -> bool:
-    """Whether ``env`` simulates with MuJoCo (imported only here: the ``mujoco`` extra is optional)."""
-    try:
-        from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
-    except (ImportError, gym.error.DependencyNotInstalled):
-        return False
-    return isinstance(env, MujocoEnv)
-
-
-def _copy_state(env: gym.Env) -> dict[str, Any]:
-    """The simulator state of a MuJoCo or plainly picklable env (an ``EzPickle`` env such as
-    Box2D's pickles only its arguments: those copies are replayed from an EpisodeLog)."""
-    base = env.unwrapped
-    state: dict[str, Any] = {"elapsed": env.get_wrapper_attr("_elapsed_steps"), "rng": base.np_random.bit_generator.state}
-    if _is_mujoco(base):
-        # all of MjData: besides qpos/qvel, the solver's warm start and quantities some
-        # observations read before they are recomputed (Ant's contact forces after a reset)
-        state["mujoco"] = pickle.dumps(base.data)
-    else:
-        state["env"] = pickle.dumps(base)
-    return state
-
-
-def _restore_state(env: gym.Env, state: dict[str, Any]) -> None:
-    env.reset()  # a fresh env's wrappers refuse steps before a reset; what it set is overwritten below
-    base = env.unwrapped
-    if "mujoco" in state:
-        base.data = pickle.loads(state["mujoco"])
-    else:
-        base.__dict__.update(pickle.loads(state["env"]).__dict__)
-    base.np_random.bit_generator.state = state["rng"]
-    env.set_wrapper_attr("_elapsed_steps", state["elapsed"])
-
-
 @dataclass
 class EpisodeLog:
     """How a copy's current episode began (its reset seed, or its RNG state before an
-    auto-reset) and the actions taken since, with the latest observation: an env whose
-    state cannot be copied (Box2D worlds) is restored by replaying its episode."""
+    auto-reset) and the actions taken since, with the latest observation: a checkpoint
+    restores a copy by replaying its episode, so it holds data only, for every simulator
+    (MuJoCo, Box2D, classic control) alike, and costs at most one episode of steps."""
 
     start: dict[str, Any]
     actions: list[np.ndarray] = field(default_factory=list)
     obs: np.ndarray | None = None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"start": self.start, "actions": np.array(self.actions), "obs": self.obs}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "EpisodeLog":
+        return cls(state["start"], list(state["actions"]), state["obs"])
 
     def replay(self, env: gym.Env) -> None:
         """Brings a fresh ``env`` to the logged point; ValueError if the replay does not
@@ -127,10 +99,7 @@ class GymCopiesEnv:
         self._returns = np.zeros(len(self.envs))
         self._lengths = np.zeros(len(self.envs), np.int64)
         self._episodes = EpisodeStats()
-        # copies that cannot be copied are checkpointed by their episode's seed and actions
-        base = self.envs[0].unwrapped
-        self._logged = isinstance(base, EzPickle) and not _is_mujoco(base)
-        self._logs: list[EpisodeLog] = []
+        self._logs: list[EpisodeLog] = []  # each copy's episode in flight, for checkpoints
 
     def _stack(self, values: list[np.ndarray]) -> np.ndarray:
         return np.stack(values).astype(np.float32).reshape(self.num_envs, self.n_agents, *self.groups[0].obs_shape)
@@ -139,8 +108,7 @@ class GymCopiesEnv:
         """Copy (e, k) is reset with seed ``seed + e * K + k``: agent k's training copy gets
         seed + k (paper 001's seeding); later episodes continue each copy's own RNG."""
         obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(self.envs)]
-        if self._logged:
-            self._logs = [EpisodeLog({"seed": seed + i}, obs=o) for i, o in enumerate(obs)]
+        self._logs = [EpisodeLog({"seed": seed + i}, obs=o) for i, o in enumerate(obs)]
         self._returns[:] = 0
         self._lengths[:] = 0
         alive = np.ones((self.num_envs, self.n_agents), bool)
@@ -158,18 +126,15 @@ class GymCopiesEnv:
             self._returns[i] += r
             self._lengths[i] += 1
             next_obs.append(o)
-            if self._logged:
-                self._logs[i].actions.append(flat_actions[i].copy())
+            self._logs[i].actions.append(flat_actions[i].copy())
             if term or trunc:
                 self._episodes.returns.append(np.array([self._returns[i]]))
                 self._episodes.lengths.append(int(self._lengths[i]))
                 self._episodes.agents.append(i % self.n_agents)
                 self._returns[i], self._lengths[i] = 0, 0
-                if self._logged:
-                    self._logs[i] = EpisodeLog({"rng": env.unwrapped.np_random.bit_generator.state})
+                self._logs[i] = EpisodeLog({"rng": env.unwrapped.np_random.bit_generator.state})
                 o, _ = env.reset()
-            if self._logged:
-                self._logs[i].obs = o
+            self._logs[i].obs = o
             obs.append(o)
         shape = (self.num_envs, self.n_agents)
         step = GroupStep(
@@ -186,24 +151,20 @@ class GymCopiesEnv:
         done, self._episodes = self._episodes, EpisodeStats()
         return done
 
-    def get_state(self) -> bytes:
-        """Every copy's simulator state (MuJoCo), or its episode's seed and actions (Box2D),
-        so a resumed run continues its episodes exactly."""
-        copies = self._logs if self._logged else [_copy_state(env) for env in self.envs]
-        return pickle.dumps({"env_id": self.env_id, "copies": copies, "returns": self._returns, "lengths": self._lengths})
+    def get_state(self) -> dict[str, Any]:
+        """Every copy's episode in flight (its start and actions), so a resumed run replays
+        it and continues exactly."""
+        copies = [log.state_dict() for log in self._logs]
+        return {"env_id": self.env_id, "copies": copies, "returns": self._returns.copy(), "lengths": self._lengths.copy()}
 
-    def set_state(self, state: bytes) -> None:
-        saved = pickle.loads(state)
-        if saved["env_id"] != self.env_id or len(saved["copies"]) != len(self.envs):
-            raise ValueError(f"saved for {len(saved['copies'])} copies of {saved['env_id']}, not {len(self.envs)} of {self.env_id}")
-        for env, copy_state in zip(self.envs, saved["copies"]):
-            if self._logged:
-                copy_state.replay(env)
-            else:
-                _restore_state(env, copy_state)
-        if self._logged:
-            self._logs = saved["copies"]
-        self._returns, self._lengths = saved["returns"].copy(), saved["lengths"].copy()
+    def set_state(self, state: dict[str, Any]) -> None:
+        if state["env_id"] != self.env_id or len(state["copies"]) != len(self.envs):
+            raise ValueError(f"saved for {len(state['copies'])} copies of {state['env_id']}, not {len(self.envs)} of {self.env_id}")
+        logs = [EpisodeLog.from_state(copy_state) for copy_state in state["copies"]]
+        for env, log in zip(self.envs, logs):
+            log.replay(env)
+        self._logs = logs
+        self._returns, self._lengths = state["returns"].copy(), state["lengths"].copy()
 
     def close(self) -> None:
         for env in self.envs:

@@ -153,6 +153,18 @@ class ParallelEnvAdapter:
             steps[g].truncated[i] = truncs[agent]
         return steps, not self.env.agents
 
+    def get_state(self) -> dict[str, Any] | None:
+        """The episode in flight as data, where the env offers ``state_dict`` and
+        ``load_state_dict`` (as relayrl's own envs do); None for the others, whose episodes
+        in flight restart on a resume (a checkpoint never pickles an env)."""
+        if not (hasattr(self.env, "state_dict") and hasattr(self.env, "load_state_dict")):
+            return None
+        return {"env": self.env.state_dict(), "finished": dict(self._finished), "step": self._step}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.env.load_state_dict(state["env"])
+        self._finished, self._step = dict(state["finished"]), state["step"]
+
     def to_dicts(self, arrays: list[np.ndarray], alive: list[np.ndarray]) -> dict[str, np.ndarray]:
         """Inverse of the conversion (for tests and user code): arrays -> agent-keyed dict."""
         return {

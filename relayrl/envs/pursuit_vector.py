@@ -22,7 +22,7 @@ Differential tests (tests/envs/test_pursuit_vector.py) check every output agains
 installed PettingZoo from the same states with the same pursuer actions and evader moves.
 """
 
-import pickle
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -312,20 +312,19 @@ class PursuitVectorEnv:
         done, self._episodes = self._episodes, EpisodeStats()
         return done
 
-    def get_state(self) -> bytes:
-        return pickle.dumps(
-            {
-                "kind": "pursuit-vector",
-                "settings": self.settings,
-                "num_envs": self.num_envs,
-                "rng": self.rng.bit_generator.state,
-                "arrays": (self.pursuers, self.evaders, self.evader_alive, self.frames, self._returns, self._lengths),
-                "episodes": self._episodes,
-            }
-        )
+    def get_state(self) -> dict[str, Any]:
+        """Every game's positions, frames and RNG with the episode accumulators, as data."""
+        return {
+            "kind": "pursuit-vector",
+            "settings": self.settings,
+            "num_envs": self.num_envs,
+            "rng": self.rng.bit_generator.state,
+            "arrays": tuple(a.copy() for a in (self.pursuers, self.evaders, self.evader_alive, self.frames, self._returns, self._lengths)),
+            "episodes": asdict(self._episodes),
+        }
 
-    def set_state(self, state: bytes) -> None:
-        data = pickle.loads(state)
+    def set_state(self, state: dict[str, Any]) -> None:
+        data = state
         if not isinstance(data, dict) or data.get("kind") != "pursuit-vector":
             raise ValueError("this env state was not saved by the vectorised pursuit (was the run made with pursuit-pz?)")
         if data["settings"] != self.settings or data["num_envs"] != self.num_envs:
@@ -334,7 +333,7 @@ class PursuitVectorEnv:
         self.rng.bit_generator.state = data["rng"]
         arrays = [np.array(a) for a in data["arrays"]]
         self.pursuers, self.evaders, self.evader_alive, self.frames, self._returns, self._lengths = arrays
-        self._episodes = data["episodes"]
+        self._episodes = EpisodeStats(**data["episodes"])
 
     def close(self) -> None:
         pass

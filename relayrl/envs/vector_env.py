@@ -1,9 +1,9 @@
 """E copies of an environment stepped together, with auto-reset and episode bookkeeping."""
 
 import multiprocessing as mp
-import pickle
 import traceback
-from typing import Protocol
+from dataclasses import asdict
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -13,7 +13,6 @@ from relayrl.core.specs import GroupSpec
 from relayrl.envs.episodes import EpisodeStats
 from relayrl.envs.pettingzoo_adapter import GroupStep
 from relayrl.envs.registry import EnvFactory
-from relayrl.envs.snapshot import restore, snapshot
 
 
 class VectorEnv(Protocol):
@@ -23,8 +22,8 @@ class VectorEnv(Protocol):
     def reset(self, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]: ...
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]: ...
     def drain_episodes(self) -> EpisodeStats: ...
-    def get_state(self) -> bytes | None: ...
-    def set_state(self, state: bytes) -> None: ...
+    def get_state(self) -> dict[str, Any] | None: ...  # as data; None where episodes cannot be saved
+    def set_state(self, state: dict[str, Any]) -> None: ...
     def close(self) -> None: ...
 
 
@@ -84,15 +83,21 @@ class SyncVectorEnv:
         done, self._episodes = self._episodes, EpisodeStats()
         return done
 
-    def get_state(self) -> bytes | None:
-        """Pickled env copies and episode accumulators, or None where the env cannot be copied."""
-        try:
-            return snapshot((self.envs, self._returns, self._lengths, self._episodes))
-        except (pickle.PicklingError, TypeError, AttributeError, ValueError):  # e.g. ctypes handles of C engines
+    def get_state(self) -> dict[str, Any] | None:
+        """Every copy's episode in flight and the episode accumulators, as data; None where
+        the env cannot save its state (``ParallelEnvAdapter.get_state``)."""
+        copies = [env.get_state() for env in self.envs]
+        if any(c is None for c in copies):
             return None
+        return {"copies": copies, "returns": self._returns.copy(), "lengths": self._lengths.copy(), "episodes": asdict(self._episodes)}
 
-    def set_state(self, state: bytes) -> None:
-        self.envs, self._returns, self._lengths, self._episodes = restore(state)
+    def set_state(self, state: dict[str, Any]) -> None:
+        if len(state["copies"]) != self.num_envs:
+            raise ValueError(f"the state holds {len(state['copies'])} env copies, this run has {self.num_envs}")
+        for env, copy_state in zip(self.envs, state["copies"]):
+            env.set_state(copy_state)
+        self._returns, self._lengths = state["returns"].copy(), state["lengths"].copy()
+        self._episodes = EpisodeStats(**state["episodes"])
 
     def close(self) -> None:
         for env in self.envs:
@@ -193,12 +198,14 @@ class SubprocVectorEnv:
             merged.lengths += stats.lengths
         return merged
 
-    def get_state(self) -> bytes | None:
+    def get_state(self) -> dict[str, Any] | None:
         states = self._call("get_state", [()] * len(self._conns))
-        return None if any(s is None for s in states) else pickle.dumps(states)
+        return None if any(s is None for s in states) else {"workers": states}
 
-    def set_state(self, state: bytes) -> None:
-        self._call("set_state", [(s,) for s in pickle.loads(state)])
+    def set_state(self, state: dict[str, Any]) -> None:
+        if len(state["workers"]) != len(self._conns):
+            raise ValueError(f"the state holds {len(state['workers'])} env workers, this run has {len(self._conns)}")
+        self._call("set_state", [(s,) for s in state["workers"]])
 
     def close(self) -> None:
         for conn in self._conns:

@@ -1,24 +1,31 @@
-"""Atomic, verified checkpoints: ``checkpoints/step_<env_steps>/`` with a sha256 manifest.
+"""Atomic, verified checkpoints of data: ``checkpoints/step_<env_steps>/`` with a sha256
+manifest.
 
-A checkpoint is written to a temporary folder and renamed into place, so a crash or
-Ctrl-C during the write never leaves a half checkpoint under a real name; on load every
-file is checked against the manifest, so a corrupt checkpoint is detected, not loaded.
+Everything is data (``relayrl.core.tree_files``): tensors in safetensors, arrays in npz
+(the state's deflated), the rest in JSON; nothing is unpickled on load, so a checkpoint
+someone sent you (a frozen opponent, one to evaluate or resume) cannot run code. A
+checkpoint is written to a temporary folder and renamed into place, so a crash or Ctrl-C
+during the write never leaves a half checkpoint under a real name; on load every file is
+checked against the manifest, so a corrupt checkpoint is detected, not loaded.
 """
 
 import hashlib
 import json
-import pickle
 import shutil
+import zipfile
 from pathlib import Path
 from typing import Any
+
+from safetensors import SafetensorError
 
 from relayrl.core.errors import CheckpointError
 from relayrl.core.resources import free_disk, human_bytes
 from relayrl.core.tree_files import read_tree, tree_files, write_tree
 
-STATE_FILE = "state.pkl"
-# the teams' acting networks alone, as data (policy.safetensors + policy.json): what frozen
-# opponents and evaluation load, also from checkpoints someone else made
+# everything a resume needs (state.safetensors + state.npz + state.json)
+STATE = "state"
+# the policies' acting networks alone (policy.*): what frozen opponents and evaluation
+# load, small enough to read without the replays
 POLICY = "policy"
 MANIFEST = "manifest.json"
 CONFIG_FILE = "config.yaml"  # a run directory's config, as its runs were trained with
@@ -55,19 +62,17 @@ def save_checkpoint(
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir()
-        with (tmp / STATE_FILE).open("wb") as handle:
-            pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        files = [tmp / STATE_FILE]
+        files = list(write_tree(tmp / STATE, state, compress=True))
         if policy is not None:
             files += write_tree(tmp / POLICY, policy)
         manifest = {"env_steps": env_steps, "files": {f.name: _sha256(f) for f in files}}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
-    except OSError as error:
+    except (OSError, SafetensorError) as error:  # safetensors wraps the OSError of its own writes
         shutil.rmtree(tmp, ignore_errors=True)
         kept = list_checkpoints(directory)
         previous = f"the previous checkpoint {kept[-1].name} is intact" if kept else "no earlier checkpoint exists"
         raise CheckpointError(
-            f"could not write checkpoint {final.name} in {directory} ({error.strerror or error}; "
+            f"could not write checkpoint {final.name} in {directory} ({getattr(error, 'strerror', None) or error}; "
             f"{human_bytes(free_disk(directory))} free there); {previous} and the metrics so far are kept. "
             f"Free disk space or set keep_checkpoints=1, then resume"
         ) from None
@@ -103,16 +108,26 @@ def _verified(path: Path, *names: str) -> None:
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
-    """The run's full state (to resume one's own run), after checking it against the manifest."""
-    _verified(path, STATE_FILE)
-    with (path / STATE_FILE).open("rb") as handle:
-        return pickle.load(handle)
+    """The run's full state (to resume a run), read as data after checking the files."""
+    return _read(path / STATE)
 
 
 def load_policies(path: Path) -> dict[str, Any]:
-    """Every team's acting networks, read as data (no code runs), after checking the files."""
-    _verified(path, *(f.name for f in tree_files(path / POLICY)))
-    return read_tree(path / POLICY)
+    """Every policy's acting networks, read as data after checking the files."""
+    return _read(path / POLICY)
+
+
+def _read(stem: Path) -> Any:
+    """A tree of a checkpoint, after checking its files; files that are not data (a pickle
+    where JSON or an array belongs) are refused, never executed."""
+    _verified(stem.parent, *(f.name for f in tree_files(stem)))
+    try:
+        return read_tree(stem)
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError, zipfile.BadZipFile, SafetensorError) as error:
+        raise CheckpointError(
+            f"{stem.parent} holds files that are not relayrl checkpoint data ({type(error).__name__}: {str(error)[:200]}); "
+            f"nothing in them was run. Use a checkpoint written by relayrl"
+        ) from None
 
 
 def checkpoint_steps(path: Path) -> int:

@@ -11,7 +11,10 @@ for the Gymnasium tasks of its Tables 4-5 and appendix D, with the 100k shared r
 and each with ``-1m`` for the 1M one.
 """
 
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from relayrl.core.errors import ConfigError
 from relayrl.experiment.config import RunConfig, build_config
@@ -220,6 +223,24 @@ def preset_dict(name: str) -> dict[str, Any]:
         raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(close)} (relayrl list shows all)")
     _, overrides = PRESETS[name]
     return build_config({**overrides, "preset": name}).model_dump(mode="json")
+
+
+def config_dict(source: str) -> dict[str, Any]:
+    """A preset by name, or a YAML file of config keys (``relayrl train my_run.yaml``): what
+    it leaves out takes the defaults, and its ``preset`` names the run (default: the file's
+    stem)."""
+    if not source.endswith((".yaml", ".yml")):
+        return preset_dict(source)
+    path = Path(source)
+    if not path.is_file():
+        raise ConfigError(f"config file {source} does not exist (a preset name has no .yaml suffix: relayrl list shows them)")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{source} is not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source} must hold a mapping of config keys (env:, dqn:, sharing:, ...), not a {type(data).__name__}")
+    return build_config({"preset": path.stem, **data}).model_dump(mode="json")
 
 
 def load_preset(name: str) -> RunConfig:

@@ -18,7 +18,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -286,12 +286,12 @@ class Trainer:
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
-        """Everything a resume needs. Replay rows are views of the live buffers (no second
-        copy in memory): pickle the state, as ``save`` does, before training on."""
+        """Everything a resume needs, as data. Replay rows are views of the live buffers (no
+        second copy in memory): write the state, as ``save`` does, before training on."""
         return {
             "config": self.config.model_dump(mode="json"),
-            "counters": self.counters,
-            "window": self.window,
+            "counters": asdict(self.counters),
+            "window": asdict(self.window),
             "recent_returns": list(self.recent_returns),
             "policies": {name: policy.state_dict() for name, policy in self.policies.items()},
             "env": self.venv.get_state(),
@@ -310,8 +310,8 @@ class Trainer:
 
     def load_state_dict(self, state: dict[str, Any], source: str = "the checkpoint") -> None:
         check_resumable(state["config"], self.config, source)
-        self.counters = state["counters"]
-        self.window = state["window"]
+        self.counters = Counters(**state["counters"])
+        self.window = Window(**state["window"])
         self.recent_returns = deque(state["recent_returns"], maxlen=100)
         for name, policy in self.policies.items():
             policy.load_state_dict(state["policies"][name])

@@ -124,14 +124,21 @@ def test_subprocess_vector_env_matches_sync():
 
 
 def test_vector_env_state_round_trip():
-    factory = make_env_factory("pursuit-pz", {"max_cycles": 30})
+    """Copies of an env that saves its state (relayrl's corridor) continue exactly; copies of
+    one that does not (PettingZoo's own pursuit) have no state, and a resume restarts them."""
+    factory = make_env_factory("corridor", {"n_agents": 3, "length": 6, "max_steps": 9})
     venv = SyncVectorEnv(factory, 2)
     venv.reset(1)
-    _run_steps = lambda v: [v.step([np.full((2, 8), a)])[0][0].next_obs.copy() for a in (0, 1, 2, 3, 4, 1, 2)]
-    _run_steps(venv)
+    rng = np.random.default_rng(0)
+    actions = rng.integers(0, 2, (30, 2, 3))
+    _run_steps = lambda v, acts: [v.step([a])[0][0].next_obs.copy() for a in acts]
+    _run_steps(venv, actions[:5])
     state = venv.get_state()
-    first = _run_steps(venv)
+    first = _run_steps(venv, actions[5:])
+    episodes = venv.drain_episodes()
     venv.set_state(state)
-    second = _run_steps(venv)
+    second = _run_steps(venv, actions[5:])
     for x, y in zip(first, second):
         np.testing.assert_array_equal(x, y)
+    assert episodes.lengths and venv.drain_episodes().lengths == episodes.lengths
+    assert SyncVectorEnv(make_env_factory("pursuit-pz", {"max_cycles": 30}), 1).get_state() is None

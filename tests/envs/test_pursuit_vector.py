@@ -215,7 +215,7 @@ def test_state_round_trip_continues_exactly():
     with pytest.raises(ValueError, match="different pursuit settings"):
         other.set_state(saved)
     with pytest.raises(ValueError, match="pursuit-pz"):
-        copy.set_state(b"\x80\x04N.")  # a pickled None: not a vectorised-pursuit state
+        copy.set_state({"copies": []})  # a PettingZoo copies' state: not a vectorised-pursuit one
 
 
 def test_bad_settings_and_actions_are_named():

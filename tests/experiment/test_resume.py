@@ -80,9 +80,9 @@ def test_train_n_equals_train_k_then_resume(tmp_path, env):
 def test_corrupt_checkpoint_is_detected(tmp_path):
     _train(_tiny(CORRIDOR, 400), tmp_path)
     last = list_checkpoints(tmp_path / "checkpoints")[-1]
-    data = bytearray((last / "state.pkl").read_bytes())
+    data = bytearray((last / "state.npz").read_bytes())
     data[len(data) // 2] ^= 0xFF
-    (last / "state.pkl").write_bytes(bytes(data))
+    (last / "state.npz").write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match="corrupt"):
         load_checkpoint(last)
     with pytest.raises(CheckpointError, match="corrupt"):
@@ -111,7 +111,7 @@ def test_ctrl_c_keeps_last_checkpoint_and_metrics(tmp_path):
     assert [int(r["env_steps"]) for r in rows] == [200, 400]
     checkpoints = list_checkpoints(tmp_path / "checkpoints")
     assert [c.name for c in checkpoints] == ["step_0000000400"]
-    assert load_checkpoint(checkpoints[-1])["counters"].env_steps == 400
+    assert load_checkpoint(checkpoints[-1])["counters"]["env_steps"] == 400
     InterruptingCorridor.steps_before_interrupt = 10**9
     resumed = Trainer(build_config(config), tmp_path, env_factory=factory, verbose=False)
     resumed.train()
