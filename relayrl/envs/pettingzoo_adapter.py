@@ -46,24 +46,26 @@ class GroupStep:
 
 def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[GroupSpec, ...]:
     """Agents with the same name prefix (``red`` of ``red_0``: a team) and equal observation
-    and action spaces form a group, in ``possible_agents`` order."""
+    and action spaces form a group, in ``possible_agents`` order. Actions are Discrete
+    choices or Box vectors."""
     members: dict[tuple, list[str]] = {}
     for agent in env.possible_agents:
         obs_space, act_space = env.observation_space(agent), env.action_space(agent)
-        if not isinstance(obs_space, spaces.Box) or not isinstance(act_space, spaces.Discrete):
-            raise TypeError(
-                f"agent {agent!r}: relayrl's discrete learners need Box observations and "
-                f"Discrete actions, got {obs_space} and {act_space}"
-            )
+        if not isinstance(obs_space, spaces.Box) or not isinstance(act_space, (spaces.Discrete, spaces.Box)):
+            raise TypeError(f"agent {agent!r}: relayrl needs Box observations and Discrete or Box actions, got {obs_space} and {act_space}")
         prefix = agent.rsplit("_", 1)[0] if "_" in agent else agent
-        key = (prefix, obs_space.shape, str(obs_space.dtype), int(act_space.n))
+        if isinstance(act_space, spaces.Discrete):
+            actions: tuple = (int(act_space.n),)
+        else:
+            actions = (0, act_space.shape, tuple(act_space.low.reshape(-1).tolist()), tuple(act_space.high.reshape(-1).tolist()))
+        key = (prefix, obs_space.shape, str(obs_space.dtype), actions)
         members.setdefault(key, []).append(agent)
     groups = []
-    for (name, shape, dtype, n_actions), agents in members.items():
+    for (name, shape, dtype, actions), agents in members.items():
         if any(g.name == name for g in groups):
             name = f"{name}{len(groups)}"
         chosen = np.dtype((obs_dtypes or {}).get(name, dtype))
-        groups.append(GroupSpec(name, tuple(agents), tuple(shape), chosen, n_actions))
+        groups.append(GroupSpec(name, tuple(agents), tuple(shape), chosen, *actions))
     return tuple(groups)
 
 
@@ -134,7 +136,8 @@ class ParallelEnvAdapter:
         action_dict = {}
         for agent in before:
             g, i = self._slot[agent]
-            action_dict[agent] = int(actions[g][i])
+            action = actions[g][i]
+            action_dict[agent] = action.astype(np.float32) if self.groups[g].continuous else int(action)
         obs, rewards, terms, truncs, _ = self.env.step(action_dict)
         self._step += 1
         self._check_known(obs, rewards, terms, truncs, self.env.agents)

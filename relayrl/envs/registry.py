@@ -1,11 +1,14 @@
 """Environment factories by name; a factory is picklable so subprocess workers can use it."""
 
+import functools
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pettingzoo.utils.env import ParallelEnv
 
+from relayrl.core.registry import Registry
 from relayrl.envs.pettingzoo_adapter import ParallelEnvAdapter
 
 
@@ -30,30 +33,68 @@ class EnvFactory:
         return ParallelEnvAdapter(self.make(), self.obs_dtypes)
 
 
+def _pursuit(settings: dict[str, Any], vectorised: bool) -> EnvFactory:
+    from relayrl.envs.pursuit import make_pursuit
+    from relayrl.envs.pursuit_vector import PursuitVectorEnv
+
+    return EnvFactory(make_pursuit, dict(settings), {"pursuer": "uint8"}, PursuitVectorEnv if vectorised else None)
+
+
+def _magent(maker_name: str) -> Callable[[dict[str, Any]], EnvFactory]:
+    def build(settings: dict[str, Any]) -> EnvFactory:
+        from relayrl.envs import magent
+
+        return EnvFactory(getattr(magent, maker_name), dict(settings))
+
+    return build
+
+
+def _corridor(settings: dict[str, Any]) -> EnvFactory:
+    from relayrl.envs.corridor import CorridorEnv
+
+    return EnvFactory(CorridorEnv, dict(settings), {"runner": "uint8", "walker": "uint8"})
+
+
+def _gym(settings: dict[str, Any]) -> EnvFactory:
+    from relayrl.envs.gym_copies import make_gym_copies
+
+    return EnvFactory(None, dict(settings), vectorised=make_gym_copies)
+
+
+# Built-in environments: ``pursuit`` (vectorised NumPy Pursuit), ``pursuit-pz`` (PettingZoo
+# SISL's own implementation), ``battle`` and ``adversarial-pursuit`` (MAgent2), ``gym`` (K
+# copies of a Gymnasium env, one per agent) and ``corridor`` (test env). Each builder
+# imports its env only when called: the optional extras stay optional.
+ENVS: Registry[Callable[[dict[str, Any]], EnvFactory]] = Registry("environment")
+ENVS.add("pursuit", lambda settings: _pursuit(settings, vectorised=True))
+ENVS.add("pursuit-pz", lambda settings: _pursuit(settings, vectorised=False))
+ENVS.add("battle", _magent("make_battle"))
+ENVS.add("adversarial-pursuit", _magent("make_adversarial_pursuit"))
+ENVS.add("corridor", _corridor)
+ENVS.add("gym", _gym)
+
+
+def parallel_env(module: str, **kwargs: Any) -> ParallelEnv:
+    """``module.parallel_env(**kwargs)``: a PettingZoo Parallel env named by its module path."""
+    return importlib.import_module(module).parallel_env(**kwargs)
+
+
+def check_parallel_env(module: str) -> None:
+    """Fails with the fix when ``module`` is not an installed PettingZoo Parallel env."""
+    try:
+        imported = importlib.import_module(module)
+    except ImportError as error:
+        raise ValueError(f"{module} cannot be imported ({error}): install the package that provides it") from None
+    if not callable(getattr(imported, "parallel_env", None)):
+        raise ValueError(f"{module} has no parallel_env(): name a PettingZoo Parallel env module, e.g. pettingzoo.sisl.multiwalker_v9")
+
+
 def make_env_factory(name: str, settings: dict[str, Any]) -> EnvFactory:
-    """Built-in environments by name: ``pursuit`` (vectorised NumPy Pursuit), ``pursuit-pz``
-    (PettingZoo SISL's own implementation), ``battle`` and ``adversarial-pursuit`` (MAgent2)
-    ``gym`` (K copies of a Gymnasium env, one per agent) and ``corridor`` (test env)."""
-    if name in ("pursuit", "pursuit-pz"):
-        from relayrl.envs.pursuit import make_pursuit
-        from relayrl.envs.pursuit_vector import PursuitVectorEnv
-
-        vectorised = PursuitVectorEnv if name == "pursuit" else None
-        return EnvFactory(make_pursuit, dict(settings), {"pursuer": "uint8"}, vectorised)
-    if name == "battle":
-        from relayrl.envs.magent import make_battle
-
-        return EnvFactory(make_battle, dict(settings))
-    if name == "adversarial-pursuit":
-        from relayrl.envs.magent import make_adversarial_pursuit
-
-        return EnvFactory(make_adversarial_pursuit, dict(settings))
-    if name == "corridor":
-        from relayrl.envs.corridor import CorridorEnv
-
-        return EnvFactory(CorridorEnv, dict(settings), {"runner": "uint8", "walker": "uint8"})
-    if name == "gym":
-        from relayrl.envs.gym_copies import make_gym_copies
-
-        return EnvFactory(None, dict(settings), vectorised=make_gym_copies)
-    raise ValueError(f"unknown environment {name!r}; built-in: pursuit, pursuit-pz, battle, adversarial-pursuit, gym, corridor")
+    """A built-in environment by name (``ENVS``), or any installed PettingZoo Parallel env
+    by its module path with ``settings`` as its keyword arguments."""
+    if name in ENVS:
+        return ENVS[name](settings)
+    if "." in name:
+        check_parallel_env(name)
+        return EnvFactory(functools.partial(parallel_env, name), dict(settings))
+    raise ValueError(f"unknown environment {name!r}; built-in: {', '.join(ENVS)}, or a PettingZoo module path")

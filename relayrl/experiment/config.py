@@ -4,10 +4,11 @@ starts with the key path, the bad value and what is allowed."""
 import hashlib
 import importlib.util
 import json
-from typing import Annotated, Any, ClassVar, Literal, get_args
+import re
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from relayrl.algos.actor_critic import ActorCriticConfig
 from relayrl.algos.dqn import DQNConfig
@@ -79,9 +80,15 @@ class EnvSection(Strict):
     in worker processes (envs without a batched implementation)."""
 
     num_envs: int = Field(1, ge=1, description="env copies stepped together (E)")
+    actions: ClassVar[str] = "discrete"  # the action spaces its groups have: discrete, continuous or any
     vector: Literal["sync", "subproc"] = Field("sync", description="copies in this process or in workers")
     # env name -> (module it imports, the relayrl extra that installs it)
     needs: ClassVar[dict[str, tuple[str, str]]] = {}
+
+    def env_settings(self) -> dict[str, Any]:
+        """The keyword arguments the env is built with."""
+        settings = getattr(self, "settings")
+        return settings if isinstance(settings, dict) else settings.model_dump()
 
     @model_validator(mode="after")
     def _installed(self) -> "EnvSection":
@@ -161,6 +168,7 @@ class GymEnv(EnvSection):
     """A Gymnasium env copied K times; its one team is ``agent``."""
 
     name: Literal["gym"] = "gym"
+    actions = "any"
     # a factory: the default task is checked (it needs the mujoco extra) only when a gym env is configured
     settings: GymSettings = Field(default_factory=GymSettings)
 
@@ -174,8 +182,78 @@ class GymEnv(EnvSection):
         return ["agent"]
 
 
-EnvConfig = Annotated[PursuitEnv | CorridorEnv | BattleEnv | AdversarialPursuitEnv | GymEnv, Field(discriminator="name")]
-ENV_NAMES = ("pursuit", "pursuit-pz", "corridor", "battle", "adversarial-pursuit", "gym")
+MODULE_PATH = r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$"
+
+
+class PettingZooEnv(EnvSection):
+    """Any installed PettingZoo Parallel env by its module path (``pettingzoo.sisl.multiwalker_v9``,
+    ``mpe2.simple_spread_v3``): ``settings`` are the keyword arguments of its
+    ``parallel_env``. Its groups are its agents with one name prefix and equal spaces,
+    known once it is built."""
+
+    name: str = Field(pattern=MODULE_PATH)
+    settings: dict[str, Any] = Field(default_factory=dict, description="passed to the module's parallel_env")
+    actions: ClassVar[str] = "any"
+
+    @model_validator(mode="after")
+    def _importable(self) -> "PettingZooEnv":
+        from relayrl.envs.registry import check_parallel_env
+
+        check_parallel_env(self.name)
+        return self
+
+    def group_names(self) -> None:
+        return None
+
+
+BUILTIN_SECTIONS: dict[str, type[EnvSection]] = {
+    "pursuit": PursuitEnv,
+    "pursuit-pz": PursuitEnv,
+    "corridor": CorridorEnv,
+    "battle": BattleEnv,
+    "adversarial-pursuit": AdversarialPursuitEnv,
+    "gym": GymEnv,
+}
+ENV_NAMES = tuple(BUILTIN_SECTIONS)
+
+
+def _env_kind(value: Any) -> str:
+    """The union member of an env section: a built-in name, else a module path (PettingZoo)."""
+    name = value.get("name", "pursuit") if isinstance(value, dict) else getattr(value, "name", "pursuit")
+    section = BUILTIN_SECTIONS.get(name)
+    return section.__name__ if section is not None else PettingZooEnv.__name__
+
+
+def _named_env(value: Any) -> Any:
+    """``env.name`` may be a Gymnasium id (``Pendulum-v1``): K copies of it, the ``gym`` env;
+    any other name that is neither built in nor a module path is refused with the choices."""
+    if not isinstance(value, dict) or value.get("name", "pursuit") in BUILTIN_SECTIONS:
+        return value
+    name = value["name"]
+    if isinstance(name, str) and re.match(MODULE_PATH, name):
+        return value
+    import gymnasium
+
+    if isinstance(name, str) and name in gymnasium.registry:
+        settings = {**value.get("settings", {}), "env_id": name}
+        return {**value, "name": "gym", "settings": settings}
+    raise ValueError(
+        f"unknown env {name!r}: use a built-in ({', '.join(BUILTIN_SECTIONS)}), a PettingZoo Parallel env's module "
+        f"path (pettingzoo.sisl.multiwalker_v9, mpe2.simple_spread_v3) or a Gymnasium id (Pendulum-v1)"
+    )
+
+
+EnvConfig = Annotated[
+    Annotated[PursuitEnv, Tag("PursuitEnv")]
+    | Annotated[CorridorEnv, Tag("CorridorEnv")]
+    | Annotated[BattleEnv, Tag("BattleEnv")]
+    | Annotated[AdversarialPursuitEnv, Tag("AdversarialPursuitEnv")]
+    | Annotated[GymEnv, Tag("GymEnv")]
+    | Annotated[PettingZooEnv, Tag("PettingZooEnv")],
+    Discriminator(_env_kind),
+    BeforeValidator(_named_env),
+]
+ENV_TAGS = ("PursuitEnv", "CorridorEnv", "BattleEnv", "AdversarialPursuitEnv", "GymEnv", "PettingZooEnv")
 
 
 class GroupConfig(Strict):
@@ -258,11 +336,11 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> "RunConfig":
-        continuous = isinstance(self.env, GymEnv) and self.actor_critic is not None
+        continuous = self.actor_critic is not None
         if isinstance(self.env, GymEnv) and self.actor_critic is None:
             raise ValueError("gym envs train the actor-critic learner: set actor_critic (e.g. the preset halfcheetah-td3)")
-        if not isinstance(self.env, GymEnv) and self.actor_critic is not None:
-            raise ValueError(f"actor_critic applies to continuous-action gym envs; {self.env.name} has discrete actions (remove it)")
+        if self.env.actions == "discrete" and self.actor_critic is not None:
+            raise ValueError(f"actor_critic applies to continuous actions; {self.env.name} has discrete actions (remove it)")
         if not continuous and (self.sharing.replay == "shared" or self.sharing.correction != "none"):
             raise ValueError(
                 "sharing.replay=shared and correction=dps apply to actor-critic learners: DQN targets do not depend on the "
@@ -271,10 +349,12 @@ class RunConfig(Strict):
         if continuous and self.sharing.select not in ("none", "all"):
             raise ValueError("actor-critic agents share all transitions or none: set sharing.select to all or none")
         if continuous and self.groups:
-            raise ValueError("gym envs have one team of K agents: remove groups")
+            raise ValueError("actor-critic runs train every group with the run's learner: remove groups")
         if self.dqn.param_sharing and self.sharing.select != "none":
             raise ValueError("parameter sharing has one replay: set sharing.select=none")
         names = self.env.group_names()
+        if names is None:  # a user's env: its groups are checked once it is built
+            return self
         unknown = sorted(set(self.groups) - set(names))
         if unknown:
             raise ValueError(f"groups {unknown} are not teams of {self.env.name}; its teams: {names}")
@@ -306,6 +386,8 @@ class RunConfig(Strict):
         if self.report_group is not None:
             return self.report_group
         names = self.env.group_names()
+        if names is None:
+            raise ValueError(f"{self.env.name}'s groups are known once it is built: ask the Trainer (trainer.reported)")
         return next((n for n in names if self.group(n).role == "main"), names[0])
 
     def config_hash(self) -> str:
@@ -338,8 +420,7 @@ def config_changes(before: dict[str, Any], after: dict[str, Any], prefix: str = 
 def _same_env(a: str, b: str) -> bool:
     """Names of one env section are implementations of the same dynamics (``pursuit`` and
     ``pursuit-pz``): a run may continue on the other one."""
-    sections = get_args(get_args(EnvConfig)[0])  # the members of the discriminated union
-    return any({a, b} <= set(get_args(section.model_fields["name"].annotation)) for section in sections)
+    return a in BUILTIN_SECTIONS and b in BUILTIN_SECTIONS and BUILTIN_SECTIONS[a] is BUILTIN_SECTIONS[b]
 
 
 def check_resumable(saved: dict[str, Any], config: "RunConfig", source: str) -> dict[str, tuple[Any, Any]]:
@@ -377,7 +458,7 @@ def _format_error(error: ValidationError) -> str:
     for item in error.errors():
         parts = [str(p) for p in item["loc"] if not str(p).startswith("function-after")]
         # discriminated unions insert the tag ("pursuit") into the location: drop it
-        parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "env" and p in ENV_NAMES)]
+        parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "env" and p in ENV_TAGS)]
         path = ".".join(parts) or "(root)"
         message = item["msg"].removeprefix("Value error, ")
         value = item.get("input")

@@ -143,7 +143,7 @@ class Trainer:
             self._check_run_dir()
         configure_threads(config.torch_threads)
         self.device = resolve_device(config.device)
-        self.factory = env_factory or make_env_factory(config.env.name, config.env.settings.model_dump())
+        self.factory = env_factory or make_env_factory(config.env.name, config.env.env_settings())
         try:
             self.venv = make_vector_env(self.factory, config.env.num_envs, config.env.vector)
         except (TypeError, ValueError) as error:  # settings the environment itself refuses

@@ -155,7 +155,7 @@ def test_bad_actor_critic_configs_fail_before_training(change, message):
 
 
 def test_dqn_configs_reject_actor_critic_sections():
-    with pytest.raises(ConfigError, match="continuous-action gym envs"):
+    with pytest.raises(ConfigError, match="actor_critic applies to continuous actions; pursuit has discrete actions"):
         build_config({"env": {"name": "pursuit"}, "actor_critic": {}})
 
 

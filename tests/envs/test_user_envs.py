@@ -1,0 +1,131 @@
+"""Environments users bring: any installed PettingZoo Parallel env by its module path, any
+Gymnasium id by name, and the AI Arena list interface adapted both ways (PettingZoo's own
+API tests run on the adapters)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+from pettingzoo.test import parallel_api_test
+
+from relayrl.core.errors import ConfigError
+from relayrl.envs import EnvFactory
+from relayrl.envs.arena_interface import ArenaListEnv, ArenaParallelEnv
+from relayrl.envs.corridor import CorridorEnv
+from relayrl.experiment import Trainer, build_config
+
+SHORT = {"total_steps": 400, "report_interval": 200, "checkpoint_interval": 400, "eval": {"interval": 400, "episodes": 1}}
+
+
+class Tag:
+    """A two-entity game with the list interface, Gym style: each entity sees the distance
+    to a moving mark and is rewarded for moving toward it; 20 steps a shared episode."""
+
+    def __init__(self) -> None:
+        self.observation_space = [spaces.Box(-10.0, 10.0, (2,), np.float32)] * 2
+        self.action_space = [spaces.Discrete(3)] * 2
+        self.rng = np.random.default_rng(0)
+
+    def reset(self, seed: int | None = None) -> list[np.ndarray]:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        self.position, self.mark, self.t = np.zeros(2), float(self.rng.integers(-3, 4)), 0
+        return self._obs()
+
+    def _obs(self) -> list[np.ndarray]:
+        return [np.array([self.mark - p, self.t / 20], np.float32) for p in self.position]
+
+    def step(self, actions: list[int]) -> tuple[list[np.ndarray], list[float], bool, list[dict]]:
+        before = np.abs(self.mark - self.position)
+        self.position += np.array(actions) - 1
+        self.t += 1
+        rewards = (before - np.abs(self.mark - self.position)).tolist()
+        return self._obs(), rewards, self.t >= 20, [{}, {}]
+
+
+def _arena_tag(**_: object) -> ArenaParallelEnv:
+    return ArenaParallelEnv(Tag(), prefix="tagger")
+
+
+@pytest.mark.parametrize("module", [None, "mpe2.simple_spread_v3"])
+def test_the_list_interface_round_trip_passes_pettingzoo_api_tests(module):
+    if module is None:
+        make = lambda: CorridorEnv(3, 4, 12)  # noqa: E731
+    else:
+        make = pytest.importorskip(module).parallel_env
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # PettingZoo warns where an agent misses a field
+        parallel_api_test(ArenaParallelEnv(ArenaListEnv(make())), num_cycles=200)
+        parallel_api_test(_arena_tag(), num_cycles=100)
+
+
+def test_the_round_trip_steps_like_the_env_itself():
+    raw, wrapped = CorridorEnv(3, 5, 9), ArenaParallelEnv(ArenaListEnv(CorridorEnv(3, 5, 9)), prefix="runner")
+    rng = np.random.default_rng(1)
+    for episode in range(3):
+        a, _ = raw.reset(seed=episode)
+        b, _ = wrapped.reset(seed=episode)
+        while raw.agents:
+            assert raw.agents == wrapped.agents and a.keys() == b.keys()
+            actions = {agent: int(rng.integers(0, 2)) for agent in raw.agents}
+            a, ra, ta, ua, _ = raw.step(actions)
+            b, rb, tb, ub, _ = wrapped.step(actions)
+            assert (ra, ta, ua) == (rb, tb, ub)
+            for agent in a:
+                np.testing.assert_array_equal(a[agent], b[agent])
+        assert not wrapped.agents
+
+
+def test_a_list_interface_env_trains():
+    config = build_config({"preset": "tag", "env": {"name": "corridor"}, **SHORT, "model": {"hiddens": [16], "head_hidden": 16},
+                           "dqn": {"learning_starts": 100, "buffer_size": 1000, "batch_size": 8}})
+    trainer = Trainer(config, None, env_factory=EnvFactory(_arena_tag), verbose=False)
+    rows = trainer.train()
+    trainer.close()
+    assert [(g.name, g.n_agents) for g in trainer.venv.groups] == [("tagger", 2)]
+    assert rows[-1]["env_steps"] == 400 and rows[-1]["updates"] > 0 and np.isfinite(rows[-1]["eval_reward_mean"])
+
+
+def test_a_pettingzoo_env_by_module_path_trains_with_sharing():
+    pytest.importorskip("mpe2")
+    config = build_config({"preset": "spread", "env": {"name": "mpe2.simple_spread_v3", "settings": {"max_cycles": 25}}, **SHORT,
+                           "model": {"hiddens": [32], "head_hidden": 32}, "sharing": {"select": "quantile"},
+                           "dqn": {"learning_starts": 100, "buffer_size": 1000}})
+    trainer = Trainer(config, None, verbose=False)
+    rows = trainer.train()
+    trainer.close()
+    assert [(g.name, g.n_agents, g.n_actions) for g in trainer.venv.groups] == [("agent", 3, 5)]
+    assert sum(r["transitions_relayed"] for r in rows) > 0 and rows[-1]["episodes"] > 0
+
+
+def test_box_actions_of_a_pettingzoo_env_train_an_actor_critic():
+    pytest.importorskip("Box2D")
+    config = build_config({"preset": "walkers", "env": {"name": "pettingzoo.sisl.multiwalker_v9", "settings": {"n_walkers": 2, "max_cycles": 50}},
+                           **SHORT, "actor_critic": {"random_steps": 100, "batch_size": 32, "buffer_size": 1000, "hidden": [32]}})
+    trainer = Trainer(config, None, verbose=False)
+    (group,) = trainer.venv.groups
+    assert group.continuous and group.action_shape == (4,) and group.n_agents == 2
+    actions, _ = trainer.policies[group.name].act(np.zeros((1, 2, *group.obs_shape), np.float32), None, 10_000)
+    assert actions.shape == (1, 2, 4) and np.all(np.abs(actions) <= 1.0)
+    rows = trainer.train()
+    trainer.close()
+    assert rows[-1]["updates"] == 400 - 100 + 1 and np.isfinite(rows[-1]["td_loss"])  # from the step reaching random_steps on
+
+
+def test_a_gymnasium_id_is_an_env_name():
+    config = build_config({"env": {"name": "Pendulum-v1", "settings": {"n_agents": 3}}, "actor_critic": {}})
+    assert (config.env.name, config.env.settings.env_id, config.env.settings.n_agents) == ("gym", "Pendulum-v1", 3)
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("nope", "unknown env 'nope': use a built-in"),
+        ("pettingzoo.nope_v1", "pettingzoo.nope_v1 cannot be imported"),
+        ("numpy.linalg", "numpy.linalg has no parallel_env"),
+    ],
+)
+def test_an_env_name_that_is_not_one_is_named_with_the_choices(name, message):
+    with pytest.raises(ConfigError, match=message):
+        build_config({"env": {"name": name}})
