@@ -161,7 +161,7 @@ def cmd_quickstart(args: argparse.Namespace) -> None:
     _print_table(
         [
             ("env steps", f"{trainer.counters.env_steps:,}"),
-            ("updates per agent", f"{trainer.counters.updates:,}"),
+            ("updates per agent", f"{trainer.updates:,}"),
             ("training episode reward (last reports)", f"{np.mean([r['episode_reward_mean'] for r in recent]):.2f}" if recent else "-"),
             ("realised bandwidth (target 0.1)", f"{np.mean(bandwidth):.3f}" if bandwidth else "-"),
             ("env steps/s", f"{np.mean(sps):,.0f}" if sps else "-"),

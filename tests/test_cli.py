@@ -123,3 +123,14 @@ def test_dase_run_trains_and_evaluates_against_random_actions(tmp_path, capsys):
     assert main(["eval", str(run_dir), "--episodes", "2"]) == 0
     out = capsys.readouterr().out
     assert "random" in out and "greedy" in out
+
+
+def test_quickstart_prints_its_summary_and_plot(tmp_path, capsys):
+    """The README's main job on a tiny budget: it may not beat random in 400 steps (exit 2
+    then, by design), but it trains, evaluates, prints every summary row and draws."""
+    code = main(["quickstart", *TINY, "--episodes", "2", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code in (0, 2)
+    for row in ("env steps", "updates per agent", "realised bandwidth", "greedy eval reward", "gap (trained - random)"):
+        assert row in out
+    assert (_run_dir(tmp_path) / "learning_curve.png").is_file()

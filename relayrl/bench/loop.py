@@ -66,7 +66,7 @@ def measure(preset: str, overrides: list[str], steps: int, label: str, math_upda
         if trainer.device.type == "cuda":
             trainer.timer.sync = torch.cuda.synchronize
         trainer.config.total_steps = warmup + steps
-        steps0, updates0 = trainer.counters.env_steps, trainer.counters.updates
+        steps0, updates0 = trainer.counters.env_steps, trainer.updates
         start = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - start
@@ -81,7 +81,7 @@ def measure(preset: str, overrides: list[str], steps: int, label: str, math_upda
     return LoopResult(
         label=label,
         env_steps_per_s=(trainer.counters.env_steps - steps0) / seconds,
-        updates_per_s=(trainer.counters.updates - updates0) / seconds,
+        updates_per_s=(trainer.updates - updates0) / seconds,
         section_share={name: sections.get(name, 0.0) / seconds for name in (*LOOP_SECTIONS, "other")},
         math_env_steps_per_s=fragment / math_seconds,
         math_updates_per_s=1.0 / math_seconds,

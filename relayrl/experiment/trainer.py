@@ -355,6 +355,11 @@ class Trainer:
         """The learner of the reported group, else the first one."""
         return self.learners.get(self.venv.groups[self.reported].name) or next(iter(self.learners.values()))
 
+    @property
+    def updates(self) -> int:
+        """Gradient steps per agent of the reported learner so far."""
+        return self._reported_learner().updates
+
     def epsilon(self) -> float:
         """The reported learner's epsilon now (NaN where it explores otherwise)."""
         learner = self._reported_learner()
