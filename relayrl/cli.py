@@ -57,14 +57,9 @@ def _evaluate_vs_random(trainer: Trainer, episodes: int) -> tuple[np.ndarray, np
     g = trainer.reported
     trained = trainer.evaluate_greedy(episodes)[:, g]
     seed = trainer.config.seed + trainer.config.eval.seed_offset
-    greedy, uniform = trainer.greedy_policy(), RandomPolicy(trainer.venv.groups[g], seed)
-
-    def random_team(obs: list[np.ndarray]) -> list[np.ndarray]:
-        actions = greedy(obs)
-        actions[g] = uniform.act(obs[g], None, None)[0]
-        return actions
-
-    baseline = evaluate(trainer.factory, random_team, episodes, seed)[:, g]
+    policies = list(trainer.policies.values())
+    policies[g] = RandomPolicy(trainer.venv.groups[g], seed)
+    baseline = evaluate(trainer.factory, policies, episodes, seed)[:, g]
     return trained, baseline
 
 
@@ -190,7 +185,13 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
-    from relayrl.experiment.grid import collect, progress, run_grid, status_table, with_dependencies
+    from relayrl.experiment.grid import (
+        collect,
+        progress,
+        run_grid,
+        status_table,
+        with_dependencies,
+    )
 
     if args.paper == "dase":
         from relayrl.experiment import dase_paper

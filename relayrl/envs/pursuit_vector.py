@@ -75,6 +75,8 @@ class PursuitVectorEnv:
     stored as float32 like the PettingZoo adapter. One NumPy generator drives all copies.
     """
 
+    independent_episodes = False
+
     def __init__(self, num_envs: int, **settings: Any) -> None:
         s = validate_settings(settings)
         self.settings = s

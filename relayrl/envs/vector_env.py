@@ -18,6 +18,9 @@ from relayrl.envs.registry import EnvFactory
 class VectorEnv(Protocol):
     groups: tuple[GroupSpec, ...]
     num_envs: int
+    # whether each entity runs episodes of its own (K copies of a single-agent env) rather
+    # than one episode per copy shared by its entities
+    independent_episodes: bool
 
     def reset(self, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]: ...
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]: ...
@@ -30,6 +33,8 @@ class VectorEnv(Protocol):
 class SyncVectorEnv:
     """E copies in this process. ``reset(seed)`` gives copy e the seed ``derive_seeds(seed, E)[e]``;
     later episodes continue each copy's own RNG, so a run is reproducible from its seed."""
+
+    independent_episodes = False
 
     def __init__(self, factory: EnvFactory, num_envs: int) -> None:
         self.factory = factory
@@ -137,6 +142,8 @@ class SubprocVectorEnv:
 
     Copy e gets the same seed as in SyncVectorEnv, so both variants produce the same data.
     """
+
+    independent_episodes = False
 
     def __init__(self, factory: EnvFactory, num_envs: int, num_workers: int = 2) -> None:
         self.num_envs = num_envs

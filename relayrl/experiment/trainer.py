@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,12 +29,14 @@ import relayrl
 from relayrl.algos import ALGORITHMS
 from relayrl.algos.dqn import NetworkFactory
 from relayrl.algos.layout import AgentLayout
-from relayrl.algos.nstep import STEP_FIELDS
 from relayrl.algos.off_policy import OffPolicyLearner, replay_plan
 from relayrl.arena.policy import FrozenPolicy, LearningPolicy
+from relayrl.arena.rollout import Rollout
 from relayrl.core.device import configure_threads, resolve_device
 from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
+from relayrl.core.profiler import SectionTimer
 from relayrl.core.resources import available_memory, human_bytes
+from relayrl.core.seeding import derive_seeds
 from relayrl.envs.pettingzoo_adapter import GroupStep
 from relayrl.envs.registry import EnvFactory, make_env_factory
 from relayrl.envs.vector_env import VectorEnv, make_vector_env
@@ -49,8 +50,6 @@ from relayrl.experiment.checkpoint import (
     save_checkpoint,
     write_atomically,
 )
-from relayrl.core.profiler import SectionTimer
-from relayrl.core.seeding import derive_seeds
 from relayrl.experiment.config import GroupConfig, RunConfig, check_resumable
 from relayrl.experiment.evaluation import evaluate
 from relayrl.experiment.metrics import MetricsWriter
@@ -182,7 +181,7 @@ class Trainer:
         )
         self.window = Window()
         self.recent_returns: deque[float] = deque(maxlen=100)  # RLlib's episode_reward_mean window
-        self.obs, self.alive = None, None
+        self.rollout = Rollout(self.venv, list(self.policies.values()), self.timer, self._check_finite)
         self.metrics: MetricsWriter | None = None
         self.history: list[dict[str, float]] = []
         self.lock = RunLock(run_dir) if run_dir is not None else None
@@ -295,8 +294,9 @@ class Trainer:
             "recent_returns": list(self.recent_returns),
             "policies": {name: policy.state_dict() for name, policy in self.policies.items()},
             "env": self.venv.get_state(),
-            "obs": self.obs,
-            "alive": self.alive,
+            "obs": self.rollout.obs,
+            "alive": self.rollout.alive,
+            "carry": self.rollout.carry,
         }
 
     def policy_dict(self) -> dict[str, Any]:
@@ -318,7 +318,8 @@ class Trainer:
         if state["env"] is not None:
             try:
                 self.venv.set_state(state["env"])
-                self.obs, self.alive = state["obs"], state["alive"]
+                rollout = self.rollout
+                rollout.obs, rollout.alive, rollout.carry = state["obs"], state["alive"], state["carry"]
                 return
             except ValueError as error:  # e.g. saved by pursuit-pz's copies, resumed on the vectorised pursuit
                 reason = f"the saved env state does not fit this env ({error})"
@@ -329,7 +330,7 @@ class Trainer:
             f"(learners, replays, selectors and counters resume exactly)",
             file=sys.stderr,
         )
-        self.obs, self.alive = self.venv.reset(self.config.seed + self.counters.iterations)
+        self.rollout.reset(self.config.seed + self.counters.iterations)
 
     def resume_from_latest(self) -> int:
         """Loads the newest checkpoint of the run directory; returns its env step (0 if none)."""
@@ -366,38 +367,17 @@ class Trainer:
         return learner.exploration(self.counters.env_steps) if learner.algorithm.exploration_name == "epsilon" else math.nan
 
     def _collect(self) -> list[dict[str, np.ndarray]]:
-        """Steps the vector env for one fragment; returns per-team ``[T, E, N, ...]`` step arrays."""
-        num_envs = self.venv.num_envs
-        n_steps = max(1, self.fragment_length // num_envs)
-        env_steps = self.counters.env_steps
-        policies = list(self.policies.values())
-        steps: list[dict[str, list[np.ndarray]]] = [{f: [] for f in STEP_FIELDS} for _ in policies]
-        for _ in range(n_steps):
-            with self.timer("act"):
-                actions = [policy.act(obs, None, env_steps)[0] for policy, obs in zip(policies, self.obs)]
-            with self.timer("env"):
-                result, _ = self.venv.step(actions)
-            for g, step in enumerate(result):
-                self._check_finite(g, step)
-                for name, value in (
-                    ("obs", self.obs[g]),
-                    ("action", actions[g]),
-                    ("reward", step.reward),
-                    ("next_obs", step.next_obs),
-                    ("terminated", step.terminated),
-                    ("truncated", step.truncated),
-                    ("valid", self.alive[g]),
-                ):
-                    steps[g][name].append(value)
-            self.obs, self.alive = [s.obs for s in result], [s.alive for s in result]
+        """Steps the vector env for one fragment; returns per-group ``[T, E, N, ...]`` step arrays."""
+        n_steps = max(1, self.fragment_length // self.venv.num_envs)
+        steps = self.rollout.collect(n_steps, self.counters.env_steps)
         episodes = self.venv.drain_episodes()
         self.window.episode_returns += episodes.returns
         self.window.episode_lengths += episodes.lengths
         self.recent_returns.extend(float(r[self.reported]) for r in episodes.returns)
-        collected = n_steps * num_envs
+        collected = n_steps * self.venv.num_envs
         self.counters.env_steps += collected
         self.window.env_steps += collected
-        return [{k: np.stack(v) for k, v in team_steps.items()} for team_steps in steps]
+        return steps
 
     def _check_finite(self, g: int, step: GroupStep) -> None:
         """NaN or inf from the environment is caught before it is stored or learned from."""
@@ -483,24 +463,20 @@ class Trainer:
             *(f"td_loss/{n}" for n in self.learners),
         )
 
-    def greedy_policy(self) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
-        """Every policy greedy (frozen ones with their own small epsilon)."""
-        policies = list(self.policies.values())
-        return lambda obs: [policy.act(o, None, None)[0] for policy, o in zip(policies, obs)]
-
     def evaluate_greedy(self, episodes: int) -> np.ndarray:
         """Greedy episodes ``[episodes, n_teams]``: each team's reward summed over its
         entities; for K copies of a single-agent env, each agent's ``episodes`` episodes
         without exploration noise, ``[episodes * K, 1]`` (paper 001, C.6)."""
         seed = self.config.seed + self.config.eval.seed_offset
-        if not getattr(self.venv, "independent_episodes", False):
-            return evaluate(self.factory, self.greedy_policy(), episodes, seed)
+        policies = list(self.policies.values())  # acting greedily: frozen ones with their own small epsilon
+        if not self.venv.independent_episodes:
+            return evaluate(self.factory, policies, episodes, seed)
         # Gymnasium copies are kept between evaluations: building MuJoCo models costs more
         # than it does for the other envs, and a reset with the same seeds restarts them alike
         if self.eval_venv is None or self.eval_venv.num_envs != episodes:
             self.close_eval_envs()
             self.eval_venv = make_vector_env(self.factory, episodes)
-        return evaluate(self.factory, self.greedy_policy(), episodes, seed, self.eval_venv)
+        return evaluate(self.factory, policies, episodes, seed, self.eval_venv)
 
     def close_eval_envs(self) -> None:
         if self.eval_venv is not None:
@@ -546,8 +522,8 @@ class Trainer:
                 if self.frozen_sources:
                     entry["frozen_groups_from"] = self.frozen_sources
                 yaml.safe_dump([entry], handle, sort_keys=False)
-        if self.obs is None:
-            self.obs, self.alive = self.venv.reset(self.config.seed)
+        if self.rollout.obs is None:
+            self.rollout.reset(self.config.seed)
         return resumed_at
 
     def _write_report(self) -> None:
