@@ -263,10 +263,13 @@ class GroupConfig(Strict):
     dueling double DQN with PER and no sharing, trained at the same time (co-evolving
     opponents, paper 000 appendix C.3). ``frozen``: pretrained policies with learning off,
     loaded from ``checkpoint`` (a run or checkpoint directory) or from the run of the preset
-    ``pretrained`` (seed ``pretrained_seed``) under the same runs root.
+    ``pretrained`` (seed ``pretrained_seed``) under the same runs root. ``scripted``: a
+    function of yours, ``script: package.module.function``, called as
+    ``fn(obs [E, N, ...], spec) -> actions [E, N, ...]``.
     """
 
-    role: Literal["main", "ddqn", "frozen"] = "main"
+    role: Literal["main", "ddqn", "frozen", "scripted"] = "main"
+    script: str | None = Field(None, description="scripted: the acting function's import path")
     checkpoint: str | None = None
     pretrained: str | None = None
     pretrained_seed: int = 0
@@ -280,7 +283,13 @@ class GroupConfig(Strict):
             raise ValueError("a frozen group needs exactly one of checkpoint=PATH or pretrained=PRESET")
         if self.role != "frozen" and (self.checkpoint or self.pretrained):
             raise ValueError("checkpoint/pretrained apply to role=frozen only")
+        if (self.role == "scripted") != (self.script is not None):
+            raise ValueError("a scripted group needs script=package.module.function, and only a scripted group takes one")
         return self
+
+    @property
+    def learns(self) -> bool:
+        return self.role in ("main", "ddqn")
 
 
 class EvalConfig(Strict):
@@ -360,8 +369,8 @@ class RunConfig(Strict):
             raise ValueError(f"groups {unknown} are not teams of {self.env.name}; its teams: {names}")
         if self.report_group is not None and self.report_group not in names:
             raise ValueError(f"report_group {self.report_group!r} is not a team of {self.env.name}; its teams: {names}")
-        if all(self.group(n).role == "frozen" for n in names):
-            raise ValueError("every team is frozen: nothing would learn; set groups.<team>.role=main for one")
+        if not any(self.group(n).learns for n in names):
+            raise ValueError("every group is frozen or scripted: nothing would learn; set groups.<group>.role=main for one")
         if self.sharing.team is not None and isinstance(self.env.settings, PursuitSettings):
             n_agents = self.env.settings.n_pursuers
             if any(not 0 <= i < n_agents for i in self.sharing.team):
@@ -394,6 +403,9 @@ class RunConfig(Strict):
         """Short hash of everything that changes the experiment: not the seed, the budget, or
         how it is executed (threads, device, checkpointing), so those may change on resume."""
         payload = self.model_dump(mode="json", exclude=RUNTIME_KEYS)
+        for group in payload["groups"].values():  # added after runs with groups existed
+            if group["script"] is None:
+                del group["script"]
         for key, default in HASHED_WHEN_SET.items():
             *parents, leaf = key.split(".")
             section = payload

@@ -30,7 +30,7 @@ from relayrl.algos import ALGORITHMS
 from relayrl.algos.dqn import NetworkFactory
 from relayrl.algos.layout import AgentLayout
 from relayrl.algos.off_policy import OffPolicyLearner, replay_plan
-from relayrl.arena.policy import FrozenPolicy, LearningPolicy
+from relayrl.arena.policy import FrozenPolicy, LearningPolicy, ScriptedPolicy
 from relayrl.arena.rollout import Rollout
 from relayrl.core.device import configure_threads, resolve_device
 from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
@@ -153,12 +153,16 @@ class Trainer:
         if unknown or (config.report_group is not None and config.report_group not in names):
             raise ConfigError(f"this environment's teams are {names}; the config names {unknown or [config.report_group]}")
         self._check_memory()
-        self.policies: dict[str, LearningPolicy | FrozenPolicy] = {}  # by id: for now each group's own, named after it
+        self.policies: dict[str, LearningPolicy | FrozenPolicy | ScriptedPolicy] = {}  # by id: for now each group's own, named after it
         self.learners: dict[str, OffPolicyLearner] = {}
         self.frozen_sources: dict[str, str] = {}  # group -> checkpoint its networks came from
         options = {"model": config.model, "network_factory": network_factory}  # what the DQN builds its networks from
         for index, spec in enumerate(self.venv.groups):
             group = config.group(spec.name)
+            if group.role == "scripted":
+                assert group.script is not None
+                self.policies[spec.name] = ScriptedPolicy(spec, group.script)
+                continue
             algo, algo_config, sharing = learner_recipe(config, group)
             # the first group keeps the single-group stream, so one-group runs reproduce exactly
             seeds = derive_seeds(config.seed, 4, "trainer" if index == 0 else f"trainer/{spec.name}")
@@ -209,7 +213,7 @@ class Trainer:
         plans = {}
         for spec in self.venv.groups:
             group = self.config.group(spec.name)
-            if group.role != "frozen":
+            if group.learns:
                 algo, algo_config, sharing = learner_recipe(self.config, group)
                 plans[spec.name] = replay_plan(spec, algo, algo_config.off_policy(), sharing)
         return plans

@@ -10,7 +10,7 @@ import torch
 
 from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.experiment import Trainer, build_config
-from relayrl.arena.policy import FrozenPolicy, LearningPolicy
+from relayrl.arena.policy import FrozenPolicy, LearningPolicy, ScriptedPolicy
 from relayrl.experiment.checkpoint import list_checkpoints, load_policies
 
 TWO_TEAMS = {"name": "corridor", "settings": {"n_agents": 3, "n_walkers": 2, "length": 4, "max_steps": 12}}
@@ -132,3 +132,34 @@ def test_per_group_metrics_are_written(tmp_path):
     assert rows[-1]["episode_reward_mean"] == rows[-1]["episode_reward_mean/runner"]
     header = (tmp_path / "metrics.csv").read_text().splitlines()[0]
     assert "eval_reward_mean/walker" in header
+
+
+def test_a_scripted_group_acts_by_its_function_and_never_learns(tmp_path):
+    config = build_config(_config(groups={"walker": {"role": "scripted", "script": "scripted.always_right"}}))
+    trainer = Trainer(config, tmp_path, verbose=False)
+    assert isinstance(trainer.policies["walker"], ScriptedPolicy) and list(trainer.learners) == ["runner"]
+    rows = trainer.train()
+    trainer.close()
+    # walkers step right from cell 0 of 4 cells: each earns 1 at step 3, in every episode
+    assert rows[-1]["eval_reward_mean/walker"] == 2.0 and rows[-1]["episode_reward_mean/walker"] == 2.0
+    assert load_policies(list_checkpoints(tmp_path / "checkpoints")[-1])["walker"] == {"script": "scripted.always_right"}
+
+
+@pytest.mark.parametrize(
+    "script, error, message",
+    [
+        ("scripted.nope", ConfigError, "cannot be loaded"),
+        ("scripted.wrong_shape", ValueError, r"returned actions of shape \(1,\)"),
+    ],
+)
+def test_a_script_that_cannot_act_is_named(script, error, message):
+    with pytest.raises(error, match=message):
+        trainer = Trainer(build_config(_config(groups={"walker": {"role": "scripted", "script": script}})), None, verbose=False)
+        trainer.train()
+
+
+def test_a_script_belongs_to_scripted_groups_only():
+    with pytest.raises(ConfigError, match="scripted group needs script"):
+        build_config(_config(groups={"walker": {"role": "scripted"}}))
+    with pytest.raises(ConfigError, match="only a scripted group takes one"):
+        build_config(_config(groups={"walker": {"script": "scripted.always_right"}}))

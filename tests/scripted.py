@@ -1,0 +1,12 @@
+"""Acting functions that tests name by import path (scripted policies)."""
+
+import numpy as np
+
+
+def always_right(obs: np.ndarray, spec) -> np.ndarray:
+    """Corridor: every entity steps right (action 1) and reaches the end."""
+    return np.ones(obs.shape[:2], np.int64)
+
+
+def wrong_shape(obs: np.ndarray, spec) -> np.ndarray:
+    return np.ones(obs.shape[:1], np.int64)
