@@ -55,7 +55,8 @@ def _machine() -> str:
 
     where = Path(relayrl.__file__).parent
     revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True, text=True).stdout.strip()
-    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where, capture_output=True, text=True).stdout
+    # the package's own files only: recording rewrites the tracked results it compares
+    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "."], cwd=where, capture_output=True, text=True).stdout
     revision += " with uncommitted changes" if changed.strip() else ""
     return f"{cpu}; python {platform.python_version()}; torch {torch.__version__}; relayrl at {revision or 'unknown'}"
 
