@@ -355,8 +355,9 @@ class RunConfig(Strict):
                 "sharing.replay=shared and correction=dps apply to actor-critic learners: DQN targets do not depend on the "
                 "behaviour policy, and DPS needs deterministic continuous actions (docs/results/dase/README.md)"
             )
-        if continuous and self.sharing.select not in ("none", "all"):
-            raise ValueError("actor-critic agents share all transitions or none: set sharing.select to all or none")
+        prioritized = not continuous and self.dqn.prioritized  # the actor-critics' replays are uniform
+        if self.sharing.priority == "sender_td" and not prioritized:
+            raise ValueError("sharing.priority=sender_td sets priorities in a prioritized replay: use priority=max here")
         if continuous and self.groups:
             raise ValueError("actor-critic runs train every group with the run's learner: remove groups")
         if self.dqn.param_sharing and self.sharing.select != "none":

@@ -191,3 +191,25 @@ def test_dps_diagnostic_example_reads_a_trained_dase_run(tmp_path):
     assert len(weights) == 4 and all(0.0 <= w <= 1.0 for w in weights)
     missing = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert missing.returncode != 0 and "no config.yaml" in missing.stderr
+
+
+@pytest.mark.parametrize("algo", ["td3", "sac"])
+def test_super_selection_relays_actor_critic_transitions_by_td_error(algo):
+    """SUPER's quantile rule on TD3 / SAC agents (a combination no paper ran): each sender
+    scores its new transitions with its critic and relays about the bandwidth's share."""
+    config = _config(3, 600, {"select": "quantile", "bandwidth": 0.2, "window": 100}, algo=algo)
+    config["actor_critic"]["buffer_size"] = 2000
+    trainer = _train(config, None)
+    learner = trainer.learners["agent"]
+    rows = trainer.history
+    offered = 600 * 3
+    relayed = sum(r["transitions_relayed"] for r in rows)
+    assert 0.1 * offered < relayed < 0.35 * offered
+    # every agent holds its own 600 transitions and what the two others relayed to it
+    assert int(learner.replay.size.sum()) == 3 * 600 + 2 * relayed
+    assert all(np.isfinite(r["td_loss"]) for r in rows[2:])
+
+
+def test_sender_td_priorities_need_a_prioritized_replay():
+    with pytest.raises(ConfigError, match="priority=sender_td sets priorities in a prioritized replay"):
+        build_config(_config(2, 300, {"select": "quantile", "priority": "sender_td"}))
