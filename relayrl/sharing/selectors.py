@@ -6,10 +6,14 @@ mask, and returns which transitions each sender relays. Windowed rules keep the 
 is taken, and thresholds are recomputed once per fragment (as the reference code does).
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 from scipy.stats import norm
+
+from relayrl.core.registry import Registry
 
 
 class Selector(Protocol):
@@ -209,29 +213,36 @@ class FixedSelector:
         pass
 
 
-SELECTORS = ("quantile", "gaussian", "stochastic", "uniform", "all", "none")
+@dataclass(frozen=True)
+class SelectionSettings:
+    """What a selector is built from: the ``sharing`` section's selection keys."""
+
+    n_senders: int
+    bandwidth: float
+    window: int
+    gaussian_scale: str = "std"
+    running_moments: bool = False
+    stochastic_alpha: float = 1.0
+    stochastic_normaliser: str = "fragment"
+    seed: int = 0
 
 
-def make_selector(
-    mode: str,
-    n_senders: int,
-    *,
-    bandwidth: float,
-    window: int,
-    gaussian_scale: str = "std",
-    running_moments: bool = False,
-    stochastic_alpha: float = 1.0,
-    stochastic_normaliser: str = "fragment",
-    seed: int = 0,
-) -> Selector:
-    if mode == "quantile":
-        return QuantileSelector(n_senders, bandwidth, window)
-    if mode == "gaussian":
-        return GaussianSelector(n_senders, bandwidth, window, gaussian_scale, running_moments)
-    if mode == "stochastic":
-        return StochasticSelector(n_senders, bandwidth, window, stochastic_alpha, stochastic_normaliser, seed)
-    if mode == "uniform":
-        return UniformSelector(bandwidth, seed)
-    if mode in ("all", "none"):
-        return FixedSelector(mode == "all")
-    raise ValueError(f"unknown selection mode {mode!r}; allowed: {', '.join(SELECTORS)}")
+# Selection rules by their ``sharing.select`` name; a new rule registers a builder here.
+SELECTOR_BUILDERS: Registry[Callable[[SelectionSettings], Selector]] = Registry("selection mode")
+SELECTOR_BUILDERS.add("quantile", lambda s: QuantileSelector(s.n_senders, s.bandwidth, s.window))
+SELECTOR_BUILDERS.add("gaussian", lambda s: GaussianSelector(s.n_senders, s.bandwidth, s.window, s.gaussian_scale, s.running_moments))
+SELECTOR_BUILDERS.add(
+    "stochastic",
+    lambda s: StochasticSelector(s.n_senders, s.bandwidth, s.window, s.stochastic_alpha, s.stochastic_normaliser, s.seed),
+)
+SELECTOR_BUILDERS.add("uniform", lambda s: UniformSelector(s.bandwidth, s.seed))
+SELECTOR_BUILDERS.add("all", lambda s: FixedSelector(True))
+SELECTOR_BUILDERS.add("none", lambda s: FixedSelector(False))
+SELECTORS = tuple(SELECTOR_BUILDERS)
+
+
+def make_selector(mode: str, n_senders: int, *, bandwidth: float, window: int, **options: Any) -> Selector:
+    """The selector registered as ``mode``; ``options``: the other ``SelectionSettings``."""
+    if mode not in SELECTOR_BUILDERS:
+        raise ValueError(f"unknown selection mode {mode!r}; allowed: {', '.join(SELECTORS)}")
+    return SELECTOR_BUILDERS[mode](SelectionSettings(n_senders, bandwidth, window, **options))
