@@ -5,6 +5,7 @@ evaluation or a frozen opponent reads it."""
 import hashlib
 import json
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -111,3 +112,14 @@ def test_a_checkpoint_carrying_code_is_refused_by_resume_eval_and_frozen_opponen
     with pytest.raises(CheckpointError, match="not relayrl checkpoint data"):
         Trainer(build_config(frozen), None, verbose=False)
     assert not (tmp_path / "RAN").exists()
+
+
+def test_a_pickle_checkpoint_of_an_earlier_relayrl_is_refused_with_the_way_on(tmp_path):
+    checkpoint = tmp_path / "checkpoints" / "step_0000000200"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "state.pkl").write_bytes(pickle.dumps(_RunsCode()))
+    digest = hashlib.sha256((checkpoint / "state.pkl").read_bytes()).hexdigest()
+    (checkpoint / "manifest.json").write_text(json.dumps({"env_steps": 200, "files": {"state.pkl": digest}}))
+    with pytest.raises(CheckpointError, match="written as pickles by an earlier relayrl.*provenance.yaml"):
+        load_checkpoint(checkpoint)
+    assert not (tmp_path / "RAN").exists() and not (Path.cwd() / "RAN").exists()

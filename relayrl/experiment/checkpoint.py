@@ -98,6 +98,12 @@ def _verified(path: Path, *names: str) -> None:
     listed = json.loads(manifest_path.read_text())["files"]
     for name in names:
         if name not in listed:
+            if any(f.endswith(".pkl") for f in listed):
+                raise CheckpointError(
+                    f"checkpoint {path} was written as pickles by an earlier relayrl; this one loads data only and never "
+                    f"unpickles: continue the run with the relayrl that wrote it (its git revision is in the run's "
+                    f"provenance.yaml), or train it again"
+                )
             raise CheckpointError(f"checkpoint {path} has no {name} (not a checkpoint of this relayrl)")
         target = path / name
         if not target.is_file() or _sha256(target) != listed[name]:
