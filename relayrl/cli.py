@@ -72,9 +72,16 @@ def _print_table(rows: list[tuple[str, str]]) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> None:
+    from relayrl.algos import ALGORITHMS
+    from relayrl.envs.registry import ENVS
+    from relayrl.sharing.selectors import SELECTORS
+
     width = max(len(n) for n in PRESETS)
     for name, (description, _) in PRESETS.items():
         print(f"{name:<{width}}  {description}")
+    print(f"\nalgorithms: {', '.join(sorted(ALGORITHMS))}")
+    print(f"environments: {', '.join(ENVS)}, any PettingZoo Parallel env by module path, any Gymnasium id")
+    print(f"selection modes (sharing.select): {', '.join(SELECTORS)}")
 
 
 def cmd_show(args: argparse.Namespace) -> None:
