@@ -32,7 +32,7 @@ CASES = [
     ("pursuit-shareall", "pursuit-shareall", PURSUIT),
     ("battle-pretrain", "battle-pretrain", MAGENT),
     ("battle-super-quantile-frozen", "battle-super-quantile",
-     [*MAGENT, "groups.red.pretrained=null", "groups.red.checkpoint={pretrained}"]),
+     [*MAGENT, "policies.red.pretrained=null", "policies.red.checkpoint={pretrained}"]),
     ("adversarial-pursuit-coevolve-super-quantile", "adversarial-pursuit-coevolve-super-quantile", MAGENT),
     ("halfcheetah-dase-td3", "halfcheetah-dase-td3", GYM),
     ("halfcheetah-dase-ddpg", "halfcheetah-dase-ddpg", GYM),

@@ -51,15 +51,17 @@ def _train(config: RunConfig, run_dir: Path) -> Trainer:
 def _evaluate_vs_random(trainer: Trainer, episodes: int) -> tuple[np.ndarray, np.ndarray]:
     """The reported group's greedy rewards vs the same group acting uniformly at random
     (other groups greedy in both)."""
+    from relayrl.arena.match import replace_group
     from relayrl.arena.policy import RandomPolicy
     from relayrl.experiment.evaluation import evaluate
 
     g = trainer.reported
     trained = trainer.evaluate_greedy(episodes)[:, g]
     seed = trainer.config.seed + trainer.config.eval.seed_offset
-    policies = list(trainer.policies.values())
-    policies[g] = RandomPolicy(trainer.venv.groups[g], seed)
-    baseline = evaluate(trainer.factory, policies, episodes, seed)[:, g]
+    group = trainer.venv.groups[g]
+    policies = {**trainer.policies, "random baseline": RandomPolicy(group, seed)}
+    matches = replace_group(trainer.matches, group.name, "random baseline")
+    baseline = evaluate(trainer.factory, policies, matches, episodes, seed)[:, g]
     return trained, baseline
 
 

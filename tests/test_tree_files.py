@@ -108,7 +108,7 @@ def test_a_checkpoint_carrying_code_is_refused_by_resume_eval_and_frozen_opponen
         Trainer(build_config({**config, "total_steps": 400}), run, verbose=False).train()
     assert main(["eval", str(run), "--episodes", "1"]) != 0  # evaluation reads the policy file
     frozen = {**config, "env": {"name": "corridor", "settings": {"n_agents": 2, "n_walkers": 2, "length": 4, "max_steps": 8}},
-              "groups": {"runner": {"role": "frozen", "checkpoint": str(checkpoint)}}}
+              "policies": {"runner": {"kind": "frozen", "checkpoint": str(checkpoint)}}}
     with pytest.raises(CheckpointError, match="not relayrl checkpoint data"):
         Trainer(build_config(frozen), None, verbose=False)
     assert not (tmp_path / "RAN").exists()

@@ -94,10 +94,12 @@ class OffPolicySettings:
 @dataclass(frozen=True)
 class AlgorithmEntry:
     """``make(spec, config, n_sets, device, seed, **options)`` builds the algorithm for a
-    group; ``fields(spec)`` are the observation and action fields its replay stores."""
+    group; ``fields(spec)`` are the observation and action fields its replay stores;
+    ``continuous``: it acts in Box action spaces (else in discrete ones)."""
 
     make: Callable[..., Algorithm]
     fields: Callable[[GroupSpec], dict[str, FieldSpec]]
+    continuous: bool
 
 
 ALGORITHMS: Registry[AlgorithmEntry] = Registry("algorithm")

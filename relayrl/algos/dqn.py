@@ -254,4 +254,4 @@ def _make(
     return DQN(n_sets, spec.obs_shape, spec.n_actions, config, model, device, seed, network_factory)
 
 
-ALGORITHMS.add("dqn", AlgorithmEntry(_make, _fields))
+ALGORITHMS.add("dqn", AlgorithmEntry(_make, _fields, continuous=False))

@@ -128,4 +128,4 @@ def _make(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch
     return DeterministicSAC(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, settings, device, seed)
 
 
-ALGORITHMS.add("sac", AlgorithmEntry(_make, continuous_fields))
+ALGORITHMS.add("sac", AlgorithmEntry(_make, continuous_fields, continuous=True))

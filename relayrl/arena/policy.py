@@ -1,29 +1,86 @@
-"""Policies: what acts for the entities of a group (paper 004, section 3; DESIGN.md §4).
+"""Policies by id: what acts for entities (paper 004, section 3; DESIGN.md §4).
 
 A learning policy acts through its learner and learns from what it observes; a frozen one
 acts with networks loaded from a checkpoint, learning off; a random one acts uniformly; a
-scripted one calls a user's function named by its import path.
-Every policy maps ``obs [E, N, ...]`` (and a recurrent ``carry``) to actions
-``[E, N, ...]``; ``env_steps`` is where training stands (None: evaluation).
+scripted one calls a user's function named by its import path. Kinds join through
+``POLICY_KINDS``.
+Every policy maps its workers' ``obs [W, N_p, ...]`` (and a recurrent ``carry``) to actions
+``[W, N_p, ...]`` (``relayrl.arena.match``); ``env_steps`` is where training stands (None:
+evaluation).
 """
 
 import importlib
 from collections.abc import Callable
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 import numpy as np
+import torch
+from pydantic import Field, model_validator
 
+from relayrl.algos import ALGORITHMS
 from relayrl.algos.algorithm import Algorithm
 from relayrl.algos.layout import AgentLayout
 from relayrl.algos.off_policy import OffPolicyLearner, load_policy_state
 from relayrl.core.errors import CheckpointError, ConfigError
+from relayrl.core.profiler import SectionTimer
+from relayrl.core.registry import Registry
+from relayrl.core.settings import Strict
 from relayrl.core.specs import GroupSpec
+from relayrl.sharing.config import SharingConfig
+
+
+class PolicyConfig(Strict):
+    """One policy of ``policies: {id: ...}`` (paper 004, section 3).
+
+    ``learning``: trains with the run's algorithm section (``dqn`` or ``actor_critic``) and
+    ``sharing``, changed by this policy's own ``dqn`` / ``actor_critic`` / ``sharing`` keys
+    (independent DDQN opponents: ``dqn: {param_sharing: false}``, ``sharing: {select: none}``).
+    ``frozen``: the same networks loaded from ``checkpoint`` (a run or checkpoint directory)
+    or from the run of preset ``pretrained`` (seed ``pretrained_seed``) under the same runs
+    root, learning off, acting with exploration ``explore``. ``random``: uniform actions.
+    ``scripted``: ``script: package.module.function``, called as
+    ``fn(obs [W, N_p, ...], spec) -> actions [W, N_p, ...]``.
+    """
+
+    kind: Literal["learning", "frozen", "random", "scripted"] = "learning"
+    dqn: dict[str, Any] = Field(default_factory=dict, description="changes to the run's dqn section for this policy")
+    actor_critic: dict[str, Any] = Field(default_factory=dict, description="changes to the run's actor_critic section")
+    sharing: dict[str, Any] = Field(default_factory=dict, description="changes to the run's sharing section")
+    script: str | None = Field(None, description="scripted: the acting function's import path")
+    checkpoint: str | None = None
+    pretrained: str | None = None
+    pretrained_seed: int = 0
+    pretrained_policy: str | None = Field(None, description="policy id in the pretrained run; default the same id")
+    # A policy restored from a finished DDQN run acts with that run's final epsilon (paper 000, appendix C.3).
+    explore: float = Field(0.001, ge=0, description="frozen: epsilon (DQN) or action noise std (actor-critic)")
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> "PolicyConfig":
+        frozen, scripted = self.kind == "frozen", self.kind == "scripted"
+        if frozen and (self.checkpoint is None) == (self.pretrained is None):
+            raise ValueError("a frozen policy needs exactly one of checkpoint=PATH or pretrained=PRESET")
+        if not frozen and (self.checkpoint or self.pretrained):
+            raise ValueError("checkpoint/pretrained apply to kind=frozen only")
+        if scripted != (self.script is not None):
+            raise ValueError("a scripted policy needs script=package.module.function, and only a scripted policy takes one")
+        if self.kind in ("random", "scripted") and (self.dqn or self.actor_critic or self.sharing):
+            raise ValueError(f"a {self.kind} policy has no networks: remove its dqn/actor_critic/sharing keys")
+        return self
+
+    @property
+    def learns(self) -> bool:
+        return self.kind == "learning"
 
 
 class Policy(Protocol):
     spec: GroupSpec
 
     def act(self, obs: np.ndarray, carry: Any, env_steps: int | None) -> tuple[np.ndarray, Any]: ...
+
+    def policy_state(self) -> dict[str, Any]: ...  # what acting needs (a checkpoint's policy file)
+
+    def load_policy_state(self, state: dict[str, Any], source: str) -> None: ...
 
     def state_dict(self) -> dict[str, Any]: ...
 
@@ -58,7 +115,7 @@ class LearningPolicy:
 class FrozenPolicy:
     """A trained policy's networks with learning off, acting with a fixed exploration
     (a DDQN opponent restored from a finished run keeps that run's final epsilon, paper
-    000 appendix C.3)."""
+    000 appendix C.3). ``source`` names the checkpoint they came from."""
 
     def __init__(self, spec: GroupSpec, algo: str, algorithm: Algorithm, layout: AgentLayout, explore: float) -> None:
         self.spec = spec
@@ -66,12 +123,14 @@ class FrozenPolicy:
         self.algorithm = algorithm
         self.layout = layout
         self.explore = explore
+        self.source = ""
 
     def policy_state(self) -> dict[str, Any]:
         return {"algo": self.algo, "param_sharing": self.layout.shared, "networks": self.algorithm.policy_state()}
 
     def load_policy_state(self, state: dict[str, Any], source: str) -> None:
         load_policy_state(self.algorithm, self.layout.shared, self.algo, state, source, repr(self.spec.name))
+        self.source = source
 
     def act(self, obs: np.ndarray, carry: Any, env_steps: int | None) -> tuple[np.ndarray, Any]:
         actions, carry = self.algorithm.act(self.layout.to_sets(obs, 1), carry, self.explore)
@@ -99,6 +158,13 @@ class RandomPolicy:
             return self.rng.uniform(spec.action_low, spec.action_high, (*shape, *spec.action_shape)).astype(np.float32), carry
         return self.rng.integers(0, spec.n_actions, shape), carry
 
+    def policy_state(self) -> dict[str, Any]:
+        return {"random": True}
+
+    def load_policy_state(self, state: dict[str, Any], source: str) -> None:
+        if not state.get("random"):
+            raise CheckpointError(f"{source}: policy {self.spec.name!r} was not a random one there")
+
     def state_dict(self) -> dict[str, Any]:
         return {"rng": self.rng.bit_generator.state}
 
@@ -119,7 +185,7 @@ def load_callable(path: str) -> Callable[..., Any]:
 
 
 class ScriptedPolicy:
-    """A user's function acting for a group: ``fn(obs [E, N, ...], spec) -> actions [E, N, ...]``
+    """A user's function acting for entities: ``fn(obs [W, N_p, ...], spec) -> actions [W, N_p, ...]``
     (a heuristic opponent, a fixed curriculum partner). It learns nothing and keeps no state."""
 
     def __init__(self, spec: GroupSpec, script: str) -> None:
@@ -131,7 +197,7 @@ class ScriptedPolicy:
         actions = np.asarray(self.fn(obs, self.spec))
         expected = (*obs.shape[:2], *self.spec.action_shape)
         if actions.shape != expected:
-            raise ValueError(f"script {self.script} returned actions of shape {actions.shape} for group {self.spec.name!r}; expected {expected}")
+            raise ValueError(f"script {self.script} returned actions of shape {actions.shape} for policy {self.spec.name!r}; expected {expected}")
         return actions, carry
 
     def policy_state(self) -> dict[str, Any]:
@@ -139,10 +205,59 @@ class ScriptedPolicy:
 
     def load_policy_state(self, state: dict[str, Any], source: str) -> None:
         if state.get("script") != self.script:
-            raise CheckpointError(f"{source}: group {self.spec.name!r} was driven by {state.get('script') or 'networks'}, not {self.script}")
+            raise CheckpointError(f"{source}: policy {self.spec.name!r} was {state.get('script') or 'networks'}, not {self.script}")
 
     def state_dict(self) -> dict[str, Any]:
         return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         pass
+
+
+@dataclass
+class PolicyBuild:
+    """What a policy kind's builder gets: the slots' spaces, its config, the algorithm
+    recipe (registered algorithm, its config section, sharing), where and how seeded it
+    runs, and ``saved()``: the policy file state and source a frozen policy loads."""
+
+    spec: GroupSpec
+    config: PolicyConfig
+    recipe: tuple[str, Any, SharingConfig]
+    device: torch.device
+    seeds: list[int]
+    timer: SectionTimer
+    options: dict[str, Any]
+    saved: Callable[[], tuple[dict[str, Any], str]]
+
+
+def _check_spaces(build: PolicyBuild) -> None:
+    algo, spec = build.recipe[0], build.spec
+    if ALGORITHMS[algo].continuous != spec.continuous:
+        have = f"Box actions {spec.action_shape}" if spec.continuous else f"{spec.n_actions} discrete actions"
+        raise ConfigError(
+            f"policy {spec.name!r} trains {algo}, which cannot act on its slots' {have} "
+            f"({'set actor_critic' if spec.continuous else 'remove actor_critic'} for it, or give those slots another policy)"
+        )
+
+
+def _learning(build: PolicyBuild) -> LearningPolicy:
+    _check_spaces(build)
+    algo, section, sharing = build.recipe
+    return LearningPolicy(OffPolicyLearner(build.spec, algo, section, sharing, build.device, build.seeds, build.timer, **build.options))
+
+
+def _frozen(build: PolicyBuild) -> FrozenPolicy:
+    _check_spaces(build)
+    algo, section, _ = build.recipe
+    layout = AgentLayout(build.spec.n_agents, section.off_policy().param_sharing)
+    algorithm = ALGORITHMS[algo].make(build.spec, section, layout.n_sets, build.device, build.seeds[0], **build.options)
+    policy = FrozenPolicy(build.spec, algo, algorithm, layout, build.config.explore)
+    policy.load_policy_state(*build.saved())
+    return policy
+
+
+POLICY_KINDS: Registry[Callable[[PolicyBuild], Any]] = Registry("policy kind")
+POLICY_KINDS.add("learning", _learning)
+POLICY_KINDS.add("frozen", _frozen)
+POLICY_KINDS.add("random", lambda build: RandomPolicy(build.spec, build.seeds[0]))
+POLICY_KINDS.add("scripted", lambda build: ScriptedPolicy(build.spec, build.config.script or ""))

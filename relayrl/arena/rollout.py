@@ -1,10 +1,10 @@
 """The one env loop, for training and for evaluation (DESIGN.md §4).
 
-A rollout steps E env copies with the policy that drives each group, keeps every
-entity's recurrent carry (reset to zeros where the entity's episode ends: it terminated
-or truncated, or its copy's episode is over) and hands back per-group fragments
-``[T, E, N, ...]``. Evaluation runs the same steps until every entity has finished one
-episode.
+A rollout steps E env copies, each entity acting through the policy its match gives it
+(``relayrl.arena.match``), keeps every policy's recurrent carry (rows reset to zeros where
+an entity's episode ends: it terminated or truncated, or its copy's episode is over) and
+hands back per-policy fragments ``[T, W, N_p, ...]``. Evaluation runs the same steps until
+every entity has finished one episode.
 """
 
 from collections.abc import Callable
@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from relayrl.algos.nstep import STEP_FIELDS
+from relayrl.arena.match import Match, compile_matches
 from relayrl.arena.policy import Policy
 from relayrl.core.profiler import SectionTimer
 from relayrl.envs.pettingzoo_adapter import GroupStep
@@ -37,68 +38,76 @@ def reset_carry(carry: Any, ended: np.ndarray) -> Any:
 
 
 class Rollout:
-    """``policies[g]`` drives group g of ``venv``. ``check(g, step)`` sees every step before
-    it is used (the trainer's guard against non-finite env outputs)."""
+    """``policies`` by id act for the slots ``matches`` give them over ``venv``'s copies.
+    ``check(g, step)`` sees every group's step before it is used (the trainer's guard
+    against non-finite env outputs)."""
 
     def __init__(
         self,
         venv: VectorEnv,
-        policies: list[Policy],
+        policies: dict[str, Policy],
+        matches: list[Match],
         timer: SectionTimer | None = None,
         check: Callable[[int, GroupStep], None] | None = None,
     ) -> None:
         self.venv = venv
         self.policies = policies
+        self.assignments = compile_matches(matches, venv.groups, venv.num_envs)
+        self.sizes = [(venv.num_envs, spec.n_agents) for spec in venv.groups]
         self.timer = timer
         self.check = check
         self.obs: list[np.ndarray] | None = None
         self.alive: list[np.ndarray] | None = None
-        self.carry: list[Any] = [None] * len(policies)
+        self.carry: dict[str, Any] = dict.fromkeys(self.assignments)
 
     def _section(self, name: str) -> Any:
         return self.timer(name) if self.timer is not None else nullcontext()
 
     def reset(self, seed: int) -> None:
         self.obs, self.alive = self.venv.reset(seed)
-        self.carry = [None] * len(self.policies)
+        self.carry = dict.fromkeys(self.assignments)
 
-    def step(self, env_steps: int | None) -> tuple[list[np.ndarray], list[GroupStep], np.ndarray]:
-        """One step of every copy: actions per group, the env's steps and ``over [E]``."""
+    def step(self, env_steps: int | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[GroupStep], np.ndarray]:
+        """One step of every copy: each policy's observations and actions ``[W, N_p, ...]``,
+        the env's per-group steps and ``over [E]``."""
         assert self.obs is not None, "reset the rollout first"
+        observed, acted, group_actions = {}, {}, [None] * len(self.sizes)
         with self._section("act"):
-            acted = [policy.act(obs, carry, env_steps) for policy, obs, carry in zip(self.policies, self.obs, self.carry)]
-        actions = [a for a, _ in acted]
+            for pid, where in self.assignments.items():
+                observed[pid] = where.gather(self.obs)
+                acted[pid], self.carry[pid] = self.policies[pid].act(observed[pid], self.carry[pid], env_steps)
+                where.scatter(acted[pid], group_actions, self.sizes)
         with self._section("env"):
-            result, over = self.venv.step(actions)
+            result, over = self.venv.step(group_actions)
         for g, step in enumerate(result):
             if self.check is not None:
                 self.check(g, step)
-        self.carry = [
-            reset_carry(carry, step.terminated | step.truncated | over[:, None]) for (_, carry), step in zip(acted, result)
-        ]
-        return actions, result, over
+        if any(c is not None for c in self.carry.values()):
+            ended = [step.terminated | step.truncated | over[:, None] for step in result]
+            self.carry = {pid: reset_carry(c, self.assignments[pid].gather(ended)) for pid, c in self.carry.items()}
+        return observed, acted, result, over
 
-    def collect(self, n_steps: int, env_steps: int) -> list[dict[str, np.ndarray]]:
-        """``n_steps`` steps of every copy; per group the fields of ``STEP_FIELDS``,
-        ``[T, E, N, ...]`` (``valid``: the entity was in the episode when it acted)."""
-        steps: list[dict[str, list[np.ndarray]]] = [{f: [] for f in STEP_FIELDS} for _ in self.policies]
+    def collect(self, n_steps: int, env_steps: int) -> dict[str, dict[str, np.ndarray]]:
+        """``n_steps`` steps of every copy; per policy the fields of ``STEP_FIELDS``,
+        ``[T, W, N_p, ...]`` (``valid``: the entity was in the episode when it acted)."""
+        steps: dict[str, dict[str, list[np.ndarray]]] = {pid: {f: [] for f in STEP_FIELDS} for pid in self.assignments}
         for _ in range(n_steps):
-            obs, alive = self.obs, self.alive
-            actions, result, _ = self.step(env_steps)
-            for g, step in enumerate(result):
+            alive = self.alive
+            observed, acted, result, _ = self.step(env_steps)
+            for pid, where in self.assignments.items():
                 fields = (
-                    ("obs", obs[g]),
-                    ("action", actions[g]),
-                    ("reward", step.reward),
-                    ("next_obs", step.next_obs),
-                    ("terminated", step.terminated),
-                    ("truncated", step.truncated),
-                    ("valid", alive[g]),
+                    ("obs", observed[pid]),
+                    ("action", acted[pid]),
+                    ("reward", where.gather([s.reward for s in result])),
+                    ("next_obs", where.gather([s.next_obs for s in result])),
+                    ("terminated", where.gather([s.terminated for s in result])),
+                    ("truncated", where.gather([s.truncated for s in result])),
+                    ("valid", where.gather(alive)),
                 )
                 for name, value in fields:
-                    steps[g][name].append(value)
+                    steps[pid][name].append(value)
             self.obs, self.alive = [s.obs for s in result], [s.alive for s in result]
-        return [{k: np.stack(v) for k, v in group.items()} for group in steps]
+        return {pid: {k: np.stack(v) for k, v in fields.items()} for pid, fields in steps.items()}
 
     def episodes(self, seed: int) -> np.ndarray:
         """From a reset with ``seed``, steps (acting as in evaluation) until every episode
@@ -110,10 +119,10 @@ class Rollout:
         self.reset(seed)
         assert self.obs is not None
         per_entity = self.venv.independent_episodes
-        shape = self.obs[0].shape[:2] if per_entity else (self.venv.num_envs, len(self.policies))
+        shape = self.obs[0].shape[:2] if per_entity else (self.venv.num_envs, len(self.sizes))
         returns, running = np.zeros(shape), np.ones(shape, bool)
         while running.any():
-            _, result, over = self.step(None)
+            _, _, result, over = self.step(None)
             if per_entity:
                 (step,) = result
                 returns += np.where(running, step.reward, 0.0)

@@ -5,9 +5,18 @@ Python API::
     from relayrl.experiment import load_preset, train
     config = load_preset("pursuit-super-quantile").model_copy(update={"total_steps": 50_000})
     trainer = train(config, out="runs")
+
+or from policies by id, a match list and a step budget (paper 004, figure 5)::
+
+    from relayrl.experiment import train_policies
+    policies = {"super": {"sharing": {"select": "quantile"}}, "idle": {"kind": "random"}}
+    match = [{"pursuer": ["super"] * 6 + ["idle"] * 2}]
+    trainer = train_policies(policies, match, 100_000, env="pursuit", scale=4)
 """
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from relayrl.algos.dqn import NetworkFactory
 
@@ -25,6 +34,7 @@ __all__ = [
     "preset_names",
     "run_dir_for",
     "train",
+    "train_policies",
 ]
 
 
@@ -45,3 +55,33 @@ def train(
     finally:
         trainer.close()
     return trainer
+
+
+def train_policies(
+    policies: Mapping[str, Mapping[str, Any]],
+    match: Sequence[Mapping[str, Any]],
+    steps: int,
+    *,
+    env: str | Mapping[str, Any] = "pursuit",
+    scale: int = 1,
+    seed: int = 0,
+    out: str | Path | None = None,
+    verbose: bool = True,
+    **settings: Any,
+) -> Trainer:
+    """Trains ``policies`` (id -> its ``policies:`` entry) placed on the entities of ``env``
+    (a name or an ``env:`` section) by ``match`` (one env copy's ``{group: ids}`` each),
+    repeated ``scale`` times, for ``steps`` env steps. ``settings``: other config sections
+    (``dqn``, ``sharing``, ``model``, ...). The same run as a YAML file with ``policies:``,
+    ``match:``, ``scale:`` and ``total_steps:``, trained by ``relayrl train FILE.yaml``."""
+    data = {
+        "preset": settings.pop("preset", "policies"),
+        "env": {"name": env} if isinstance(env, str) else dict(env),
+        "policies": {pid: dict(p) for pid, p in policies.items()},
+        "match": [dict(m) for m in match],
+        "scale": scale,
+        "total_steps": steps,
+        "seed": seed,
+        **settings,
+    }
+    return train(build_config(data), out, verbose=verbose)

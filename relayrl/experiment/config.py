@@ -12,6 +12,8 @@ from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationError
 
 from relayrl.algos.actor_critic import ActorCriticConfig
 from relayrl.algos.dqn import DQNConfig
+from relayrl.arena.match import Match, check_match_syntax, default_match, match_policy_ids
+from relayrl.arena.policy import PolicyConfig
 from relayrl.core.errors import ConfigError
 from relayrl.core.settings import Strict
 from relayrl.nets.qnetwork import ModelConfig
@@ -256,42 +258,6 @@ EnvConfig = Annotated[
 ENV_TAGS = ("PursuitEnv", "CorridorEnv", "BattleEnv", "AdversarialPursuitEnv", "GymEnv", "PettingZooEnv")
 
 
-class GroupConfig(Strict):
-    """How one team (agent group) of the environment is driven (paper 000, section 5.3).
-
-    ``main``: the run's learner (``dqn``, ``model``, ``sharing``). ``ddqn``: independent
-    dueling double DQN with PER and no sharing, trained at the same time (co-evolving
-    opponents, paper 000 appendix C.3). ``frozen``: pretrained policies with learning off,
-    loaded from ``checkpoint`` (a run or checkpoint directory) or from the run of the preset
-    ``pretrained`` (seed ``pretrained_seed``) under the same runs root. ``scripted``: a
-    function of yours, ``script: package.module.function``, called as
-    ``fn(obs [E, N, ...], spec) -> actions [E, N, ...]``.
-    """
-
-    role: Literal["main", "ddqn", "frozen", "scripted"] = "main"
-    script: str | None = Field(None, description="scripted: the acting function's import path")
-    checkpoint: str | None = None
-    pretrained: str | None = None
-    pretrained_seed: int = 0
-    pretrained_group: str | None = Field(None, description="group name in the pretrained run; default the same name")
-    # A policy restored from a finished DDQN run acts with that run's final epsilon.
-    epsilon: float = Field(0.001, ge=0, le=1, description="frozen: exploration of the pretrained policy")
-
-    @model_validator(mode="after")
-    def _source(self) -> "GroupConfig":
-        if self.role == "frozen" and (self.checkpoint is None) == (self.pretrained is None):
-            raise ValueError("a frozen group needs exactly one of checkpoint=PATH or pretrained=PRESET")
-        if self.role != "frozen" and (self.checkpoint or self.pretrained):
-            raise ValueError("checkpoint/pretrained apply to role=frozen only")
-        if (self.role == "scripted") != (self.script is not None):
-            raise ValueError("a scripted group needs script=package.module.function, and only a scripted group takes one")
-        return self
-
-    @property
-    def learns(self) -> bool:
-        return self.role in ("main", "ddqn")
-
-
 class EvalConfig(Strict):
     interval: int = Field(50_000, ge=0, description="env steps between greedy evaluations; 0 = off")
     episodes: int = Field(5, ge=1)
@@ -304,7 +270,9 @@ RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "device", "checkpoint_in
 RESUMABLE_KEYS = tuple(sorted(RUNTIME_KEYS - {"seed"}))
 # Sections added after runs existed: hashed only when set, so older run directories keep their hashes.
 HASHED_WHEN_SET: dict[str, Any] = {
-    "groups": {},
+    "policies": {},
+    "match": [],
+    "scale": None,
     "report_group": None,
     "actor_critic": None,
     "sharing.replay": "own",
@@ -326,14 +294,36 @@ class RunConfig(Strict):
     dqn: DQNConfig = DQNConfig()
     actor_critic: ActorCriticConfig | None = Field(None, description="continuous actions: the actor-critic learner (dqn is unused)")
     sharing: SharingConfig = SharingConfig()
-    groups: dict[str, GroupConfig] = Field(default_factory=dict, description="per team; unlisted teams are role=main")
-    report_group: str | None = Field(None, description="team whose summed reward is reported; default the first main team")
+    policies: dict[str, PolicyConfig] = Field(
+        default_factory=dict, description="by id; without a match each drives the group of its name, and groups without one learn"
+    )
+    match: list[Match] = Field(
+        default_factory=list, description="per env copy {group: policy id per entity}, repeated over the copies; default each group to its policy"
+    )
+    scale: int | None = Field(None, ge=1, description="repeats the match list: env.num_envs = len(match) x scale")
+    report_group: str | None = Field(None, description="team whose summed reward is reported; default the first one a learning policy drives")
     eval: EvalConfig = EvalConfig()
     report_interval: int = Field(8000, ge=1, description="env steps between metrics rows (the paper's bin)")
     checkpoint_interval: int = Field(50_000, ge=1)
     keep_checkpoints: int = Field(2, ge=1)
     device: str = Field("auto", description="auto (CUDA when present), cpu, cuda or cuda:N")
     torch_threads: int = Field(1, ge=0, description="0 = torch's default")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scaled_copies(cls, data: Any) -> Any:
+        """``scale`` sets ``env.num_envs`` to ``len(match) x scale`` (a num_envs other than the
+        default 1 must agree)."""
+        if not isinstance(data, dict) or data.get("scale") is None or not isinstance(data["scale"], int):
+            return data
+        env = data.get("env")
+        if isinstance(env, Strict):
+            env = env.model_dump()
+        env = dict(env or {})
+        copies = max(1, len(data.get("match") or [])) * data["scale"]
+        if env.get("num_envs") not in (None, 1, copies):
+            raise ValueError(f"scale={data['scale']} makes {copies} env copies but env.num_envs={env['num_envs']}: set one of them")
+        return {**data, "env": {**env, "num_envs": copies}}
 
     @field_validator("device")
     @classmethod
@@ -345,38 +335,59 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> "RunConfig":
-        continuous = self.actor_critic is not None
         if isinstance(self.env, GymEnv) and self.actor_critic is None:
             raise ValueError("gym envs train the actor-critic learner: set actor_critic (e.g. the preset halfcheetah-td3)")
         if self.env.actions == "discrete" and self.actor_critic is not None:
             raise ValueError(f"actor_critic applies to continuous actions; {self.env.name} has discrete actions (remove it)")
-        if not continuous and (self.sharing.replay == "shared" or self.sharing.correction != "none"):
-            raise ValueError(
-                "sharing.replay=shared and correction=dps apply to actor-critic learners: DQN targets do not depend on the "
-                "behaviour policy, and DPS needs deterministic continuous actions (docs/results/dase/README.md)"
-            )
-        prioritized = not continuous and self.dqn.prioritized  # the actor-critics' replays are uniform
-        if self.sharing.priority == "sender_td" and not prioritized:
-            raise ValueError("sharing.priority=sender_td sets priorities in a prioritized replay: use priority=max here")
-        if continuous and self.groups:
-            raise ValueError("actor-critic runs train every group with the run's learner: remove groups")
-        if self.dqn.param_sharing and self.sharing.select != "none":
-            raise ValueError("parameter sharing has one replay: set sharing.select=none")
+        self._check_recipe("", *self.algorithm(), self.sharing)
+        check_match_syntax(self.match)
+        if self.match:
+            named = match_policy_ids(self.match)
+            undeclared = [pid for pid in named if pid not in self.policies]
+            if undeclared:
+                raise ValueError(f"match names policies {undeclared} that policies does not declare (declared: {sorted(self.policies)})")
+            unused = [pid for pid in self.policies if pid not in named]
+            if unused:
+                raise ValueError(f"policies {unused} drive no entity: give them slots in match, or remove them")
+            if self.env.num_envs % len(self.match):
+                raise ValueError(f"env.num_envs={self.env.num_envs} copies cannot repeat the {len(self.match)} matches evenly: set scale instead")
+        for pid, policy in self.policies.items():
+            if policy.kind in ("learning", "frozen"):
+                self._check_recipe(pid, *self.recipe(pid))
         names = self.env.group_names()
         if names is None:  # a user's env: its groups are checked once it is built
             return self
-        unknown = sorted(set(self.groups) - set(names))
-        if unknown:
-            raise ValueError(f"groups {unknown} are not teams of {self.env.name}; its teams: {names}")
+        if not self.match:
+            strays = sorted(set(self.policies) - set(names))
+            if strays:
+                raise ValueError(
+                    f"policies {strays} are not groups of {self.env.name} (its groups: {names}): without a match each "
+                    f"policy drives the group of its name; place the others with match"
+                )
         if self.report_group is not None and self.report_group not in names:
             raise ValueError(f"report_group {self.report_group!r} is not a team of {self.env.name}; its teams: {names}")
-        if not any(self.group(n).learns for n in names):
-            raise ValueError("every group is frozen or scripted: nothing would learn; set groups.<group>.role=main for one")
+        if not any(p.learns for p in self.policy_configs(names).values()):
+            raise ValueError("no policy learns (all are frozen, random or scripted): make one kind=learning")
         if self.sharing.team is not None and isinstance(self.env.settings, PursuitSettings):
             n_agents = self.env.settings.n_pursuers
             if any(not 0 <= i < n_agents for i in self.sharing.team):
                 raise ValueError(f"sharing.team indices must be in [0, {n_agents}), got {self.sharing.team}")
         return self
+
+    def _check_recipe(self, pid: str, algo: str, section: Any, sharing: SharingConfig) -> None:
+        """Settings a learner cannot combine (checked for the run's and each policy's recipe)."""
+        where = "" if pid == "" else f"policy {pid!r}: "
+        continuous = algo != "dqn"
+        if not continuous and (sharing.replay == "shared" or sharing.correction != "none"):
+            raise ValueError(
+                f"{where}sharing.replay=shared and correction=dps apply to actor-critic learners: DQN targets do not depend on the "
+                "behaviour policy, and DPS needs deterministic continuous actions (docs/results/dase/README.md)"
+            )
+        prioritized = not continuous and section.prioritized  # the actor-critics' replays are uniform
+        if sharing.priority == "sender_td" and not prioritized:
+            raise ValueError(f"{where}sharing.priority=sender_td sets priorities in a prioritized replay: use priority=max here")
+        if section.off_policy().param_sharing and sharing.select != "none":
+            raise ValueError(f"{where}parameter sharing has one replay: set sharing.select=none")
 
     def algorithm_section(self) -> str:
         """The config section of the run's learners: ``actor_critic`` where set, else ``dqn``."""
@@ -387,26 +398,34 @@ class RunConfig(Strict):
         section = getattr(self, self.algorithm_section())
         return getattr(section, "algo", "dqn"), section
 
-    def group(self, name: str) -> GroupConfig:
-        """The team's settings (unlisted teams train with the run's learner)."""
-        return self.groups.get(name, GroupConfig())
+    def recipe(self, pid: str) -> tuple[str, DQNConfig | ActorCriticConfig, SharingConfig]:
+        """What policy ``pid`` learns (or was trained) with: the registered algorithm, its
+        config section and its sharing, each the run's changed by the policy's own keys."""
+        algo, section = self.algorithm()
+        policy = self.policies.get(pid, PolicyConfig())
+        changes = getattr(policy, self.algorithm_section())
+        try:
+            if changes:
+                section = type(section).model_validate({**section.model_dump(), **changes})
+            sharing = SharingConfig.model_validate({**self.sharing.model_dump(), **policy.sharing}) if policy.sharing else self.sharing
+        except ValidationError as error:
+            raise ValueError(f"policies.{pid}: " + _format_error(error).removeprefix("invalid configuration:\n  ")) from None
+        return getattr(section, "algo", "dqn"), section, sharing
 
-    def reported_group(self) -> str:
-        """The team whose episode reward is the run's figure (paper 000: the sharing team)."""
-        if self.report_group is not None:
-            return self.report_group
-        names = self.env.group_names()
-        if names is None:
-            raise ValueError(f"{self.env.name}'s groups are known once it is built: ask the Trainer (trainer.reported)")
-        return next((n for n in names if self.group(n).role == "main"), names[0])
+    def matches(self, groups: list[str]) -> list[Match]:
+        """The match list over an env of these groups: the config's, else each group to the
+        policy of its name."""
+        return self.match or default_match(groups)
+
+    def policy_configs(self, groups: list[str]) -> dict[str, PolicyConfig]:
+        """Every policy the matches name, in order of appearance: declared ones, and for a
+        group without a declared policy, a learning one named after it."""
+        return {pid: self.policies.get(pid, PolicyConfig()) for pid in match_policy_ids(self.matches(groups))}
 
     def config_hash(self) -> str:
         """Short hash of everything that changes the experiment: not the seed, the budget, or
         how it is executed (threads, device, checkpointing), so those may change on resume."""
         payload = self.model_dump(mode="json", exclude=RUNTIME_KEYS)
-        for group in payload["groups"].values():  # added after runs with groups existed
-            if group["script"] is None:
-                del group["script"]
         for key, default in HASHED_WHEN_SET.items():
             *parents, leaf = key.split(".")
             section = payload

@@ -41,12 +41,12 @@ class Job:
         return load_preset(self.preset).model_copy(update={"seed": self.seed, "total_steps": self.steps})
 
     def dependencies(self) -> list["Job"]:
-        """Pretraining runs whose checkpoints drive this job's frozen teams."""
+        """Pretraining runs whose checkpoints drive this job's frozen policies."""
         config = self.config()
         needs = []
-        for group in config.groups.values():
-            if group.role == "frozen" and group.pretrained is not None:
-                needs.append(Job(group.pretrained, group.pretrained_seed, load_preset(group.pretrained).total_steps))
+        for policy in config.policies.values():
+            if policy.pretrained is not None:
+                needs.append(Job(policy.pretrained, policy.pretrained_seed, load_preset(policy.pretrained).total_steps))
         return needs
 
 

@@ -37,12 +37,21 @@ PURSUIT_BASE: dict[str, Any] = {"env": {"name": "pursuit"}, "total_steps": 800_0
 MAGENT_DQN: dict[str, Any] = {"lr": 1e-4, "buffer_size": 90_000, "target_update_interval": 1200, "fragment_length": 5}
 
 
-def _magent_base(env: str, opponent: str, sharing_team: str, opponent_role: dict[str, Any]) -> dict[str, Any]:
+# The opponents' learner: independent dueling double DQN with PER and no sharing, whatever
+# the sharing team runs (paper 000, appendix C.3).
+DDQN_OPPONENT: dict[str, Any] = {
+    "dqn": {"double_q": True, "dueling": True, "prioritized": True, "param_sharing": False},
+    "sharing": {"select": "none"},
+}
+
+
+def _magent_base(env: str, opponent: str, sharing_team: str, opponent_policy: dict[str, Any]) -> dict[str, Any]:
+    """Each team driven by the policy of its name (the default match)."""
     return {
         "env": {"name": env},
         "total_steps": 300_000,
         "dqn": MAGENT_DQN,
-        "groups": {opponent: opponent_role},
+        "policies": {opponent: opponent_policy},
         "report_group": sharing_team,
         "report_interval": 6000,
     }
@@ -53,14 +62,17 @@ def _magent_base(env: str, opponent: str, sharing_team: str, opponent_role: dict
 # §1.1 pins the pretraining budget to 300k / 600k env steps.
 DOMAINS: dict[str, dict[str, Any]] = {
     "pursuit": PURSUIT_BASE,
-    "battle": _magent_base("battle", "red", "blue", {"role": "frozen", "pretrained": "battle-pretrain"}),
+    "battle": _magent_base("battle", "red", "blue", {"kind": "frozen", "pretrained": "battle-pretrain", "dqn": DDQN_OPPONENT["dqn"]}),
     "adversarial-pursuit": _magent_base(
-        "adversarial-pursuit", "predator", "prey", {"role": "frozen", "pretrained": "adversarial-pursuit-pretrain"}
+        "adversarial-pursuit",
+        "predator",
+        "prey",
+        {"kind": "frozen", "pretrained": "adversarial-pursuit-pretrain", "dqn": DDQN_OPPONENT["dqn"]},
     ),
 }
 COEVOLVING: dict[str, dict[str, Any]] = {
-    "battle": _magent_base("battle", "red", "blue", {"role": "ddqn"}),
-    "adversarial-pursuit": _magent_base("adversarial-pursuit", "predator", "prey", {"role": "ddqn"}),
+    "battle": _magent_base("battle", "red", "blue", DDQN_OPPONENT),
+    "adversarial-pursuit": _magent_base("adversarial-pursuit", "predator", "prey", DDQN_OPPONENT),
 }
 PRETRAIN_STEPS = {"battle": 300_000, "adversarial-pursuit": 600_000}
 
@@ -193,7 +205,7 @@ def _presets() -> dict[str, tuple[str, dict[str, Any]]]:
         for name in COEVOLVING_VARIANTS:
             description, overrides = VARIANTS[name]
             table[f"{domain}-coevolve-{name}"] = (f"{description}, co-evolving DDQN opponents [{domain}]", _merge(base, overrides))
-        pretrain = _merge(base, {"groups": {}, "total_steps": PRETRAIN_STEPS[domain]})
+        pretrain = _merge(base, {"policies": {}, "total_steps": PRETRAIN_STEPS[domain]})
         table[f"{domain}-pretrain"] = (f"both teams independent DDQN: the frozen opponents' pretraining [{domain}]", pretrain)
     for mode in SWEEP_MODES:
         for bandwidth in SWEEP_BANDWIDTHS:

@@ -1,9 +1,10 @@
-"""The run loop, one iteration at a time, for the policies that drive an env's groups.
+"""The run loop, one iteration at a time, for the policies a match list places on an env's
+entities (``relayrl.arena.match``).
 
-Per iteration: collect a rollout fragment from every env copy, each group acting through
-its policy; every learning policy's learner observes its group's fragment (replay, relay)
-and then takes the gradient steps it has earned (``relayrl.algos.off_policy``). Frozen
-policies only act. Training intensity is fixed whatever the number of env copies: one
+Per iteration: collect a rollout fragment from every env copy, each entity acting through
+its policy; every learning policy's learner observes its fragment (replay, relay) and then
+takes the gradient steps it has earned (``relayrl.algos.off_policy``). Frozen, random and
+scripted policies only act. Training intensity is fixed whatever the number of env copies: one
 update per agent per ``fragment_length`` env steps, counted over all copies.
 """
 
@@ -26,11 +27,10 @@ import torch
 import yaml
 
 import relayrl
-from relayrl.algos import ALGORITHMS
 from relayrl.algos.dqn import NetworkFactory
-from relayrl.algos.layout import AgentLayout
 from relayrl.algos.off_policy import OffPolicyLearner, replay_plan
-from relayrl.arena.policy import FrozenPolicy, LearningPolicy, ScriptedPolicy
+from relayrl.arena.match import compile_matches
+from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, Policy, PolicyBuild, PolicyConfig
 from relayrl.arena.rollout import Rollout
 from relayrl.core.device import configure_threads, resolve_device
 from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
@@ -50,12 +50,11 @@ from relayrl.experiment.checkpoint import (
     save_checkpoint,
     write_atomically,
 )
-from relayrl.experiment.config import GroupConfig, RunConfig, check_resumable
+from relayrl.experiment.config import RunConfig, check_resumable
 from relayrl.experiment.evaluation import evaluate
 from relayrl.experiment.metrics import MetricsWriter
 from relayrl.experiment.run_lock import RunLock
 from relayrl.replay import ReplayPlan, row_nbytes
-from relayrl.sharing.config import SharingConfig
 
 
 @dataclass
@@ -70,22 +69,12 @@ class Counters:
     metric_rows: int | None = None  # rows in metrics.csv (None in checkpoints that predate the count)
 
 
-def learner_recipe(config: RunConfig, group: GroupConfig) -> tuple[str, Any, SharingConfig]:
-    """The algorithm, its config section and the sharing a group's learner trains with:
-    the run's own, or for ``ddqn`` and ``frozen`` groups independent dueling double DQN with
-    PER and no sharing (paper 000, appendix C.3), whatever the main group runs."""
-    if group.role == "main":
-        return (*config.algorithm(), config.sharing)
-    independent = config.dqn.model_copy(update={"double_q": True, "dueling": True, "prioritized": True, "param_sharing": False})
-    return "dqn", independent, SharingConfig(select="none")
-
-
 @dataclass
 class Window:
     """Accumulators between two metric reports."""
 
     env_steps: int = 0
-    episode_returns: list[np.ndarray] = field(default_factory=list)  # each [n_teams]: summed over a team
+    episode_returns: list[np.ndarray] = field(default_factory=list)  # each [n_groups]: summed over a group
     episode_lengths: list[int] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -123,7 +112,7 @@ def provenance() -> dict[str, Any]:
 
 
 class Trainer:
-    """Trains the teams of a config; a run directory makes it checkpointed and resumable."""
+    """Trains the policies of a config; a run directory makes it checkpointed and resumable."""
 
     def __init__(
         self,
@@ -149,33 +138,30 @@ class Trainer:
             raise ConfigError(f"{config.env.name} could not be built from env.settings: {type(error).__name__}: {error}") from None
         self.timer = SectionTimer()  # enabled by relayrl bench's loop profile
         names = [g.name for g in self.venv.groups]
-        unknown = sorted(set(config.groups) - set(names))
-        if unknown or (config.report_group is not None and config.report_group not in names):
-            raise ConfigError(f"this environment's teams are {names}; the config names {unknown or [config.report_group]}")
-        self._check_memory()
-        self.policies: dict[str, LearningPolicy | FrozenPolicy | ScriptedPolicy] = {}  # by id: for now each group's own, named after it
+        if config.report_group is not None and config.report_group not in names:
+            raise ConfigError(f"this environment's groups are {names}; report_group names {config.report_group!r}")
+        self.matches = config.matches(names)
+        configs = config.policy_configs(names)
+        for pid in configs:
+            if pid not in config.policies and pid not in names:
+                raise ConfigError(f"policies names no {pid!r}, and no group of {config.env.name} has that name (groups: {names})")
+        assignments = compile_matches(self.matches, self.venv.groups, self.venv.num_envs)
+        self.policy_specs = {pid: assignment.spec for pid, assignment in assignments.items()}
+        self._check_memory(configs)
+        self.policies: dict[str, Policy] = {}
         self.learners: dict[str, OffPolicyLearner] = {}
-        self.frozen_sources: dict[str, str] = {}  # group -> checkpoint its networks came from
+        self.frozen_sources: dict[str, str] = {}  # policy id -> checkpoint its networks came from
         options = {"model": config.model, "network_factory": network_factory}  # what the DQN builds its networks from
-        for index, spec in enumerate(self.venv.groups):
-            group = config.group(spec.name)
-            if group.role == "scripted":
-                assert group.script is not None
-                self.policies[spec.name] = ScriptedPolicy(spec, group.script)
-                continue
-            algo, algo_config, sharing = learner_recipe(config, group)
-            # the first group keeps the single-group stream, so one-group runs reproduce exactly
-            seeds = derive_seeds(config.seed, 4, "trainer" if index == 0 else f"trainer/{spec.name}")
-            if group.role == "frozen":
-                layout = AgentLayout(spec.n_agents, shared=False)
-                algorithm = ALGORITHMS[algo].make(spec, algo_config, layout.n_sets, self.device, seeds[0], **options)
-                frozen = FrozenPolicy(spec, algo, algorithm, layout, group.epsilon)
-                self._load_frozen(frozen, group)
-                self.policies[spec.name] = frozen
-            else:
-                learner = OffPolicyLearner(spec, algo, algo_config, sharing, self.device, seeds, self.timer, **options)
-                self.learners[spec.name] = learner
-                self.policies[spec.name] = LearningPolicy(learner)
+        for index, (pid, spec) in enumerate(self.policy_specs.items()):
+            # the first policy keeps the single-group stream, so one-group runs reproduce exactly
+            seeds = derive_seeds(config.seed, 4, "trainer" if index == 0 else f"trainer/{pid}")
+            build = PolicyBuild(
+                spec, configs[pid], config.recipe(pid), self.device, seeds, self.timer, options,
+                lambda pid=pid: self._saved_policy(pid, configs[pid]),
+            )
+            policy = self.policies[pid] = POLICY_KINDS[configs[pid].kind](build)
+            if isinstance(policy, LearningPolicy):
+                self.learners[pid] = policy.learner
         self.fragment_length = min(learner.settings.fragment_length for learner in self.learners.values())
         self.reported = self._reported_index(names)
         self.counters = Counters(
@@ -185,7 +171,7 @@ class Trainer:
         )
         self.window = Window()
         self.recent_returns: deque[float] = deque(maxlen=100)  # RLlib's episode_reward_mean window
-        self.rollout = Rollout(self.venv, list(self.policies.values()), self.timer, self._check_finite)
+        self.rollout = Rollout(self.venv, self.policies, self.matches, self.timer, self._check_finite)
         self.metrics: MetricsWriter | None = None
         self.history: list[dict[str, float]] = []
         self.lock = RunLock(run_dir) if run_dir is not None else None
@@ -208,20 +194,15 @@ class Trainer:
         if complete and saved.is_file():
             self.changes = check_resumable(yaml.safe_load(saved.read_text()), self.config, str(self.run_dir))
 
-    def _replay_plans(self) -> dict[str, ReplayPlan]:
-        """Each learning group's replay, before anything is allocated."""
-        plans = {}
-        for spec in self.venv.groups:
-            group = self.config.group(spec.name)
-            if group.learns:
-                algo, algo_config, sharing = learner_recipe(self.config, group)
-                plans[spec.name] = replay_plan(spec, algo, algo_config.off_policy(), sharing)
-        return plans
-
-    def _check_memory(self) -> None:
-        """Prints what the replays will take in memory and in each checkpoint, and refuses a
-        run whose replays do not fit in the memory available now (before allocating)."""
-        plans = self._replay_plans()
+    def _check_memory(self, configs: dict[str, PolicyConfig]) -> None:
+        """Prints what the learning policies' replays will take in memory and in each
+        checkpoint, and refuses a run whose replays do not fit in the memory available now
+        (before allocating)."""
+        plans: dict[str, ReplayPlan] = {}
+        for pid, spec in self.policy_specs.items():
+            if configs[pid].learns:
+                algo, section, sharing = self.config.recipe(pid)
+                plans[pid] = replay_plan(spec, algo, section.off_policy(), sharing)
         total = sum(p.nbytes() for p in plans.values())
         per_checkpoint = sum(p.checkpoint_nbytes() for p in plans.values())
         parts = [f"{n}: {p.n_buffers} x {p.capacity:,} x {row_nbytes(p.fields):,} B" for n, p in plans.items()]
@@ -242,34 +223,36 @@ class Trainer:
         )
 
     def _reported_index(self, names: list[str]) -> int:
-        """The team whose reward is the run's figure: ``report_group``, else the first team
-        trained with the run's learner (resolved here: a user env's teams are known only
-        once it is built)."""
+        """The group whose reward is the run's figure: ``report_group``, else the first group
+        a learning policy drives in the first match (resolved here: a user env's groups are
+        known only once it is built)."""
         if self.config.report_group is not None:
             return names.index(self.config.report_group)
-        return next((i for i, n in enumerate(names) if self.config.group(n).role == "main"), 0)
+        first = compile_matches(self.matches[:1], self.venv.groups, 1)
+        driven = {s.group for pid in self.learners for s in first[pid].segments} if self.learners else set()
+        return min(driven, default=0)
 
     @property
     def sharing_on(self) -> bool:
         return any(learner.relay is not None for learner in self.learners.values())
 
-    def _load_frozen(self, frozen: FrozenPolicy, group: GroupConfig) -> None:
-        """Loads a frozen group's networks from its pretrained run (policy file only)."""
-        name = frozen.spec.name
-        source = Path(group.checkpoint) if group.checkpoint else self._pretrained_run(group.pretrained, group.pretrained_seed)
+    def _saved_policy(self, pid: str, policy: PolicyConfig) -> tuple[dict[str, Any], str]:
+        """A frozen policy's networks from its checkpoint or pretrained run (the policy file
+        only, read as data) and where they came from."""
+        source = Path(policy.checkpoint) if policy.checkpoint else self._pretrained_run(policy.pretrained or "", policy.pretrained_seed)
         checkpoint = source
         if not (source / MANIFEST).is_file():
             found = list_checkpoints(source / "checkpoints") or list_checkpoints(source)
             if not found:
-                hint = f"; train it first: relayrl train {group.pretrained} --seed {group.pretrained_seed}" if group.pretrained else ""
-                raise CheckpointError(f"group {name!r} is frozen but {source} has no checkpoint{hint}")
+                hint = f"; train it first: relayrl train {policy.pretrained} --seed {policy.pretrained_seed}" if policy.pretrained else ""
+                raise CheckpointError(f"policy {pid!r} is frozen but {source} has no checkpoint{hint}")
             checkpoint = found[-1]
-        policies = load_policies(checkpoint)
-        key = group.pretrained_group or name
-        if key not in policies:
-            raise CheckpointError(f"{checkpoint} holds groups {sorted(policies)}, not {key!r} (set groups.{name}.pretrained_group)")
-        frozen.load_policy_state(policies[key], str(checkpoint))
-        self.frozen_sources[name] = str(checkpoint)
+        saved = load_policies(checkpoint)
+        key = policy.pretrained_policy or pid
+        if key not in saved:
+            raise CheckpointError(f"{checkpoint} holds policies {sorted(saved)}, not {key!r} (set policies.{pid}.pretrained_policy)")
+        self.frozen_sources[pid] = str(checkpoint)
+        return saved[key], str(checkpoint)
 
     def _pretrained_run(self, preset: str, seed: int) -> Path:
         from relayrl.experiment.presets import load_preset
@@ -357,7 +340,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ loop
     def _reported_learner(self) -> OffPolicyLearner:
-        """The learner of the reported group, else the first one."""
+        """The learner of the policy named after the reported group, else the first one."""
         return self.learners.get(self.venv.groups[self.reported].name) or next(iter(self.learners.values()))
 
     @property
@@ -370,8 +353,8 @@ class Trainer:
         learner = self._reported_learner()
         return learner.exploration(self.counters.env_steps) if learner.algorithm.exploration_name == "epsilon" else math.nan
 
-    def _collect(self) -> list[dict[str, np.ndarray]]:
-        """Steps the vector env for one fragment; returns per-group ``[T, E, N, ...]`` step arrays."""
+    def _collect(self) -> dict[str, dict[str, np.ndarray]]:
+        """Steps the vector env for one fragment; returns per-policy ``[T, W, N_p, ...]`` step arrays."""
         n_steps = max(1, self.fragment_length // self.venv.num_envs)
         steps = self.rollout.collect(n_steps, self.counters.env_steps)
         episodes = self.venv.drain_episodes()
@@ -396,9 +379,8 @@ class Trainer:
         )
 
     def iteration(self) -> None:
-        """Collect; every learner observes its group's fragment, then learns (SPEC §1.1)."""
-        steps = self._collect()
-        fragments = dict(zip(self.policies, steps))
+        """Collect; every learner observes its policy's fragment, then learns (SPEC §1.1)."""
+        fragments = self._collect()
         for name, learner in self.learners.items():
             self.counters.agent_steps += learner.observe(fragments[name])
         for learner in self.learners.values():
@@ -408,7 +390,7 @@ class Trainer:
     def _report(self) -> dict[str, float]:
         c, w = self.counters, self.window
         nan = math.nan
-        names = list(self.policies)
+        names = [spec.name for spec in self.venv.groups]
         returns = np.array(w.episode_returns).reshape(-1, len(names))
         windows = {name: learner.drain_window() for name, learner in self.learners.items()}
         learner = self._reported_learner()
@@ -437,14 +419,14 @@ class Trainer:
             "updates_per_s": loss_window.updates / w.seconds if w.seconds > 0 else nan,
             "wall_s": c.wall_s,
         }
-        if len(names) == 1:
+        if self._one_policy():
             for key in learner.metric_columns:
                 row[key] = loss_window.mean(key)
         else:
             for g, name in enumerate(names):
                 row[f"episode_reward_mean/{name}"] = float(returns[:, g].mean()) if len(returns) else nan
-                if name in windows:
-                    row[f"td_loss/{name}"] = windows[name].mean(self.learners[name].algorithm.loss_metric)
+            for pid, window in windows.items():
+                row[f"td_loss/{pid}"] = window.mean(self.learners[pid].algorithm.loss_metric)
         if c.env_steps >= c.next_eval:
             evaluated = self.evaluate_greedy(self.config.eval.episodes)
             row["eval_reward_mean"] = float(evaluated[:, self.reported].mean())
@@ -456,10 +438,14 @@ class Trainer:
         self.window = Window()
         return row
 
+    def _one_policy(self) -> bool:
+        return len(self.venv.groups) == 1 and len(self.policies) == 1
+
     def metric_columns(self) -> tuple[str, ...]:
-        """The learner's columns after the standard ones (one group), or per-group ones."""
-        names = list(self.policies)
-        if len(names) == 1:
+        """The learner's columns after the standard ones (one policy on one group), or
+        per-group rewards and per-learner losses."""
+        names = [spec.name for spec in self.venv.groups]
+        if self._one_policy():
             return self._reported_learner().metric_columns
         return (
             *(f"episode_reward_mean/{n}" for n in names),
@@ -468,19 +454,19 @@ class Trainer:
         )
 
     def evaluate_greedy(self, episodes: int) -> np.ndarray:
-        """Greedy episodes ``[episodes, n_teams]``: each team's reward summed over its
+        """Greedy episodes ``[episodes, n_groups]``: each group's reward summed over its
         entities; for K copies of a single-agent env, each agent's ``episodes`` episodes
         without exploration noise, ``[episodes * K, 1]`` (paper 001, C.6)."""
         seed = self.config.seed + self.config.eval.seed_offset
-        policies = list(self.policies.values())  # acting greedily: frozen ones with their own small epsilon
+        policies = self.policies  # acting greedily: frozen ones with their own small exploration
         if not self.venv.independent_episodes:
-            return evaluate(self.factory, policies, episodes, seed)
+            return evaluate(self.factory, policies, self.matches, episodes, seed)
         # Gymnasium copies are kept between evaluations: building MuJoCo models costs more
         # than it does for the other envs, and a reset with the same seeds restarts them alike
         if self.eval_venv is None or self.eval_venv.num_envs != episodes:
             self.close_eval_envs()
             self.eval_venv = make_vector_env(self.factory, episodes)
-        return evaluate(self.factory, policies, episodes, seed, self.eval_venv)
+        return evaluate(self.factory, policies, self.matches, episodes, seed, self.eval_venv)
 
     def close_eval_envs(self) -> None:
         if self.eval_venv is not None:
@@ -524,7 +510,7 @@ class Trainer:
                 if self.changes:
                     entry["changed"] = {key: list(values) for key, values in self.changes.items()}
                 if self.frozen_sources:
-                    entry["frozen_groups_from"] = self.frozen_sources
+                    entry["frozen_policies_from"] = self.frozen_sources
                 yaml.safe_dump([entry], handle, sort_keys=False)
         if self.rollout.obs is None:
             self.rollout.reset(self.config.seed)

@@ -26,13 +26,13 @@ class StepCounter:
 def test_carry_is_reset_where_each_entitys_episode_ends():
     venv = SyncVectorEnv(make_env_factory("corridor", {"n_agents": 3, "length": 3, "max_steps": 7}), 4)
     policy = StepCounter(2, 0)
-    rollout = Rollout(venv, [policy])
+    rollout = Rollout(venv, {"p": policy}, [{"runner": "p"}])
     rollout.reset(5)
     expected = np.zeros((4, 3))
     ended_alone = 0
     for _ in range(60):
-        np.testing.assert_array_equal(rollout.carry[0] if rollout.carry[0] is not None else np.zeros((4, 3)), expected)
-        _, (step,), over = rollout.step(env_steps=0)
+        np.testing.assert_array_equal(rollout.carry["p"] if rollout.carry["p"] is not None else np.zeros((4, 3)), expected)
+        _, _, (step,), over = rollout.step(env_steps=0)
         rollout.obs, rollout.alive = [step.obs], [step.alive]
         done = step.terminated | step.truncated | over[:, None]
         ended_alone += int((done & ~over[:, None]).sum())  # an entity left while its copy played on
@@ -42,9 +42,9 @@ def test_carry_is_reset_where_each_entitys_episode_ends():
 
 def test_fragments_have_the_step_and_agent_axes():
     venv = SyncVectorEnv(make_env_factory("corridor", {"n_agents": 3, "length": 5, "max_steps": 9}), 2)
-    rollout = Rollout(venv, [StepCounter(2, 1)])
+    rollout = Rollout(venv, {"p": StepCounter(2, 1)}, [{"runner": "p"}])
     rollout.reset(0)
-    (fragment,) = rollout.collect(n_steps=6, env_steps=0)
+    fragment = rollout.collect(n_steps=6, env_steps=0)["p"]
     assert {k: v.shape for k, v in fragment.items()} == {
         "obs": (6, 2, 3, 5), "action": (6, 2, 3), "reward": (6, 2, 3), "next_obs": (6, 2, 3, 5),
         "terminated": (6, 2, 3), "truncated": (6, 2, 3), "valid": (6, 2, 3),
@@ -62,7 +62,7 @@ def test_reset_carry_handles_tensors_and_structures():
 
 def test_evaluation_counts_each_copys_first_episode_or_each_agents():
     venv = SyncVectorEnv(make_env_factory("corridor", {"n_agents": 2, "length": 3, "max_steps": 5}), 3)
-    returns = Rollout(venv, [StepCounter(2, 2)]).episodes(seed=0)
+    returns = Rollout(venv, {"p": StepCounter(2, 2)}, [{"runner": "p"}]).episodes(seed=0)
     assert returns.shape == (3, 1) and np.all((0 <= returns) & (returns <= 2))  # a runner earns 1 once
     copies = GymCopiesEnv("Pendulum-v1", 2, num_envs=2)
 
@@ -70,5 +70,5 @@ def test_evaluation_counts_each_copys_first_episode_or_each_agents():
         def act(self, obs, carry, env_steps):
             return np.zeros((*obs.shape[:2], 1), np.float32), carry
 
-    per_agent = Rollout(copies, [Zero()]).episodes(seed=0)
+    per_agent = Rollout(copies, {"zero": Zero()}, [{copies.groups[0].name: "zero"}]).episodes(seed=0)
     assert per_agent.shape == (4, 1) and np.all(per_agent < 0)  # 200 steps of Pendulum's cost each

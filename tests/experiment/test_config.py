@@ -46,11 +46,14 @@ def test_magent_presets_carry_the_paper_hyperparameters_and_teams(domain, oppone
     assert (d.lr, d.batch_size, d.buffer_size, d.target_update_interval, d.fragment_length) == (1e-4, 32, 90_000, 1200, 5)
     assert (d.epsilon_start, d.epsilon_end, d.epsilon_steps, d.alpha, d.dueling) == (0.1, 0.001, 100_000, 0.6, True)
     assert c.total_steps == 300_000 and c.report_interval == 6000
-    assert c.groups[opponent].role == "frozen" and c.groups[opponent].pretrained == f"{domain}-pretrain"
-    assert c.reported_group() == team and c.sharing.select == "quantile"
-    assert load_preset(f"{domain}-coevolve-super-quantile").groups[opponent].role == "ddqn"
+    assert c.policies[opponent].kind == "frozen" and c.policies[opponent].pretrained == f"{domain}-pretrain"
+    assert c.report_group == team and c.sharing.select == "quantile" and c.match == []
+    coevolving = load_preset(f"{domain}-coevolve-super-quantile")
+    algo, section, sharing = coevolving.recipe(opponent)
+    assert coevolving.policies[opponent].kind == "learning" and sharing.select == "none" and coevolving.recipe(team)[2].select == "quantile"
+    assert (section.double_q, section.dueling, section.prioritized, section.param_sharing, section.lr) == (True, True, True, False, 1e-4)
     pretrain = load_preset(f"{domain}-pretrain")
-    assert pretrain.groups == {} and pretrain.sharing.select == "none"
+    assert pretrain.policies == {} and pretrain.sharing.select == "none"
     assert pretrain.total_steps == {"battle": 300_000, "adversarial-pursuit": 600_000}[domain]
 
 

@@ -1,6 +1,6 @@
-"""Groups driven by policies: frozen pretrained opponents, co-evolving DDQN opponents,
-sharing within a group, and agents or whole groups leaving the episode (paper 000,
-section 5.3 and appendix C.3)."""
+"""Policies by id driving an env's groups: frozen pretrained opponents, co-evolving DDQN
+opponents, random and scripted ones, sharing within a group, and agents or whole groups
+leaving the episode (paper 000, section 5.3 and appendix C.3; paper 004, section 3)."""
 
 from pathlib import Path
 
@@ -10,7 +10,7 @@ import torch
 
 from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.experiment import Trainer, build_config
-from relayrl.arena.policy import FrozenPolicy, LearningPolicy, ScriptedPolicy
+from relayrl.arena.policy import FrozenPolicy, LearningPolicy, RandomPolicy, ScriptedPolicy
 from relayrl.experiment.checkpoint import list_checkpoints, load_policies
 
 TWO_TEAMS = {"name": "corridor", "settings": {"n_agents": 3, "n_walkers": 2, "length": 4, "max_steps": 12}}
@@ -52,7 +52,7 @@ def test_each_group_has_its_own_learning_policy():
 
 def test_frozen_team_loads_the_pretrained_networks_and_never_learns(tmp_path):
     pretrained = load_policies(list_checkpoints(_pretrain(tmp_path) / "checkpoints")[-1])["walker"]
-    config = build_config(_config(groups={"walker": {"role": "frozen", "checkpoint": str(tmp_path / "pretrain")}}))
+    config = build_config(_config(policies={"walker": {"kind": "frozen", "checkpoint": str(tmp_path / "pretrain")}}))
     trainer = Trainer(config, tmp_path / "main", verbose=False)
     walker, runner = trainer.policies["walker"], trainer.policies["runner"]
     assert isinstance(walker, FrozenPolicy) and list(trainer.learners) == ["runner"]
@@ -63,34 +63,42 @@ def test_frozen_team_loads_the_pretrained_networks_and_never_learns(tmp_path):
     for p, q in zip(_params(walker), before_walker):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
     assert any(not torch.equal(p, q) for p, q in zip(_params(runner), before_runner))
-    assert trainer.config.reported_group() == "runner"
-    assert "frozen_groups_from" in (tmp_path / "main" / "provenance.yaml").read_text()
+    assert trainer.venv.groups[trainer.reported].name == "runner"
+    assert "frozen_policies_from" in (tmp_path / "main" / "provenance.yaml").read_text()
 
 
 def test_pretrained_preset_that_was_not_run_is_a_clear_error(tmp_path):
     config = build_config({**_config(), "env": {"name": "battle"}, "dqn": {"buffer_size": 100},
-                           "groups": {"red": {"role": "frozen", "pretrained": "battle-pretrain"}}})
+                           "policies": {"red": {"kind": "frozen", "pretrained": "battle-pretrain"}}})
     with pytest.raises(CheckpointError, match="relayrl train battle-pretrain --seed 0"):
         Trainer(config, tmp_path / "battle-x" / "0", verbose=False)
 
 
 @pytest.mark.parametrize(
-    "groups, message",
+    "policies, message",
     [
-        ({"red": {}}, "not teams of corridor"),
-        ({"runner": {"role": "frozen"}}, "exactly one of checkpoint"),
-        ({"runner": {"role": "frozen", "checkpoint": "x"}, "walker": {"role": "frozen", "checkpoint": "x"}}, "nothing would learn"),
-        ({"runner": {"role": "ddqn", "checkpoint": "x"}}, "role=frozen only"),
+        ({"red": {}}, "not groups of corridor"),
+        ({"runner": {"kind": "frozen"}}, "exactly one of checkpoint"),
+        ({"runner": {"kind": "frozen", "checkpoint": "x"}, "walker": {"kind": "random"}}, "no policy learns"),
+        ({"runner": {"checkpoint": "x"}}, "kind=frozen only"),
+        ({"runner": {"kind": "random", "dqn": {"lr": 0.1}}}, "has no networks"),
+        ({"runner": {"dqn": {"lr": -1}}}, "policies.runner: lr"),
+        ({"runner": {"dqn": {"param_sharing": True}}, "walker": {}}, None),
+        ({"runner": {"dqn": {"param_sharing": True}, "sharing": {"select": "all"}}}, "policy 'runner': parameter sharing"),
     ],
 )
-def test_bad_group_settings_fail_before_training(groups, message):
+def test_bad_policy_settings_fail_before_training(policies, message):
+    if message is None:
+        assert build_config(_config(policies=policies)).recipe("runner")[1].param_sharing
+        return
     with pytest.raises(ConfigError, match=message):
-        build_config(_config(groups=groups))
+        build_config(_config(policies=policies))
 
 
 def test_co_evolving_opponents_learn_without_sharing():
     """Runners share everything within their team; the co-evolving walkers train plain DDQN."""
-    config = build_config(_config(sharing={"select": "all"}, groups={"walker": {"role": "ddqn"}}))
+    opponent = {"dqn": {"double_q": True, "dueling": True, "prioritized": True}, "sharing": {"select": "none"}}
+    config = build_config(_config(sharing={"select": "all"}, policies={"walker": opponent}))
     trainer = Trainer(config, None, verbose=False)
     runner, walker = trainer.learners["runner"], trainer.learners["walker"]
     assert walker.relay is None and runner.relay is not None
@@ -98,9 +106,10 @@ def test_co_evolving_opponents_learn_without_sharing():
     trainer._start()
     expected = {name: np.zeros(learner.spec.n_agents, np.int64) for name, learner in trainer.learners.items()}
     for _ in range(10):  # 40 env steps
-        for (name, learner), steps in zip(trainer.learners.items(), trainer._collect()):
-            expected[name] += steps["valid"].sum(axis=(0, 1))
-            learner.observe(steps)
+        fragments = trainer._collect()
+        for name, learner in trainer.learners.items():
+            expected[name] += fragments[name]["valid"].sum(axis=(0, 1))
+            learner.observe(fragments[name])
     # share-all: each runner holds every runner's transitions; walkers only their own
     np.testing.assert_array_equal(runner.replay.size, [expected["runner"].sum()] * 3)
     np.testing.assert_array_equal(walker.replay.size, expected["walker"])
@@ -115,11 +124,11 @@ def test_no_transitions_from_agents_that_left_even_when_a_whole_group_is_gone():
     team_gone_while_other_plays = 0
     for _ in range(100):  # 400 env steps, ~40 episodes of random walkers
         steps = trainer._collect()
-        runners, walkers = (s["valid"].reshape(len(s["valid"]), -1) for s in steps)
+        runners, walkers = (steps[name]["valid"].reshape(len(steps[name]["valid"]), -1) for name in ("runner", "walker"))
         team_gone_while_other_plays += int((runners.any(axis=1) & ~walkers.any(axis=1)).sum())
-        for (name, learner), group_steps in zip(trainer.learners.items(), steps):
-            expected[name] += group_steps["valid"].sum(axis=(0, 1))
-            learner.observe(group_steps)
+        for name, learner in trainer.learners.items():
+            expected[name] += steps[name]["valid"].sum(axis=(0, 1))
+            learner.observe(steps[name])
     assert team_gone_while_other_plays > 0
     for name, learner in trainer.learners.items():
         np.testing.assert_array_equal(learner.replay.size, expected[name])
@@ -134,8 +143,8 @@ def test_per_group_metrics_are_written(tmp_path):
     assert "eval_reward_mean/walker" in header
 
 
-def test_a_scripted_group_acts_by_its_function_and_never_learns(tmp_path):
-    config = build_config(_config(groups={"walker": {"role": "scripted", "script": "scripted.always_right"}}))
+def test_a_scripted_policy_acts_by_its_function_and_never_learns(tmp_path):
+    config = build_config(_config(policies={"walker": {"kind": "scripted", "script": "scripted.always_right"}}))
     trainer = Trainer(config, tmp_path, verbose=False)
     assert isinstance(trainer.policies["walker"], ScriptedPolicy) and list(trainer.learners) == ["runner"]
     rows = trainer.train()
@@ -154,12 +163,20 @@ def test_a_scripted_group_acts_by_its_function_and_never_learns(tmp_path):
 )
 def test_a_script_that_cannot_act_is_named(script, error, message):
     with pytest.raises(error, match=message):
-        trainer = Trainer(build_config(_config(groups={"walker": {"role": "scripted", "script": script}})), None, verbose=False)
+        trainer = Trainer(build_config(_config(policies={"walker": {"kind": "scripted", "script": script}})), None, verbose=False)
         trainer.train()
 
 
-def test_a_script_belongs_to_scripted_groups_only():
-    with pytest.raises(ConfigError, match="scripted group needs script"):
-        build_config(_config(groups={"walker": {"role": "scripted"}}))
-    with pytest.raises(ConfigError, match="only a scripted group takes one"):
-        build_config(_config(groups={"walker": {"script": "scripted.always_right"}}))
+def test_a_script_belongs_to_scripted_policies_only():
+    with pytest.raises(ConfigError, match="scripted policy needs script"):
+        build_config(_config(policies={"walker": {"kind": "scripted"}}))
+    with pytest.raises(ConfigError, match="only a scripted policy takes one"):
+        build_config(_config(policies={"walker": {"script": "scripted.always_right"}}))
+
+
+def test_a_random_policy_acts_uniformly_and_never_learns():
+    trainer = Trainer(build_config(_config(policies={"walker": {"kind": "random"}})), None, verbose=False)
+    assert isinstance(trainer.policies["walker"], RandomPolicy) and list(trainer.learners) == ["runner"]
+    trainer._start()
+    actions = np.concatenate([trainer._collect()["walker"]["action"].reshape(-1) for _ in range(25)])  # 100 steps x 2 walkers
+    assert set(np.unique(actions)) == set(range(trainer.policy_specs["walker"].n_actions))
