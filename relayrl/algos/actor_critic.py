@@ -179,8 +179,8 @@ class DeterministicActor:
         return torch.maximum(torch.minimum(action, self.center + self.scale), self.center - self.scale)
 
     @torch.inference_mode()
-    def act(self, obs: np.ndarray, carry: None, explore: float) -> tuple[np.ndarray, None]:
-        """Actions ``[P, M, act]``; with ``explore > 0``, Gaussian noise of std
+    def act(self, obs: np.ndarray, carry: None, explore: float, mask: np.ndarray | None = None) -> tuple[np.ndarray, None]:
+        """Actions ``[P, M, act]`` (Box actions: no masks); with ``explore > 0``, Gaussian noise of std
         ``exploration_noise`` x the half-range, clipped to the bounds (paper 001, Table 2)."""
         flat = torch.as_tensor(obs.reshape(*obs.shape[:2], -1), dtype=torch.float32, device=self.device)
         action = self.policy(self.normalized(flat)).cpu().numpy()
@@ -196,7 +196,7 @@ class DeterministicActor:
     def sync_target(self) -> None:
         """Targets follow by soft updates inside ``update``."""
 
-    def random_actions(self, shape: tuple[int, ...]) -> np.ndarray:
+    def random_actions(self, shape: tuple[int, ...], mask: np.ndarray | None = None) -> np.ndarray:
         """Uniform actions ``[*shape, act]`` within the bounds (the random start steps)."""
         return self.rng.uniform(self._low_np, self._high_np, (*shape, self.action_dim)).astype(np.float32)
 

@@ -40,9 +40,10 @@ class Algorithm(Protocol):
     # the metrics column ``exploration`` goes to ("epsilon"), or None to report none
     exploration_name: str | None
 
-    def act(self, obs: np.ndarray, carry: Any, explore: float) -> tuple[np.ndarray, Any]: ...
+    # ``mask [P, M, A]``: the discrete actions each row may take (None: all of them)
+    def act(self, obs: np.ndarray, carry: Any, explore: float, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]: ...
 
-    def random_actions(self, shape: tuple[int, ...]) -> np.ndarray: ...
+    def random_actions(self, shape: tuple[int, ...], mask: np.ndarray | None = None) -> np.ndarray: ...
 
     def exploration(self, env_steps: int) -> float: ...
 
@@ -103,3 +104,9 @@ class AlgorithmEntry:
 
 
 ALGORITHMS: Registry[AlgorithmEntry] = Registry("algorithm")
+
+
+def allowed_choice(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One action per row of ``mask [..., A]``, uniform among the allowed ones (a row that
+    allows none takes action 0)."""
+    return np.where(mask, rng.random(mask.shape), -1.0).argmax(axis=-1)

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from pydantic import Field, model_validator
 from torch import nn
 
-from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, OffPolicySettings, Weights
+from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, OffPolicySettings, Weights, allowed_choice
 from relayrl.algos.schedules import linear_schedule
 from relayrl.core.errors import ConfigError
 from relayrl.core.settings import Strict
@@ -126,18 +126,20 @@ class DQN:
         self.rng = np.random.default_rng(seed)
 
     @torch.inference_mode()  # cheaper than no_grad for the small per-step calls (measured 31% at batch 1)
-    def act(self, obs: np.ndarray, carry: None, explore: float) -> tuple[np.ndarray, None]:
+    def act(self, obs: np.ndarray, carry: None, explore: float, mask: np.ndarray | None = None) -> tuple[np.ndarray, None]:
         """Epsilon-greedy actions ``[P, M]`` for observations ``[P, M, ...]`` with
-        epsilon = ``explore``."""
+        epsilon = ``explore``, among the actions ``mask [P, M, A]`` allows."""
         q = self.online(_to_tensor(obs, self.device))
+        if mask is not None:
+            q = q.masked_fill(~_to_tensor(mask, self.device), -torch.inf)
         actions = q.argmax(dim=-1).cpu().numpy()
         if explore > 0:
             explored = self.rng.random(actions.shape) < explore
-            actions = np.where(explored, self.rng.integers(0, self.n_actions, actions.shape), actions)
+            actions = np.where(explored, self.random_actions(actions.shape, mask), actions)
         return actions, None
 
-    def random_actions(self, shape: tuple[int, ...]) -> np.ndarray:
-        return self.rng.integers(0, self.n_actions, shape)
+    def random_actions(self, shape: tuple[int, ...], mask: np.ndarray | None = None) -> np.ndarray:
+        return self.rng.integers(0, self.n_actions, shape) if mask is None else allowed_choice(mask, self.rng)
 
     def exploration(self, env_steps: int) -> float:
         """Epsilon, linear from ``epsilon_start`` to ``epsilon_end`` (SUPER Table 2)."""

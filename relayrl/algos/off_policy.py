@@ -130,14 +130,15 @@ class OffPolicyLearner:
         return (*self.algorithm.metric_columns, *extra)
 
     # ------------------------------------------------------------------ acting
-    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None) -> tuple[np.ndarray, Any]:
-        """``obs [E, N, ...]`` -> actions ``[E, N, ...]``: uniformly random for the first
-        ``random_steps`` env steps, then with the algorithm's exploration at ``env_steps``;
-        greedy for ``env_steps=None`` (evaluation)."""
+    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+        """``obs [E, N, ...]`` -> actions ``[E, N, ...]`` among those ``mask [E, N, A]``
+        allows: uniformly random for the first ``random_steps`` env steps, then with the
+        algorithm's exploration at ``env_steps``; greedy for ``env_steps=None`` (evaluation)."""
         if env_steps is not None and env_steps < self.settings.random_steps:
-            return self.algorithm.random_actions(obs.shape[:2]), carry
+            return self.algorithm.random_actions(obs.shape[:2], mask), carry
         explore = 0.0 if env_steps is None else self.algorithm.exploration(env_steps)
-        actions, carry = self.algorithm.act(self.layout.to_sets(obs, 1), carry, explore)
+        sets_mask = None if mask is None else self.layout.to_sets(mask, 1)
+        actions, carry = self.algorithm.act(self.layout.to_sets(obs, 1), carry, explore, sets_mask)
         return self.layout.to_entities(actions, obs.shape[:1]), carry
 
     def exploration(self, env_steps: int) -> float:

@@ -82,6 +82,7 @@ class Assignment:
     policy: str
     spec: GroupSpec
     n_workers: int
+    worker_copy: np.ndarray  # [W]: the env copy each worker acts in
     segments: tuple[Segment, ...]
     whole_group: int | None  # it drives every entity of this group in order, one worker per copy
 
@@ -184,7 +185,7 @@ def compile_matches(matches: Sequence[Match], groups: Sequence[GroupSpec], num_e
             in_order = np.array_equal(s.copy, s.worker) and np.array_equal(s.entity, s.position)
             if in_order and len(s.copy) == num_envs * n:
                 whole = s.group
-        compiled[pid] = Assignment(pid, spec, len(found), segments, whole)
+        compiled[pid] = Assignment(pid, spec, len(found), np.array([e for e, _ in found]), segments, whole)
     return compiled
 
 

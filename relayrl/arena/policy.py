@@ -19,7 +19,7 @@ import torch
 from pydantic import Field, model_validator
 
 from relayrl.algos import ALGORITHMS
-from relayrl.algos.algorithm import Algorithm
+from relayrl.algos.algorithm import Algorithm, allowed_choice
 from relayrl.algos.layout import AgentLayout
 from relayrl.algos.off_policy import OffPolicyLearner, load_policy_state
 from relayrl.core.errors import CheckpointError, ConfigError
@@ -76,7 +76,8 @@ class PolicyConfig(Strict):
 class Policy(Protocol):
     spec: GroupSpec
 
-    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None) -> tuple[np.ndarray, Any]: ...
+    # ``mask [W, N_p, A]``: the discrete actions each entity may take now (None: all)
+    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]: ...
 
     def policy_state(self) -> dict[str, Any]: ...  # what acting needs (a checkpoint's policy file)
 
@@ -94,8 +95,8 @@ class LearningPolicy:
         self.learner = learner
         self.spec = learner.spec
 
-    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None) -> tuple[np.ndarray, Any]:
-        return self.learner.act(obs, carry, env_steps)
+    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+        return self.learner.act(obs, carry, env_steps, mask)
 
     def policy_state(self) -> dict[str, Any]:
         return self.learner.policy_state()
@@ -132,8 +133,9 @@ class FrozenPolicy:
         load_policy_state(self.algorithm, self.layout.shared, self.algo, state, source, repr(self.spec.name))
         self.source = source
 
-    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None) -> tuple[np.ndarray, Any]:
-        actions, carry = self.algorithm.act(self.layout.to_sets(obs, 1), carry, self.explore)
+    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+        sets_mask = None if mask is None else self.layout.to_sets(mask, 1)
+        actions, carry = self.algorithm.act(self.layout.to_sets(obs, 1), carry, self.explore, sets_mask)
         return self.layout.to_entities(actions, obs.shape[:1]), carry
 
     def state_dict(self) -> dict[str, Any]:
@@ -152,10 +154,12 @@ class RandomPolicy:
         self.spec = spec
         self.rng = np.random.default_rng(seed)
 
-    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None) -> tuple[np.ndarray, Any]:
+    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
         spec, shape = self.spec, obs.shape[:2]
         if spec.continuous:
             return self.rng.uniform(spec.action_low, spec.action_high, (*shape, *spec.action_shape)).astype(np.float32), carry
+        if mask is not None:
+            return allowed_choice(mask, self.rng), carry
         return self.rng.integers(0, spec.n_actions, shape), carry
 
     def policy_state(self) -> dict[str, Any]:
@@ -186,6 +190,7 @@ def load_callable(path: str) -> Callable[..., Any]:
 
 class ScriptedPolicy:
     """A user's function acting for entities: ``fn(obs [W, N_p, ...], spec) -> actions [W, N_p, ...]``
+    (where the env masks actions, the function sees ``obs`` only and must choose allowed ones)
     (a heuristic opponent, a fixed curriculum partner). It learns nothing and keeps no state."""
 
     def __init__(self, spec: GroupSpec, script: str) -> None:
@@ -193,7 +198,7 @@ class ScriptedPolicy:
         self.script = script
         self.fn = load_callable(script)
 
-    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None) -> tuple[np.ndarray, Any]:
+    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
         actions = np.asarray(self.fn(obs, self.spec))
         expected = (*obs.shape[:2], *self.spec.action_shape)
         if actions.shape != expected:

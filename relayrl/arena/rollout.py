@@ -1,10 +1,11 @@
 """The one env loop, for training and for evaluation (DESIGN.md §4).
 
 A rollout steps E env copies, each entity acting through the policy its match gives it
-(``relayrl.arena.match``), keeps every policy's recurrent carry (rows reset to zeros where
-an entity's episode ends: it terminated or truncated, or its copy's episode is over) and
-hands back per-policy fragments ``[T, W, N_p, ...]``. Evaluation runs the same steps until
-every entity has finished one episode.
+(``relayrl.arena.match``) under the env's action masks, keeps every policy's recurrent
+carry (rows reset to zeros where an entity's episode ends: it terminated or truncated, or
+its copy's episode is over) and hands back per-policy fragments ``[T, W, N_p, ...]``, with
+the global state ``[T, W, S]`` and action masks ``[T, W, N_p, A]`` where the env gives
+them. Evaluation runs the same steps until every entity has finished one episode.
 """
 
 from collections.abc import Callable
@@ -14,11 +15,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from relayrl.algos.nstep import STEP_FIELDS
-from relayrl.arena.match import Match, compile_matches
+from relayrl.arena.match import Assignment, Match, compile_matches
 from relayrl.arena.policy import Policy
 from relayrl.core.profiler import SectionTimer
-from relayrl.envs.pettingzoo_adapter import GroupStep
+from relayrl.envs.types import GroupObs, GroupStep
 from relayrl.envs.vector_env import VectorEnv
 
 
@@ -56,26 +56,42 @@ class Rollout:
         self.sizes = [(venv.num_envs, spec.n_agents) for spec in venv.groups]
         self.timer = timer
         self.check = check
-        self.obs: list[np.ndarray] | None = None
-        self.alive: list[np.ndarray] | None = None
+        self.observed: list[GroupObs] | None = None  # what the entities act on next, per group
         self.carry: dict[str, Any] = dict.fromkeys(self.assignments)
 
     def _section(self, name: str) -> Any:
         return self.timer(name) if self.timer is not None else nullcontext()
 
     def reset(self, seed: int) -> None:
-        self.obs, self.alive = self.venv.reset(seed)
+        self.observed = self.venv.reset(seed)
         self.carry = dict.fromkeys(self.assignments)
 
-    def step(self, env_steps: int | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[GroupStep], np.ndarray]:
-        """One step of every copy: each policy's observations and actions ``[W, N_p, ...]``,
-        the env's per-group steps and ``over [E]``."""
-        assert self.obs is not None, "reset the rollout first"
-        observed, acted, group_actions = {}, {}, [None] * len(self.sizes)
+    def _masks(self, masks: list[np.ndarray | None]) -> list[np.ndarray] | None:
+        """Per-group action masks (all actions allowed in groups the env does not mask);
+        None where no group is masked."""
+        if all(m is None for m in masks):
+            return None
+        return [np.ones((*size, spec.n_actions), bool) if m is None else m for m, size, spec in zip(masks, self.sizes, self.venv.groups)]
+
+    @staticmethod
+    def _state(where: Assignment, state: np.ndarray | None) -> np.ndarray | None:
+        """The global state ``[E, S]`` for each of a policy's workers, ``[W, S]``."""
+        return None if state is None else state[where.worker_copy]
+
+    def step(self, env_steps: int | None) -> tuple[dict[str, dict[str, np.ndarray | None]], dict[str, np.ndarray], list[GroupStep], np.ndarray]:
+        """One step of every copy: what each policy acted on (``obs``, ``alive``, ``state``,
+        ``action_mask``) and its actions ``[W, N_p, ...]``, the env's per-group steps and
+        ``over [E]``."""
+        assert self.observed is not None, "reset the rollout first"
+        masks = self._masks([o.action_mask for o in self.observed])
+        state = self.observed[0].state
+        seen, acted, group_actions = {}, {}, [None] * len(self.sizes)
         with self._section("act"):
             for pid, where in self.assignments.items():
-                observed[pid] = where.gather(self.obs)
-                acted[pid], self.carry[pid] = self.policies[pid].act(observed[pid], self.carry[pid], env_steps)
+                mask = None if masks is None else where.gather(masks)
+                obs = where.gather([o.obs for o in self.observed])
+                seen[pid] = {"obs": obs, "valid": where.gather([o.alive for o in self.observed]), "state": self._state(where, state), "action_mask": mask}
+                acted[pid], self.carry[pid] = self.policies[pid].act(obs, self.carry[pid], env_steps, mask)
                 where.scatter(acted[pid], group_actions, self.sizes)
         with self._section("env"):
             result, over = self.venv.step(group_actions)
@@ -85,28 +101,33 @@ class Rollout:
         if any(c is not None for c in self.carry.values()):
             ended = [step.terminated | step.truncated | over[:, None] for step in result]
             self.carry = {pid: reset_carry(c, self.assignments[pid].gather(ended)) for pid, c in self.carry.items()}
-        return observed, acted, result, over
+        self.observed = [step.observed() for step in result]
+        return seen, acted, result, over
 
     def collect(self, n_steps: int, env_steps: int) -> dict[str, dict[str, np.ndarray]]:
-        """``n_steps`` steps of every copy; per policy the fields of ``STEP_FIELDS``,
-        ``[T, W, N_p, ...]`` (``valid``: the entity was in the episode when it acted)."""
-        steps: dict[str, dict[str, list[np.ndarray]]] = {pid: {f: [] for f in STEP_FIELDS} for pid in self.assignments}
+        """``n_steps`` steps of every copy; per policy the fields of ``relayrl.algos.nstep.STEP_FIELDS``,
+        ``[T, W, N_p, ...]`` (``valid``: the entity was in the episode when it acted), and
+        ``state``/``next_state`` ``[T, W, S]`` and ``action_mask``/``next_action_mask``
+        ``[T, W, N_p, A]`` where the env gives them."""
+        steps: dict[str, dict[str, list[np.ndarray]]] = {pid: {} for pid in self.assignments}
         for _ in range(n_steps):
-            alive = self.alive
-            observed, acted, result, _ = self.step(env_steps)
+            seen, acted, result, _ = self.step(env_steps)
+            next_masks = self._masks([s.next_action_mask for s in result])
+            next_state = result[0].next_state
             for pid, where in self.assignments.items():
-                fields = (
-                    ("obs", observed[pid]),
-                    ("action", acted[pid]),
-                    ("reward", where.gather([s.reward for s in result])),
-                    ("next_obs", where.gather([s.next_obs for s in result])),
-                    ("terminated", where.gather([s.terminated for s in result])),
-                    ("truncated", where.gather([s.truncated for s in result])),
-                    ("valid", where.gather(alive)),
-                )
-                for name, value in fields:
-                    steps[pid][name].append(value)
-            self.obs, self.alive = [s.obs for s in result], [s.alive for s in result]
+                fields = {
+                    **seen[pid],
+                    "action": acted[pid],
+                    "reward": where.gather([s.reward for s in result]),
+                    "next_obs": where.gather([s.next_obs for s in result]),
+                    "terminated": where.gather([s.terminated for s in result]),
+                    "truncated": where.gather([s.truncated for s in result]),
+                    "next_state": self._state(where, next_state),
+                    "next_action_mask": None if next_masks is None else where.gather(next_masks),
+                }
+                for name, value in fields.items():
+                    if value is not None:
+                        steps[pid].setdefault(name, []).append(value)
         return {pid: {k: np.stack(v) for k, v in fields.items()} for pid, fields in steps.items()}
 
     def episodes(self, seed: int) -> np.ndarray:
@@ -117,9 +138,9 @@ class Rollout:
         (``venv.independent_episodes``: K copies of a single-agent env), per entity
         ``[E * N, 1]``."""
         self.reset(seed)
-        assert self.obs is not None
+        assert self.observed is not None
         per_entity = self.venv.independent_episodes
-        shape = self.obs[0].shape[:2] if per_entity else (self.venv.num_envs, len(self.sizes))
+        shape = self.sizes[0] if per_entity else (self.venv.num_envs, len(self.sizes))
         returns, running = np.zeros(shape), np.ones(shape, bool)
         while running.any():
             _, _, result, over = self.step(None)
@@ -130,5 +151,4 @@ class Rollout:
             else:
                 returns += np.where(running, np.stack([s.reward.sum(axis=1) for s in result], axis=1), 0.0)
                 running &= ~over[:, None]
-            self.obs, self.alive = [s.obs for s in result], [s.alive for s in result]
         return returns.reshape(-1, 1) if per_entity else returns

@@ -18,7 +18,7 @@ from gymnasium import spaces
 
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.episodes import EpisodeStats
-from relayrl.envs.pettingzoo_adapter import GroupStep
+from relayrl.envs.types import GroupObs, GroupStep
 
 
 def _spec(env: gym.Env, n_agents: int, name: str) -> GroupSpec:
@@ -104,15 +104,14 @@ class GymCopiesEnv:
     def _stack(self, values: list[np.ndarray]) -> np.ndarray:
         return np.stack(values).astype(np.float32).reshape(self.num_envs, self.n_agents, *self.groups[0].obs_shape)
 
-    def reset(self, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def reset(self, seed: int) -> list[GroupObs]:
         """Copy (e, k) is reset with seed ``seed + e * K + k``: agent k's training copy gets
         seed + k (paper 001's seeding); later episodes continue each copy's own RNG."""
         obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(self.envs)]
         self._logs = [EpisodeLog({"seed": seed + i}, obs=o) for i, o in enumerate(obs)]
         self._returns[:] = 0
         self._lengths[:] = 0
-        alive = np.ones((self.num_envs, self.n_agents), bool)
-        return [self._stack(obs)], [alive]
+        return [GroupObs(self._stack(obs), np.ones((self.num_envs, self.n_agents), bool))]
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
         """``actions[0]`` is ``[E, K, ...]``; copies whose episode ended are reset on their own."""

@@ -1,6 +1,5 @@
 """PettingZoo Parallel API -> arrays with an agent axis, per agent group."""
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -9,64 +8,47 @@ from pettingzoo.utils.env import ParallelEnv
 
 from relayrl.core.errors import EnvError
 from relayrl.core.specs import GroupSpec
+from relayrl.envs.types import GroupObs, GroupStep
 
 
-@dataclass
-class GroupStep:
-    """One step of one agent group; leading axes ``[N]`` (one env) or ``[E, N]`` (vector env).
-
-    ``next_obs`` is the successor of the step (the final observation where an episode
-    ended, kept for bootstrapping); ``obs`` is what to act on next (after auto-reset it
-    is the first observation of the new episode). ``alive`` marks agents present in
-    ``obs``; an agent that left the episode has zeros there and ``alive=False``.
-    """
-
-    obs: np.ndarray
-    next_obs: np.ndarray
-    reward: np.ndarray
-    terminated: np.ndarray
-    truncated: np.ndarray
-    alive: np.ndarray
-
-    def non_finite(self) -> tuple[str, tuple[int, ...], float] | None:
-        """The first NaN or inf in the rewards or (float) observations: (field, entity index
-        ``(e, i)`` or ``(i,)``, value), or None. One vectorised check per field."""
-        batch = self.reward.shape
-        for name in ("reward", "next_obs", "obs"):
-            values = getattr(self, name)
-            if not np.issubdtype(values.dtype, np.floating):
-                continue  # integer observations cannot be NaN
-            bad = ~np.isfinite(values.reshape(*batch, -1)).all(axis=-1)
-            if bad.any():
-                where = tuple(int(i) for i in np.argwhere(bad)[0])
-                flat = values[where].reshape(-1)
-                return name, where, float(flat[~np.isfinite(flat)][0])
-        return None
+def _acting_space(agent: str, space: spaces.Space) -> tuple[spaces.Box, bool]:
+    """The observation Box of an agent and whether its observations carry an action mask
+    (PettingZoo's ``Dict(observation=Box, action_mask=...)`` convention)."""
+    if isinstance(space, spaces.Dict) and set(space.spaces) == {"observation", "action_mask"}:
+        space = space["observation"]
+        masked = True
+    else:
+        masked = False
+    if not isinstance(space, spaces.Box):
+        raise TypeError(f"agent {agent!r}: relayrl needs Box observations (or a Dict of observation and action_mask), got {space}")
+    return space, masked
 
 
-def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[GroupSpec, ...]:
+def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tuple[GroupSpec, ...], tuple[bool, ...]]:
     """Agents with the same name prefix (``red`` of ``red_0``: a team) and equal observation
     and action spaces form a group, in ``possible_agents`` order. Actions are Discrete
-    choices or Box vectors."""
+    choices or Box vectors. Also returns whether each group's observations carry action masks."""
     members: dict[tuple, list[str]] = {}
     for agent in env.possible_agents:
-        obs_space, act_space = env.observation_space(agent), env.action_space(agent)
-        if not isinstance(obs_space, spaces.Box) or not isinstance(act_space, (spaces.Discrete, spaces.Box)):
-            raise TypeError(f"agent {agent!r}: relayrl needs Box observations and Discrete or Box actions, got {obs_space} and {act_space}")
+        obs_space, masked = _acting_space(agent, env.observation_space(agent))
+        act_space = env.action_space(agent)
+        if not isinstance(act_space, (spaces.Discrete, spaces.Box)) or (masked and not isinstance(act_space, spaces.Discrete)):
+            raise TypeError(f"agent {agent!r}: relayrl needs Discrete or Box actions (masks for Discrete ones), got {act_space}")
         prefix = agent.rsplit("_", 1)[0] if "_" in agent else agent
         if isinstance(act_space, spaces.Discrete):
             actions: tuple = (int(act_space.n),)
         else:
             actions = (0, act_space.shape, tuple(act_space.low.reshape(-1).tolist()), tuple(act_space.high.reshape(-1).tolist()))
-        key = (prefix, obs_space.shape, str(obs_space.dtype), actions)
+        key = (prefix, obs_space.shape, str(obs_space.dtype), actions, masked)
         members.setdefault(key, []).append(agent)
-    groups = []
-    for (name, shape, dtype, actions), agents in members.items():
+    groups, masks = [], []
+    for (name, shape, dtype, actions, masked), agents in members.items():
         if any(g.name == name for g in groups):
             name = f"{name}{len(groups)}"
         chosen = np.dtype((obs_dtypes or {}).get(name, dtype))
         groups.append(GroupSpec(name, tuple(agents), tuple(shape), chosen, *actions))
-    return tuple(groups)
+        masks.append(masked)
+    return tuple(groups), tuple(masks)
 
 
 class ParallelEnvAdapter:
@@ -74,11 +56,15 @@ class ParallelEnvAdapter:
 
     Agent order within a group is fixed to ``possible_agents`` order. Observations are
     cast to the group's ``obs_dtype`` (choose an exact one: Pursuit's counts fit uint8).
+    An env with a ``state_space`` gives its ``state()`` with every observation; Dict
+    observations of ``observation`` and ``action_mask`` give action masks (entities that
+    left the episode may take every action).
     """
 
     def __init__(self, env: ParallelEnv, obs_dtypes: dict[str, Any] | None = None) -> None:
         self.env = env
-        self.groups = _groups_of(env, obs_dtypes)
+        self.groups, self.masked = _groups_of(env, obs_dtypes)
+        self.has_state = getattr(env, "state_space", None) is not None
         self._slot = {a: (g, i) for g, spec in enumerate(self.groups) for i, a in enumerate(spec.agent_ids)}
         self._finished: dict[str, int] = {}  # agents whose episode ended, and at which step
         self._step = 0
@@ -111,23 +97,29 @@ class ParallelEnvAdapter:
     def _empty_obs(self) -> list[np.ndarray]:
         return [np.zeros((g.n_agents, *g.obs_shape), g.obs_dtype) for g in self.groups]
 
-    def _obs_arrays(self, obs: dict[str, np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def _observed(self, obs: dict[str, Any]) -> list[GroupObs]:
         arrays = self._empty_obs()
         alive = [np.zeros(g.n_agents, bool) for g in self.groups]
+        masks = [np.ones((g.n_agents, g.n_actions), bool) if m else None for g, m in zip(self.groups, self.masked)]
         for agent, value in obs.items():
             g, i = self._slot[agent]
+            if masks[g] is not None:
+                masks[g][i] = np.asarray(value["action_mask"], bool)
+                value = value["observation"]
             arrays[g][i] = value
         for agent in self.env.agents:
             g, i = self._slot[agent]
             alive[g][i] = True
-        return arrays, alive
+        state = np.asarray(self.env.state(), np.float32) if self.has_state else None
+        return [GroupObs(o, a, state, m) for o, a, m in zip(arrays, alive, masks)]
 
-    def reset(self, seed: int | None = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Returns per-group ``obs [N, ...]`` and ``alive [N]``."""
+    def reset(self, seed: int | None = None) -> list[GroupObs]:
+        """Per group what its entities act on first: ``obs [N, ...]``, ``alive [N]``, and the
+        state and action masks where the env gives them."""
         obs, _ = self.env.reset(seed=seed)
         self._finished, self._step = {}, 0
         self._check_known(obs, self.env.agents)
-        return self._obs_arrays(obs)
+        return self._observed(obs)
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], bool]:
         """Steps the agents present now with ``actions[g][i]``; returns per-group steps and
@@ -142,13 +134,12 @@ class ParallelEnvAdapter:
         self._step += 1
         self._check_known(obs, rewards, terms, truncs, self.env.agents)
         self._check_step(before, terms, truncs)
-        next_obs, alive = self._obs_arrays(obs)
         steps = []
-        for g, spec in enumerate(self.groups):
+        for g, (spec, seen) in enumerate(zip(self.groups, self._observed(obs))):
             reward = np.zeros(spec.n_agents, np.float32)
             terminated = np.zeros(spec.n_agents, bool)
             truncated = np.zeros(spec.n_agents, bool)
-            steps.append(GroupStep(next_obs[g], next_obs[g], reward, terminated, truncated, alive[g]))
+            steps.append(GroupStep(seen.obs, seen.obs, reward, terminated, truncated, seen.alive, seen.state, seen.action_mask, seen.state, seen.action_mask))
         for agent, r in rewards.items():
             g, i = self._slot[agent]
             steps[g].reward[i] = r

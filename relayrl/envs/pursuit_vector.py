@@ -29,7 +29,7 @@ import numpy as np
 
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.episodes import EpisodeStats
-from relayrl.envs.pettingzoo_adapter import GroupStep
+from relayrl.envs.types import GroupObs, GroupStep
 from relayrl.envs.pursuit import PAPER_SETTINGS
 
 # DiscreteAgent.motion_range: left, right, up, down, stay
@@ -261,12 +261,12 @@ class PursuitVectorEnv:
         self.frames[envs] = 0
 
     # ----- VectorEnv ----------------------------------------------------------------
-    def reset(self, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def reset(self, seed: int) -> list[GroupObs]:
         self.rng = np.random.default_rng(np.random.SeedSequence([seed, 0x50755]))
         self._spawn(np.arange(self.num_envs))
         self._returns[:] = 0
         self._lengths[:] = 0
-        return [self.observe()], [np.ones((self.num_envs, self.N), bool)]
+        return [GroupObs(self.observe(), np.ones((self.num_envs, self.N), bool))]
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
         """``actions[0]`` is ``[E, N]``; games that end are reset (``next_obs`` keeps the final view)."""

@@ -11,7 +11,7 @@ from relayrl.core.errors import EnvError
 from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.episodes import EpisodeStats
-from relayrl.envs.pettingzoo_adapter import GroupStep
+from relayrl.envs.types import GroupObs, GroupStep, join
 from relayrl.envs.registry import EnvFactory
 
 
@@ -22,7 +22,7 @@ class VectorEnv(Protocol):
     # than one episode per copy shared by its entities
     independent_episodes: bool
 
-    def reset(self, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]: ...
+    def reset(self, seed: int) -> list[GroupObs]: ...
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]: ...
     def drain_episodes(self) -> EpisodeStats: ...
     def get_state(self) -> dict[str, Any] | None: ...  # as data; None where episodes cannot be saved
@@ -45,19 +45,14 @@ class SyncVectorEnv:
         self._lengths = np.zeros(num_envs, np.int64)
         self._episodes = EpisodeStats()
 
-    def reset(self, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def reset(self, seed: int) -> list[GroupObs]:
         return self.reset_with_seeds(derive_seeds(seed, self.num_envs, "env"))
 
-    def reset_with_seeds(self, seeds: list[int]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def reset_with_seeds(self, seeds: list[int]) -> list[GroupObs]:
         per_env = [env.reset(seed=s) for env, s in zip(self.envs, seeds)]
         self._returns[:] = 0
         self._lengths[:] = 0
-        return self._stack_obs(per_env)
-
-    def _stack_obs(self, per_env) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        obs = [np.stack([o[g] for o, _ in per_env]) for g in range(len(self.groups))]
-        alive = [np.stack([a[g] for _, a in per_env]) for g in range(len(self.groups))]
-        return obs, alive
+        return [join([first[g] for first in per_env], np.stack) for g in range(len(self.groups))]
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
         """``actions[g]`` is ``[E, N_g]``. Returns per-group steps and ``episode_over [E]``.
@@ -74,15 +69,10 @@ class SyncVectorEnv:
                 self._episodes.lengths.append(int(self._lengths[e]))
                 self._returns[e] = 0
                 self._lengths[e] = 0
-                obs, alive = env.reset()
-                for g, s in enumerate(steps):
-                    s.obs, s.alive = obs[g], alive[g]
+                for s, first in zip(steps, env.reset()):
+                    s.set_observed(first)
             per_env.append(steps)
-        stacked = [
-            GroupStep(*(np.stack([getattr(steps[g], f) for steps in per_env]) for f in GroupStep.__dataclass_fields__))
-            for g in range(len(self.groups))
-        ]
-        return stacked, over
+        return [join([steps[g] for steps in per_env], np.stack) for g in range(len(self.groups))], over
 
     def drain_episodes(self) -> EpisodeStats:
         done, self._episodes = self._episodes, EpisodeStats()
@@ -182,20 +172,15 @@ class SubprocVectorEnv:
         bounds = np.cumsum([0, *self._sizes])
         return [([a[lo:hi] for a in actions],) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
-    def reset(self, seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def reset(self, seed: int) -> list[GroupObs]:
         seeds = derive_seeds(seed, self.num_envs, "env")
         bounds = np.cumsum([0, *self._sizes])
         results = self._call("reset_with_seeds", [(seeds[lo:hi],) for lo, hi in zip(bounds[:-1], bounds[1:])])
-        obs = [np.concatenate([r[0][g] for r in results]) for g in range(len(self.groups))]
-        alive = [np.concatenate([r[1][g] for r in results]) for g in range(len(self.groups))]
-        return obs, alive
+        return [join([r[g] for r in results], np.concatenate) for g in range(len(self.groups))]
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
         results = self._call("step", self._split(actions))
-        steps = [
-            GroupStep(*(np.concatenate([getattr(r[0][g], f) for r in results]) for f in GroupStep.__dataclass_fields__))
-            for g in range(len(self.groups))
-        ]
+        steps = [join([r[0][g] for r in results], np.concatenate) for g in range(len(self.groups))]
         return steps, np.concatenate([r[1] for r in results])
 
     def drain_episodes(self) -> EpisodeStats:

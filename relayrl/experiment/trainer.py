@@ -37,7 +37,7 @@ from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.resources import available_memory, human_bytes
 from relayrl.core.seeding import derive_seeds
-from relayrl.envs.pettingzoo_adapter import GroupStep
+from relayrl.envs.types import GroupObs, GroupStep
 from relayrl.envs.registry import EnvFactory, make_env_factory
 from relayrl.envs.vector_env import VectorEnv, make_vector_env
 from relayrl.experiment.checkpoint import (
@@ -281,8 +281,7 @@ class Trainer:
             "recent_returns": list(self.recent_returns),
             "policies": {name: policy.state_dict() for name, policy in self.policies.items()},
             "env": self.venv.get_state(),
-            "obs": self.rollout.obs,
-            "alive": self.rollout.alive,
+            "observed": [asdict(seen) for seen in self.rollout.observed or []],
             "carry": self.rollout.carry,
         }
 
@@ -306,7 +305,8 @@ class Trainer:
             try:
                 self.venv.set_state(state["env"])
                 rollout = self.rollout
-                rollout.obs, rollout.alive, rollout.carry = state["obs"], state["alive"], state["carry"]
+                rollout.observed = [GroupObs(**seen) for seen in state["observed"]]
+                rollout.carry = state["carry"]
                 return
             except ValueError as error:  # e.g. saved by pursuit-pz's copies, resumed on the vectorised pursuit
                 reason = f"the saved env state does not fit this env ({error})"
@@ -512,7 +512,7 @@ class Trainer:
                 if self.frozen_sources:
                     entry["frozen_policies_from"] = self.frozen_sources
                 yaml.safe_dump([entry], handle, sort_keys=False)
-        if self.rollout.obs is None:
+        if self.rollout.observed is None:
             self.rollout.reset(self.config.seed)
         return resumed_at
 

@@ -17,7 +17,7 @@ class StepCounter:
         self.n_actions = n_actions
         self.seen: list[np.ndarray] = []
 
-    def act(self, obs, carry, env_steps):
+    def act(self, obs, carry, env_steps, mask=None):
         carry = np.zeros(obs.shape[:2]) if carry is None else carry
         self.seen.append(carry.copy())
         return self.rng.integers(0, self.n_actions, obs.shape[:2]), carry + 1
@@ -33,7 +33,6 @@ def test_carry_is_reset_where_each_entitys_episode_ends():
     for _ in range(60):
         np.testing.assert_array_equal(rollout.carry["p"] if rollout.carry["p"] is not None else np.zeros((4, 3)), expected)
         _, _, (step,), over = rollout.step(env_steps=0)
-        rollout.obs, rollout.alive = [step.obs], [step.alive]
         done = step.terminated | step.truncated | over[:, None]
         ended_alone += int((done & ~over[:, None]).sum())  # an entity left while its copy played on
         expected = np.where(done, 0, expected + 1)
@@ -67,7 +66,7 @@ def test_evaluation_counts_each_copys_first_episode_or_each_agents():
     copies = GymCopiesEnv("Pendulum-v1", 2, num_envs=2)
 
     class Zero:
-        def act(self, obs, carry, env_steps):
+        def act(self, obs, carry, env_steps, mask=None):
             return np.zeros((*obs.shape[:2], 1), np.float32), carry
 
     per_agent = Rollout(copies, {"zero": Zero()}, [{copies.groups[0].name: "zero"}]).episodes(seed=0)

@@ -6,6 +6,7 @@ import pytest
 from relayrl.envs import ParallelEnvAdapter, SubprocVectorEnv, SyncVectorEnv, make_env_factory
 from relayrl.envs.corridor import CorridorEnv
 from relayrl.envs.pursuit import PAPER_SETTINGS, make_pursuit
+from env_arrays import split as _split
 
 
 def _lockstep(reference, adapter, steps, seed, rng, draw=None):
@@ -13,7 +14,7 @@ def _lockstep(reference, adapter, steps, seed, rng, draw=None):
     ``draw(group, rng)`` picks a group's actions (default uniform)."""
     draw = draw or (lambda g, rng: rng.integers(0, g.n_actions, g.n_agents))
     ref_obs, _ = reference.reset(seed=seed)
-    obs, alive = adapter.reset(seed=seed)
+    obs, alive = _split(adapter.reset(seed=seed))
     assert {k: v for k, v in adapter.to_dicts(obs, alive).items()}.keys() == ref_obs.keys()
     for agent, value in adapter.to_dicts(obs, alive).items():
         np.testing.assert_array_equal(value, ref_obs[agent])
@@ -75,7 +76,7 @@ def test_pursuit_rejects_unknown_setting():
 
 def _run(venv, steps, seed):
     rng = np.random.default_rng(seed)
-    obs, alive = venv.reset(seed)
+    obs, alive = _split(venv.reset(seed))
     trace = [obs[0].copy()]
     for _ in range(steps):
         out, over = venv.step([rng.integers(0, 2, (venv.num_envs, venv.groups[0].n_agents))])
@@ -86,7 +87,7 @@ def _run(venv, steps, seed):
 def test_vector_env_auto_resets_and_keeps_final_obs():
     factory = make_env_factory("corridor", {"n_agents": 2, "length": 3, "max_steps": 4})
     venv = SyncVectorEnv(factory, 3)
-    obs, _ = venv.reset(0)
+    obs, _ = _split(venv.reset(0))
     for t in range(4):
         out, over = venv.step([np.ones((3, 2), np.int64)])
     # right twice reaches the end (cell 2): episode over at step 2, auto-reset to cell 0
@@ -104,11 +105,11 @@ def test_vector_env_auto_resets_and_keeps_final_obs():
 def test_vector_env_seeds_are_distinct_and_reproducible():
     factory = make_env_factory("pursuit-pz", {"max_cycles": 20})
     a, b = SyncVectorEnv(factory, 3), SyncVectorEnv(factory, 3)
-    obs_a, _ = a.reset(7)
-    obs_b, _ = b.reset(7)
+    obs_a, _ = _split(a.reset(7))
+    obs_b, _ = _split(b.reset(7))
     np.testing.assert_array_equal(obs_a[0], obs_b[0])
     assert not np.array_equal(obs_a[0][0], obs_a[0][1])
-    obs_c, _ = SyncVectorEnv(factory, 3).reset(8)
+    obs_c, _ = _split(SyncVectorEnv(factory, 3).reset(8))
     assert not np.array_equal(obs_a[0], obs_c[0])
 
 

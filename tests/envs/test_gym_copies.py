@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 
 from relayrl.envs.gym_copies import GymCopiesEnv
+from env_arrays import split as _split
 
 
 def _lockstep(env_id: str, k: int, steps: int, seed: int, **kwargs):
     copies = GymCopiesEnv(env_id, k, **kwargs)
     refs = [gym.make(env_id, **kwargs) for _ in range(k)]
-    obs, alive = copies.reset(seed)
+    obs, alive = _split(copies.reset(seed))
     assert alive[0].all() and obs[0].shape == (1, k, *copies.groups[0].obs_shape) and obs[0].dtype == np.float32
     ref_obs = [r.reset(seed=seed + i)[0] for i, r in enumerate(refs)]
     np.testing.assert_array_equal(obs[0][0], np.stack(ref_obs).astype(np.float32))
@@ -100,7 +101,7 @@ def test_saved_state_continues_every_copy_exactly(env_id):
 
 def test_evaluation_copies_are_batched():
     env = GymCopiesEnv("LunarLanderContinuous-v3", 2, num_envs=3)
-    obs, alive = env.reset(0)
+    obs, alive = _split(env.reset(0))
     assert obs[0].shape == (3, 2, 8) and alive[0].shape == (3, 2)
     ref = gym.make("LunarLanderContinuous-v3")
     np.testing.assert_array_equal(obs[0][1, 1], np.float32(ref.reset(seed=0 + 1 * 2 + 1)[0]))  # copy (e, k): seed + e K + k

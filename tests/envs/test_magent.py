@@ -11,6 +11,7 @@ from pettingzoo.test import parallel_api_test  # noqa: E402
 from relayrl.envs import ParallelEnvAdapter, make_env_factory  # noqa: E402
 from relayrl.envs.magent import ADVERSARIAL_PURSUIT_SETTINGS, BATTLE_SETTINGS, make_adversarial_pursuit, make_battle  # noqa: E402
 from tests.envs.test_adapters import _lockstep  # noqa: E402
+from env_arrays import split as _split
 
 
 def test_battle_passes_parallel_api_test():
@@ -78,7 +79,7 @@ def test_dead_agents_leave_the_alive_mask_and_stay_out():
     """An agent that dies is terminated once, then absent (alive False) until the episode ends."""
     adapter = make_env_factory("battle", {"max_cycles": 1000}).adapter()
     rng = np.random.default_rng(3)
-    obs, alive = adapter.reset(seed=11)
+    obs, alive = _split(adapter.reset(seed=11))
     gone = [np.zeros(g.n_agents, bool) for g in adapter.groups]
     deaths = 0
     for _ in range(1000):

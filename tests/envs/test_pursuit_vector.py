@@ -13,6 +13,7 @@ from scipy.stats import chi2_contingency
 from relayrl.envs import ParallelEnvAdapter
 from relayrl.envs.pursuit import PAPER_SETTINGS, make_pursuit
 from relayrl.envs.pursuit_vector import PursuitVectorEnv, rectangle_map, validate_settings
+from env_arrays import split as _split
 
 
 class ScriptedEvaders:
@@ -72,7 +73,7 @@ def run_against_pettingzoo(settings: dict, num_envs: int, cycles: int, seed: int
         scripts.append(script)
     venv = PursuitVectorEnv(num_envs, **settings)
     venv.reset(seed)
-    first = [adapter.reset(seed=seed + e)[0][0] for e, adapter in enumerate(adapters)]
+    first = [adapter.reset(seed=seed + e)[0].obs for e, adapter in enumerate(adapters)]
     for e, adapter in enumerate(adapters):
         _copy_state(_game_of(adapter), venv, e)
     np.testing.assert_array_equal(venv.observe(), np.stack(first))
@@ -101,7 +102,7 @@ def run_against_pettingzoo(settings: dict, num_envs: int, cycles: int, seed: int
                 assert not want.alive.any(), where
                 seen["episodes"] += 1
                 seen["terminations"] += int(want.terminated.all())
-                fresh, alive = adapters[e].reset()
+                fresh, alive = _split(adapters[e].reset())
                 assert alive[0].all()
                 _copy_state(_game_of(adapters[e]), venv, e)
                 np.testing.assert_array_equal(venv.observe()[e], fresh[0], err_msg=where)

@@ -126,7 +126,7 @@ def test_pettingzoo_env_state_resumes_on_the_vectorised_pursuit(tmp_path, capsys
     fast = Trainer(build_config(_tiny(PURSUIT, 800)), None, verbose=False)
     fast.load_state_dict(saved)
     assert "episodes restart" in capsys.readouterr().err
-    assert fast.counters.env_steps == 400 and fast.rollout.obs[0].shape == (1, 3, 7, 7, 3)
+    assert fast.counters.env_steps == 400 and fast.rollout.observed[0].obs.shape == (1, 3, 7, 7, 3)
     fast.iteration()
     for p, q in zip(saved["policies"]["pursuer"]["algorithm"]["online"].values(), _learner(fast).algorithm.state_dict()["online"].values()):
         assert p.shape == q.shape

@@ -1,0 +1,70 @@
+"""The rollout carries the env's global state and action masks to every policy: policies act
+only within the masks (the test env raises on a forbidden action), and fragments hold
+``state [T, W, S]`` and ``action_mask [T, W, N_p, A]`` with their successors."""
+
+import numpy as np
+import pytest
+
+from relayrl.arena.policy import RandomPolicy
+from relayrl.arena.rollout import Rollout
+from relayrl.envs import SyncVectorEnv, make_env_factory, make_vector_env
+from relayrl.experiment import Trainer, build_config
+
+
+def _config(**extra) -> dict:
+    return {
+        "preset": "masked",
+        "env": {"name": "testenvs.masked", "num_envs": 3, **extra.pop("env", {})},
+        "total_steps": 300,
+        "report_interval": 150,
+        "eval": {"interval": 300, "episodes": 2},
+        "model": {"hiddens": [16], "head_hidden": 16},
+        "dqn": {"learning_starts": 60, "buffer_size": 600, "batch_size": 8, "epsilon_start": 0.5, "epsilon_steps": 200},
+        "policies": {"learner": {}, "rand": {"kind": "random"}},
+        "match": [{"agent": ["learner", "rand"]}],
+        **extra,
+    }
+
+
+@pytest.mark.parametrize("vector", ["sync", "subproc"])
+def test_fragments_carry_state_and_masks_and_every_action_is_allowed(vector):
+    trainer = Trainer(build_config(_config(env={"vector": vector})), None, verbose=False)
+    try:
+        trainer._start()
+        for _ in range(20):  # 60 env steps: random start, epsilon-greedy, and the random policy
+            fragments = trainer._collect()
+            for pid, f in fragments.items():
+                t = f["reward"].shape[0]
+                assert f["state"].shape == (t, 3, 9) and f["next_state"].shape == (t, 3, 9)
+                assert f["action_mask"].shape == (t, 3, 1, 4) and f["next_action_mask"].shape == (t, 3, 1, 4)
+                chosen = np.take_along_axis(f["action_mask"], f["action"][..., None], axis=-1)
+                assert chosen.all(), pid
+                # the state holds both agents' masks: the learner's is the first block
+                if pid == "learner":
+                    np.testing.assert_array_equal(f["state"][..., :4], f["action_mask"][:, :, 0])
+            trainer.learners["learner"].observe(fragments["learner"])
+        rows = trainer.train()  # greedy evaluation runs under the masks too
+    finally:
+        trainer.close()
+    assert rows[-1]["env_steps"] == 300 and np.isfinite(rows[-1]["eval_reward_mean"])
+
+
+def test_a_pettingzoo_envs_global_state_reaches_the_fragments():
+    pytest.importorskip("mpe2")
+    factory = make_env_factory("mpe2.simple_spread_v3", {"max_cycles": 5, "N": 3})
+    venv = make_vector_env(factory, 2)
+    spec = venv.groups[0]
+    rollout = Rollout(venv, {"r": RandomPolicy(spec, 0)}, [{spec.name: "r"}])
+    rollout.reset(0)
+    fragment = rollout.collect(4, 0)["r"]
+    reference = factory.adapter().env
+    assert fragment["state"].shape == (4, 2, *reference.state_space.shape) and "action_mask" not in fragment
+    venv.close()
+
+
+def test_without_state_or_masks_fragments_have_neither():
+    venv = SyncVectorEnv(make_env_factory("corridor", {"n_agents": 2, "length": 3, "max_steps": 5}), 2)
+    spec = venv.groups[0]
+    rollout = Rollout(venv, {"r": RandomPolicy(spec, 0)}, [{spec.name: "r"}])
+    rollout.reset(0)
+    assert set(rollout.collect(3, 0)["r"]) == {"obs", "valid", "action", "reward", "next_obs", "terminated", "truncated"}

@@ -1,0 +1,1 @@
+"""PettingZoo environments written for the tests (loaded by module path, e.g. testenvs.masked)."""
