@@ -161,18 +161,25 @@ class DQN:
         q = q_all.gather(-1, batch["action"].long().unsqueeze(-1)).squeeze(-1)
         with torch.no_grad():
             next_target = self.target(batch["next_obs"])
+            allowed = batch.get("next_action_mask")
+            if allowed is not None:  # a row that allows nothing (an ended episode) keeps every action
+                allowed = allowed | ~allowed.any(dim=-1, keepdim=True)
             if self.settings.double_q:
                 if next_online is None:
                     next_online = self.online(batch["next_obs"])
+                if allowed is not None:
+                    next_online = next_online.masked_fill(~allowed, -torch.inf)
                 best = next_online.argmax(dim=-1, keepdim=True)
                 next_value = next_target.gather(-1, best).squeeze(-1)
             else:
-                next_value = next_target.max(dim=-1).values
+                masked = next_target if allowed is None else next_target.masked_fill(~allowed, -torch.inf)
+                next_value = masked.max(dim=-1).values
             y = batch["reward"].float() + batch["discount"].float() * next_value
         return q - y
 
     def _tensors(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-        return {k: _to_tensor(batch[k], self.device) for k in ("obs", "action", "reward", "next_obs", "discount")}
+        keys = ("obs", "action", "reward", "next_obs", "discount", "next_action_mask")
+        return {k: _to_tensor(batch[k], self.device) for k in keys if k in batch}
 
     @torch.inference_mode()
     def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
@@ -237,7 +244,10 @@ def _fields(spec: GroupSpec) -> dict[str, FieldSpec]:
     if spec.continuous:
         raise ConfigError(f"group {spec.name!r} has continuous actions; DQN needs discrete ones: set actor_critic")
     action_dtype = np.dtype(np.uint8 if spec.n_actions <= 256 else np.int64)
-    return {"obs": FieldSpec(spec.obs_shape, spec.obs_dtype), "action": FieldSpec((), action_dtype)}
+    fields = {"obs": FieldSpec(spec.obs_shape, spec.obs_dtype), "action": FieldSpec((), action_dtype)}
+    if spec.masked:  # the target's max runs over the actions allowed in next_obs
+        fields["next_action_mask"] = FieldSpec((spec.n_actions,), np.dtype(bool))
+    return fields
 
 
 def _make(

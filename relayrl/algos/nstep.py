@@ -1,6 +1,7 @@
 """n-step transitions from rollout fragments, vectorised over steps, env copies and agents.
 
-For a window starting at t: R = sum_{j<k} gamma^j r_{t+j}, next_obs = next_obs_{t+k-1},
+For a window starting at t: R = sum_{j<k} gamma^j r_{t+j}, next_obs = next_obs_{t+k-1}
+(and so the other fields of ``next_obs``, such as its action mask),
 discount = gamma^k (0 if the window ended in a termination), with k = n or the number of
 steps until the episode ended (Sutton & Barto, ch. 7). Windows that reach past the data
 collected so far wait for the next fragment; n = 1 passes every valid step straight through.
@@ -11,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 STEP_FIELDS = ("obs", "action", "reward", "next_obs", "terminated", "truncated", "valid")
+# fields that describe next_obs, where the env gives them (taken from the window's last step)
+SUCCESSOR_FIELDS = ("next_action_mask",)
 
 
 @dataclass
@@ -23,6 +26,7 @@ class Transitions:
     next_obs: np.ndarray
     discount: np.ndarray
     valid: np.ndarray
+    successor: dict[str, np.ndarray]  # SUCCESSOR_FIELDS the fragments had, aligned with next_obs
 
 
 class NStepBuilder:
@@ -33,9 +37,11 @@ class NStepBuilder:
         self.pending: dict[str, np.ndarray] | None = None  # last n-1 steps, not yet emitted
 
     def add(self, steps: dict[str, np.ndarray]) -> Transitions:
-        """``steps[f]`` is ``[T, E, N, ...]`` for f in STEP_FIELDS; returns the ready transitions."""
+        """``steps[f]`` is ``[T, E, N, ...]`` for f in STEP_FIELDS (and SUCCESSOR_FIELDS
+        where present); returns the ready transitions."""
+        kept = (*STEP_FIELDS, *(f for f in SUCCESSOR_FIELDS if f in steps))
         if self.pending is not None:
-            steps = {f: np.concatenate([self.pending[f], steps[f]]) for f in STEP_FIELDS}
+            steps = {f: np.concatenate([self.pending[f], steps[f]]) for f in kept}
         length = steps["reward"].shape[0]
         terminal = steps["terminated"] | (self.time_limit_as_terminal & steps["truncated"])
         done = steps["terminated"] | steps["truncated"]
@@ -55,14 +61,15 @@ class NStepBuilder:
         ready = steps["valid"] & (ended | (taken == self.n_step))
         keep = self.n_step - 1
         if keep > 0:
-            tail = {f: steps[f][length - keep :] for f in STEP_FIELDS} if length >= keep else dict(steps)
+            tail = {f: steps[f][length - keep :] for f in kept} if length >= keep else {f: steps[f] for f in kept}
             tail["valid"] = tail["valid"] & ~ready[length - tail["valid"].shape[0] :]
             self.pending = tail
         last = np.maximum(np.arange(length).reshape(-1, *[1] * (ret.ndim - 1)) + taken - 1, 0)
         e_idx, n_idx = np.indices(ret.shape[1:])
         next_obs = steps["next_obs"][last, e_idx[None], n_idx[None]]
+        successor = {f: steps[f][last, e_idx[None], n_idx[None]] for f in SUCCESSOR_FIELDS if f in steps}
         discount = np.where(terminal_end, 0.0, self.gamma**taken).astype(np.float32)
-        return Transitions(steps["obs"], steps["action"], ret.astype(np.float32), next_obs, discount, ready)
+        return Transitions(steps["obs"], steps["action"], ret.astype(np.float32), next_obs, discount, ready, successor)
 
     def state_dict(self) -> dict:
         return {"pending": self.pending}

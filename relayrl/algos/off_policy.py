@@ -55,6 +55,7 @@ def replay_plan(spec: GroupSpec, algo: str, settings: OffPolicySettings, sharing
     acting = ALGORITHMS[algo].fields(spec)  # obs and action, as the algorithm stores them
     scalar = FieldSpec((), np.float32)
     fields = {"obs": acting["obs"], "action": acting["action"], "reward": scalar, "next_obs": acting["obs"], "discount": scalar}
+    fields.update({name: field for name, field in acting.items() if name not in fields})  # e.g. next_action_mask
     if sharing.replay == "shared":
         fields["agent"] = FieldSpec((), np.int16)
         return ReplayPlan(1, settings.buffer_size, fields)
@@ -163,6 +164,7 @@ class OffPolicyLearner:
 
     def _stored(self, t: Transitions) -> dict[str, np.ndarray]:
         data = {"obs": t.obs, "action": t.action, "reward": t.reward, "next_obs": t.next_obs, "discount": t.discount}
+        data.update({k: v for k, v in t.successor.items() if k in self.fields})
         return {k: v.astype(self.fields[k].dtype, copy=False) for k, v in data.items()}
 
     def _per_set(self, t: Transitions) -> tuple[dict[str, np.ndarray], np.ndarray]:

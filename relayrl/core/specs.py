@@ -12,7 +12,8 @@ class GroupSpec:
     ``obs_dtype`` is the smallest dtype that stores the observations exactly
     (Pursuit counts fit uint8); adapters convert once, at the boundary. Discrete actions
     have ``n_actions`` choices; continuous actions (``n_actions == 0``) are vectors of
-    ``action_shape`` within ``[action_low, action_high]`` per dimension.
+    ``action_shape`` within ``[action_low, action_high]`` per dimension. ``masked``: the env
+    says which discrete actions each entity may take at each step (action masks).
     """
 
     name: str
@@ -23,6 +24,7 @@ class GroupSpec:
     action_shape: tuple[int, ...] = ()
     action_low: tuple[float, ...] = ()
     action_high: tuple[float, ...] = ()
+    masked: bool = False
 
     @property
     def continuous(self) -> bool:

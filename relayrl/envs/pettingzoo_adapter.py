@@ -46,7 +46,7 @@ def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tup
         if any(g.name == name for g in groups):
             name = f"{name}{len(groups)}"
         chosen = np.dtype((obs_dtypes or {}).get(name, dtype))
-        groups.append(GroupSpec(name, tuple(agents), tuple(shape), chosen, *actions))
+        groups.append(GroupSpec(name, tuple(agents), tuple(shape), chosen, *actions, masked=masked))
         masks.append(masked)
     return tuple(groups), tuple(masks)
 

@@ -158,3 +158,40 @@ def test_td_error_equals_the_reference_per_agent(double_q):
         _copy_agent(learner.target, target, i)
         ref_td, _ = _reference_update(ref, target, {k: v[i] for k, v in batch.items()}, np.ones(batch_size, np.float32), settings)
         np.testing.assert_allclose(td[i], ref_td.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("double_q", [True, False])
+def test_masked_targets_and_actions_stay_within_the_allowed_actions(double_q):
+    """With ``next_action_mask`` the target's max (or double-Q argmax) runs over the allowed
+    actions of next_obs; a row that allows nothing (an ended episode) keeps all; acting,
+    greedy or random, picks only allowed actions."""
+    settings = DQNConfig(double_q=double_q)
+    learner = DQN(2, OBS, N_ACTIONS, settings, ModelConfig(), torch.device("cpu"), seed=3)
+    learner.online.load_state_dict({k: v + 0.05 * torch.randn_like(v) for k, v in learner.online.state_dict().items()})
+    rng = np.random.default_rng(4)
+    batch = {
+        "obs": rng.integers(0, 4, (2, 6, *OBS)).astype(np.uint8),
+        "action": rng.integers(0, N_ACTIONS, (2, 6)).astype(np.uint8),
+        "reward": np.zeros((2, 6), np.float32),
+        "next_obs": rng.integers(0, 4, (2, 6, *OBS)).astype(np.uint8),
+        "discount": np.ones((2, 6), np.float32),
+    }
+    mask = rng.random((2, 6, N_ACTIONS)) < 0.5
+    mask[0, 0] = False  # allows nothing: every action counts
+    mask[:, 1:, 1] = True  # at least one allowed elsewhere
+    with torch.no_grad():
+        q = learner.online(torch.as_tensor(batch["obs"])).gather(-1, torch.as_tensor(batch["action"]).long()[..., None])[..., 0].numpy()
+        next_online = learner.online(torch.as_tensor(batch["next_obs"])).numpy()
+        next_target = learner.target(torch.as_tensor(batch["next_obs"])).numpy()
+    allowed = mask | ~mask.any(-1, keepdims=True)
+    if double_q:
+        best = np.where(allowed, next_online, -np.inf).argmax(-1)
+        next_value = np.take_along_axis(next_target, best[..., None], -1)[..., 0]
+    else:
+        next_value = np.where(allowed, next_target, -np.inf).max(-1)
+    np.testing.assert_allclose(learner.td_error({**batch, "next_action_mask": mask}), q - next_value, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(learner.td_error(batch), q - next_value)  # unmasked: another target
+    for epsilon in (0.0, 1.0):
+        acted, _ = learner.act(np.repeat(batch["obs"], 50, axis=1), None, epsilon, np.repeat(mask, 50, axis=1))
+        chosen = np.take_along_axis(np.repeat(allowed, 50, axis=1), acted[..., None], -1)
+        assert chosen[:, 50:].all()  # row 0 of agent 0 allows nothing and acts anyway
