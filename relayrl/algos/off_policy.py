@@ -26,7 +26,7 @@ from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
 from relayrl.replay import FieldSpec, ReplayPlan, row_nbytes
 from relayrl.sharing.config import SharingConfig
-from relayrl.sharing.corrections import DPSCorrection, DPSSettings, ExternalWeights
+from relayrl.sharing.corrections import CORRECTIONS, DPSCorrection, ExternalWeights
 from relayrl.sharing.relay import Relay, RelayStats
 from relayrl.sharing.selectors import make_selector
 
@@ -100,9 +100,7 @@ class OffPolicyLearner:
         self.relay: Relay | None = None
         self.correction: DPSCorrection | None = None
         if self.shared_replay:
-            divergence = sharing.divergence if sharing.correction == "dps" else "none"
-            dps = DPSSettings(divergence, sharing.reference_cov, config.exploration_noise, sharing.cov_regulariser, sharing.jsd_samples)
-            self.correction = DPSCorrection(dps, device, seeds[2])
+            self.correction = CORRECTIONS[sharing.correction](sharing, config.exploration_noise, device, seeds[2])
         elif sharing.select != "none":
             if sharing.team is not None and any(not 0 <= i < spec.n_agents for i in sharing.team):
                 raise ConfigError(f"sharing.team indices must be in [0, {spec.n_agents}) for group {spec.name!r}, got {sharing.team}")
