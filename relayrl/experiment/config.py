@@ -10,6 +10,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import yaml
 from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
+from relayrl.algos import ALGORITHMS
 from relayrl.algos.actor_critic import ActorCriticConfig
 from relayrl.algos.dqn import DQNConfig
 from relayrl.arena.match import Match, check_match_syntax, default_match, match_policy_ids
@@ -377,16 +378,15 @@ class RunConfig(Strict):
     def _check_recipe(self, pid: str, algo: str, section: Any, sharing: SharingConfig) -> None:
         """Settings a learner cannot combine (checked for the run's and each policy's recipe)."""
         where = "" if pid == "" else f"policy {pid!r}: "
-        continuous = algo != "dqn"
-        if not continuous and (sharing.replay == "shared" or sharing.correction != "none"):
+        settings = section.off_policy()
+        if not ALGORITHMS[algo].continuous and (sharing.replay == "shared" or sharing.correction != "none"):
             raise ValueError(
                 f"{where}sharing.replay=shared and correction=dps apply to actor-critic learners: DQN targets do not depend on the "
                 "behaviour policy, and DPS needs deterministic continuous actions (docs/results/dase/README.md)"
             )
-        prioritized = not continuous and section.prioritized  # the actor-critics' replays are uniform
-        if sharing.priority == "sender_td" and not prioritized:
+        if sharing.priority == "sender_td" and not settings.prioritized:
             raise ValueError(f"{where}sharing.priority=sender_td sets priorities in a prioritized replay: use priority=max here")
-        if section.off_policy().param_sharing and sharing.select != "none":
+        if settings.param_sharing and sharing.select != "none":
             raise ValueError(f"{where}parameter sharing has one replay: set sharing.select=none")
 
     def algorithm_section(self) -> str:

@@ -38,3 +38,4 @@ def test_python_yaml_and_cli_make_the_same_run(tmp_path):
     rows = _rows(py_run / "metrics.csv")
     assert rows == _rows(yaml_run / "metrics.csv") and len(rows) == 2
     assert {"td_loss/runners", "td_loss/walkers", "episode_reward_mean/walker"} <= set(rows[0])
+    assert main(["eval", str(py_run), "--episodes", "2"]) == 0  # the saved policies by id, against random runners
