@@ -142,9 +142,12 @@ class Trainer:
             raise ConfigError(f"this environment's groups are {names}; report_group names {config.report_group!r}")
         self.matches = config.matches(names)
         configs = config.policy_configs(names)
-        for pid in configs:
-            if pid not in config.policies and pid not in names:
-                raise ConfigError(f"policies names no {pid!r}, and no group of {config.env.name} has that name (groups: {names})")
+        strays = sorted(set(config.policies) - set(configs))
+        if strays:  # a user env's groups are known only now (presets are checked by the config)
+            raise ConfigError(
+                f"policies {strays} drive no entity: without a match each policy drives the group of its name "
+                f"(groups of {config.env.name}: {names}); place the others with match"
+            )
         assignments = compile_matches(self.matches, self.venv.groups, self.venv.num_envs)
         self.policy_specs = {pid: assignment.spec for pid, assignment in assignments.items()}
         self._check_memory(configs)

@@ -135,3 +135,10 @@ def test_a_match_run_trains_pools_and_evaluates():
     assert len(sizes["a"]) == 3 and len(sizes["b"]) == 1
     assert sizes["b"][0] > sizes["a"][0] > 0
     assert {"td_loss/a", "td_loss/b", "eval_reward_mean/runner", "eval_reward_mean/walker"} <= set(rows[-1])
+
+
+def test_a_policy_named_after_no_group_of_a_user_env_is_refused():
+    """A user env's groups are known once it is built: the check happens there, before training."""
+    config = build_config({**_config(), "env": {"name": "testenvs.masked"}, "policies": {"agents": {}}})
+    with pytest.raises(ConfigError, match=r"policies \['agents'\] drive no entity.*groups of testenvs.masked: \['agent'\]"):
+        Trainer(config, None, verbose=False)
