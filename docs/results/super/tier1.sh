@@ -3,7 +3,7 @@
 # Same CLI calls the grid makes (relayrl/experiment/grid.py: command), from the pinned worktree;
 # a run with a checkpoint is resumed, otherwise started.
 cd /work/repro && . .venv/bin/activate
-trap 'kill -TERM $(jobs -p) 2>/dev/null; wait' TERM INT
+trap 'kill -TERM $(jobs -p) 2>/dev/null; wait; exit 143' TERM INT  # stop: the runs save a checkpoint, nothing new starts
 run_one() {  # preset seed
   local dir
   dir=$(ls -d /work/runs/$1-*/$2 2>/dev/null | head -n 1)
