@@ -242,11 +242,11 @@ class OffPolicyLearner:
         bad = [k for k in (self.algorithm.loss_metric, *self.algorithm.checked_metrics) if k in metrics and not math.isfinite(metrics[k])]
         if not bad:
             return
-        who = f"the networks of {self.name!r}"
+        who = f"the networks of policy {self.name!r}"
         if priorities is not None and not self.settings.param_sharing:
             rows = np.flatnonzero(~np.isfinite(priorities).all(axis=1))
             if len(rows):
-                who = f"agent(s) {', '.join(self.spec.agent_ids[i] for i in rows)} of {self.name!r}"
+                who = f"agent(s) {', '.join(self.spec.agent_ids[i] for i in rows)} of policy {self.name!r}"
         raise NonFiniteError(f"the {' and '.join(bad)} of {who} {'is' if len(bad) == 1 else 'are'} not finite")
 
     # ------------------------------------------------------------------ state
