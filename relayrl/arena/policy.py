@@ -53,7 +53,7 @@ class PolicyConfig(Strict):
     pretrained_seed: int = 0
     pretrained_policy: str | None = Field(None, description="policy id in the pretrained run; default the same id")
     # A policy restored from a finished DDQN run acts with that run's final epsilon (paper 000, appendix C.3).
-    explore: float = Field(0.001, ge=0, description="frozen: epsilon (DQN) or action noise std (actor-critic)")
+    explore: float = Field(0.001, ge=0, description="frozen: DQN's epsilon; for an actor-critic, > 0 adds its exploration noise")
 
     @model_validator(mode="after")
     def _fields_of_kind(self) -> "PolicyConfig":
