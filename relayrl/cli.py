@@ -75,7 +75,9 @@ def _print_table(rows: list[tuple[str, str]]) -> None:
 
 def cmd_list(args: argparse.Namespace) -> None:
     from relayrl.algos import ALGORITHMS
+    from relayrl.arena.policy import POLICY_KINDS
     from relayrl.envs.registry import ENVS
+    from relayrl.sharing.corrections import CORRECTIONS
     from relayrl.sharing.selectors import SELECTORS
 
     width = max(len(n) for n in PRESETS)
@@ -84,6 +86,8 @@ def cmd_list(args: argparse.Namespace) -> None:
     print(f"\nalgorithms: {', '.join(sorted(ALGORITHMS))}")
     print(f"environments: {', '.join(ENVS)}, any PettingZoo Parallel env by module path, any Gymnasium id")
     print(f"selection modes (sharing.select): {', '.join(SELECTORS)}")
+    print(f"corrections (sharing.correction): {', '.join(CORRECTIONS)}")
+    print(f"policy kinds (policies.<id>.kind): {', '.join(POLICY_KINDS)}")
 
 
 def cmd_show(args: argparse.Namespace) -> None:
