@@ -40,6 +40,12 @@ def _pursuit(settings: dict[str, Any], vectorised: bool) -> EnvFactory:
     return EnvFactory(make_pursuit, dict(settings), {"pursuer": "uint8"}, PursuitVectorEnv if vectorised else None)
 
 
+def _predator_prey(settings: dict[str, Any], vectorised: bool) -> EnvFactory:
+    from relayrl.envs.predator_prey import PredatorPreyParallelEnv, PredatorPreyVectorEnv
+
+    return EnvFactory(PredatorPreyParallelEnv, dict(settings), {"predator": "int8"}, PredatorPreyVectorEnv if vectorised else None)
+
+
 def _magent(maker_name: str) -> Callable[[dict[str, Any]], EnvFactory]:
     def build(settings: dict[str, Any]) -> EnvFactory:
         from relayrl.envs import magent
@@ -62,12 +68,16 @@ def _gym(settings: dict[str, Any]) -> EnvFactory:
 
 
 # Built-in environments: ``pursuit`` (vectorised NumPy Pursuit), ``pursuit-pz`` (PettingZoo
-# SISL's own implementation), ``battle`` and ``adversarial-pursuit`` (MAgent2), ``gym`` (K
+# SISL's own implementation), ``predator-prey`` (the stag hunt, vectorised) and
+# ``predator-prey-pz`` (one game per PettingZoo env, the same dynamics),
+# ``battle`` and ``adversarial-pursuit`` (MAgent2), ``gym`` (K
 # copies of a Gymnasium env, one per agent) and ``corridor`` (test env). Each builder
 # imports its env only when called: the optional extras stay optional.
 ENVS: Registry[Callable[[dict[str, Any]], EnvFactory]] = Registry("environment")
 ENVS.add("pursuit", lambda settings: _pursuit(settings, vectorised=True))
 ENVS.add("pursuit-pz", lambda settings: _pursuit(settings, vectorised=False))
+ENVS.add("predator-prey", lambda settings: _predator_prey(settings, vectorised=True))
+ENVS.add("predator-prey-pz", lambda settings: _predator_prey(settings, vectorised=False))
 ENVS.add("battle", _magent("make_battle"))
 ENVS.add("adversarial-pursuit", _magent("make_adversarial_pursuit"))
 ENVS.add("corridor", _corridor)

@@ -17,6 +17,7 @@ from relayrl.arena.match import Match, check_match_syntax, default_match, match_
 from relayrl.arena.policy import PolicyConfig
 from relayrl.core.errors import ConfigError
 from relayrl.core.settings import Strict
+from relayrl.envs.predator_prey import PredatorPreySettings
 from relayrl.nets.qnetwork import ModelConfig
 from relayrl.sharing.config import SharingConfig
 
@@ -121,6 +122,23 @@ class PursuitEnv(EnvSection):
         return ["pursuer"]
 
 
+class PredatorPreyEnv(EnvSection):
+    """The stag hunt of SPEC §1.3 (``relayrl.envs.predator_prey``): ``predator-prey`` runs E
+    games as arrays, ``predator-prey-pz`` one PettingZoo env per game, with the same dynamics."""
+
+    name: Literal["predator-prey", "predator-prey-pz"] = "predator-prey"
+    settings: PredatorPreySettings = PredatorPreySettings()
+
+    @model_validator(mode="after")
+    def _vector_kind(self) -> "PredatorPreyEnv":
+        if self.name == "predator-prey" and self.vector != "sync":
+            raise ValueError("the vectorised predator-prey runs in-process; vector=subproc needs env.name=predator-prey-pz")
+        return self
+
+    def group_names(self) -> list[str]:
+        return ["predator"]
+
+
 class CorridorEnv(EnvSection):
     name: Literal["corridor"] = "corridor"
     settings: CorridorSettings = CorridorSettings()
@@ -212,6 +230,8 @@ class PettingZooEnv(EnvSection):
 BUILTIN_SECTIONS: dict[str, type[EnvSection]] = {
     "pursuit": PursuitEnv,
     "pursuit-pz": PursuitEnv,
+    "predator-prey": PredatorPreyEnv,
+    "predator-prey-pz": PredatorPreyEnv,
     "corridor": CorridorEnv,
     "battle": BattleEnv,
     "adversarial-pursuit": AdversarialPursuitEnv,
@@ -248,6 +268,7 @@ def _named_env(value: Any) -> Any:
 
 EnvConfig = Annotated[
     Annotated[PursuitEnv, Tag("PursuitEnv")]
+    | Annotated[PredatorPreyEnv, Tag("PredatorPreyEnv")]
     | Annotated[CorridorEnv, Tag("CorridorEnv")]
     | Annotated[BattleEnv, Tag("BattleEnv")]
     | Annotated[AdversarialPursuitEnv, Tag("AdversarialPursuitEnv")]
@@ -256,7 +277,7 @@ EnvConfig = Annotated[
     Discriminator(_env_kind),
     BeforeValidator(_named_env),
 ]
-ENV_TAGS = ("PursuitEnv", "CorridorEnv", "BattleEnv", "AdversarialPursuitEnv", "GymEnv", "PettingZooEnv")
+ENV_TAGS = ("PursuitEnv", "PredatorPreyEnv", "CorridorEnv", "BattleEnv", "AdversarialPursuitEnv", "GymEnv", "PettingZooEnv")
 
 
 class EvalConfig(Strict):

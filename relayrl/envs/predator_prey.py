@@ -1,0 +1,398 @@
+"""Predator-Prey: the stag-hunt grid of Boehmer et al. (2020, "Deep Coordination Graphs",
+``envs/stag_hunt.py``) in the setting of MAC-PO and AccMER (paper 002; SPEC §1.3),
+batched over E games in NumPy.
+
+A bounded grid holds predators (the agents), stags and hares on distinct cells. Each step
+the predators move first, one after the other in a random order (a move into an occupied
+cell or the wall leaves a predator where it is); then every living prey, in a random
+order, is caught or moves: a prey is captured when at least ``catch_stag`` (stags) or
+``catch_hare`` (hares) unfrozen predators next to it choose ``catch``; the capture reward
+goes to the team, the catching predators freeze (and leave the grid where
+``remove_frozen``); a catch by too few predators costs ``miscapture`` once per prey. A prey
+that is not captured moves to a random free neighbour cell (or rests with probability
+``p_stag_rest`` / ``p_hare_rest``, or when none is free). The episode terminates when every
+prey is caught or every predator is frozen and is truncated after ``max_cycles`` steps.
+
+Each predator observes the ``(2 view + 1)^2`` cells around it in 3 planes (predators,
+stags, hares; cells outside the grid marked -1 in the predator plane where
+``observe_walls``); a removed predator observes zeros. The global state is the whole
+grid. Action masks: moves that stay inside the grid, ``stay`` always, ``catch`` next to a
+prey; a frozen predator may only stay. The team reward is split evenly over the
+predators, so a group's summed reward is the team's.
+
+The random draws of a step (predator order, prey order, rests, prey moves) are drawn per
+game and can be given (``step_with_draws``): tests replay them through a separate
+per-game implementation.
+"""
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo.utils.env import ParallelEnv
+from pydantic import Field, model_validator
+
+from relayrl.core.settings import Strict
+from relayrl.core.specs import GroupSpec
+from relayrl.envs.episodes import EpisodeStats
+from relayrl.envs.types import GroupObs, GroupStep
+
+# right, down, left, up, stay, catch (the reference's action order; rows are (x, y) offsets)
+MOVES = np.array([[0, 1], [1, 0], [0, -1], [-1, 0], [0, 0], [0, 0]], np.int64)
+STAY, CATCH = 4, 5
+AGENT, STAG, HARE = 0, 1, 2
+
+
+class PredatorPreySettings(Strict):
+    """Defaults: SPEC §1.3 (10x10, 8 predators, 8 stags, no hares, 5x5 view, 2 predators
+    to catch a stag, capture reward 1 as paper 002 says; its reference config uses 10 and a
+    miscapture punishment of -2; the hard setting is ``miscapture=-1.5``)."""
+
+    x_size: int = Field(10, ge=2)
+    y_size: int = Field(10, ge=2)
+    n_predators: int = Field(8, ge=1)
+    n_stags: int = Field(8, ge=0)
+    n_hares: int = Field(0, ge=0)
+    view: int = Field(2, ge=0, description="a predator sees the (2 view + 1)^2 cells around it")
+    catch_stag: int = Field(2, ge=1, description="predators choosing catch next to a stag that capture it")
+    catch_hare: int = Field(1, ge=1)
+    reward_stag: float = 1.0
+    reward_hare: float = 1.0
+    miscapture: float = Field(0.0, le=0, description="per prey that too few predators tried to catch")
+    reward_time: float = 0.0
+    freeze_on_capture: bool = True
+    remove_frozen: bool = True
+    observe_walls: bool = True
+    p_stag_rest: float = Field(0.0, ge=0, le=1)
+    p_hare_rest: float = Field(0.0, ge=0, le=1)
+    max_cycles: int = Field(200, ge=1)
+
+    @model_validator(mode="after")
+    def _fits(self) -> "PredatorPreySettings":
+        cells = self.x_size * self.y_size
+        if self.n_stags + self.n_hares < 1:
+            raise ValueError("predator-prey needs prey: n_stags + n_hares >= 1")
+        if self.n_predators + self.n_stags + self.n_hares > cells:
+            raise ValueError(f"{self.n_predators + self.n_stags + self.n_hares} predators and prey do not fit on {cells} cells")
+        return self
+
+
+@dataclass
+class Draws:
+    """One step's random draws per game, uniform in [0, 1): the predators' and the prey's
+    order (argsort), each prey's rest test and its choice among its free neighbours."""
+
+    predator_order: np.ndarray  # [E, N]
+    prey_order: np.ndarray  # [E, M]
+    rest: np.ndarray  # [E, M]
+    move: np.ndarray  # [E, M]
+
+    @classmethod
+    def sample(cls, rng: np.random.Generator, e: int, n: int, m: int) -> "Draws":
+        return cls(rng.random((e, n)), rng.random((e, m)), rng.random((e, m)), rng.random((e, m)))
+
+
+class PredatorPreyVectorEnv:
+    """E games stepped as arrays. Cells are flat indices ``x * y_size + y``: predators
+    ``[E, N]``, prey ``[E, M]`` (stags first), an occupancy grid ``[E, X * Y, 3]`` and its
+    any-entity count ``[E, X * Y]`` kept in step with them. Moves, neighbours, adjacency and
+    observation windows are tables over cells, built once."""
+
+    independent_episodes = False
+
+    def __init__(self, num_envs: int, **settings: Any) -> None:
+        self.s = s = PredatorPreySettings(**settings)
+        self.settings = s.model_dump()
+        self.num_envs = num_envs
+        self.N, self.M = s.n_predators, s.n_stags + s.n_hares
+        self.prey_type = np.array([STAG] * s.n_stags + [HARE] * s.n_hares)
+        self.catch_needed = np.where(self.prey_type == STAG, s.catch_stag, s.catch_hare)
+        self.capture_reward = np.where(self.prey_type == STAG, s.reward_stag, s.reward_hare)
+        self.p_rest = np.where(self.prey_type == STAG, s.p_stag_rest, s.p_hare_rest)
+        self.side = side = 2 * s.view + 1
+        self.groups = (GroupSpec("predator", tuple(f"predator_{i}" for i in range(self.N)), (side, side, 3), np.dtype(np.int8), 6, masked=True),)
+        self.cells = c = s.x_size * s.y_size
+        self.state_size = c * 3
+        self._build_tables()
+        self.rng = np.random.default_rng()
+        e = num_envs
+        self.predators = np.zeros((e, self.N), np.int64)
+        self.prey = np.zeros((e, self.M), np.int64)
+        self.prey_alive = np.zeros((e, self.M), bool)
+        self.frozen = np.zeros((e, self.N), bool)
+        self.grid = np.zeros((e, self.padded_cells, 3), np.int8)  # padded by view: windows are one gather
+        self.occupied = np.zeros((e, c), np.int8)
+        self.frames = np.zeros(e, np.int64)
+        self._returns = np.zeros((e, 1), np.float64)
+        self._lengths = np.zeros(e, np.int64)
+        self._episodes = EpisodeStats()
+
+    def _build_tables(self) -> None:
+        """``target[cell, action]``: where a move leads (clipped at the walls);
+        ``inside[cell, action]``: the move stays on the grid; ``adjacent[cell, cell]``: the
+        cells are neighbours; ``window[cell]``: the cells of the view around it in the grid
+        padded by ``view`` (its flat index there)."""
+        s, r = self.s, self.s.view
+        x, y = np.divmod(np.arange(self.cells), s.y_size)
+        tx, ty = x[:, None] + MOVES[None, :, 0], y[:, None] + MOVES[None, :, 1]
+        self.inside = (tx >= 0) & (tx < s.x_size) & (ty >= 0) & (ty < s.y_size)
+        self.target = np.clip(tx, 0, s.x_size - 1) * s.y_size + np.clip(ty, 0, s.y_size - 1)
+        self.adjacent = (np.abs(x[:, None] - x[None]) + np.abs(y[:, None] - y[None])) == 1
+        offsets = np.arange(self.side)
+        rows = x[:, None, None] + offsets[None, :, None]
+        cols = y[:, None, None] + offsets[None, None, :]
+        self.padded_y = s.y_size + 2 * r
+        self.window = (rows * self.padded_y + cols).reshape(self.cells, -1)
+        self.padded_cells = (s.x_size + 2 * r) * self.padded_y
+        px, py = np.divmod(np.arange(self.padded_cells), self.padded_y)
+        on_grid = (px >= r) & (px < r + s.x_size) & (py >= r) & (py < r + s.y_size)
+        self.padded_index = np.flatnonzero(on_grid)  # cell -> its index in the padded grid
+        self.wall = np.flatnonzero(~on_grid)  # the wall cells around it
+
+    # ----- games --------------------------------------------------------------------
+    def _spawn(self, games: np.ndarray, cells: np.ndarray) -> None:
+        """Places the games' predators and prey on distinct cells: ``cells [len(games), N + M]``
+        are flat cell indices (predators first, then stags, then hares)."""
+        self.predators[games] = cells[:, : self.N]
+        self.prey[games] = cells[:, self.N :]
+        self.prey_alive[games] = True
+        self.frozen[games] = False
+        self.frames[games] = 0
+        self.grid[games] = 0
+        if self.s.observe_walls:
+            self.grid[games[:, None], self.wall[None], AGENT] = -1
+        self.occupied[games] = 0
+        self._place(np.repeat(games, self.N), self.predators[games].reshape(-1), AGENT, 1)
+        self._place(np.repeat(games, self.M), self.prey[games].reshape(-1), np.tile(self.prey_type, len(games)), 1)
+
+    def spawn_cells(self, n_games: int) -> np.ndarray:
+        """Random distinct cells for each game's predators and prey, ``[n_games, N + M]``."""
+        return np.argsort(self.rng.random((n_games, self.cells)), axis=1)[:, : self.N + self.M]
+
+    def _place(self, games: np.ndarray, cells: np.ndarray, kind: np.ndarray | int, amount: int) -> None:
+        self.grid[games, self.padded_index[cells], kind] += amount
+        self.occupied[games, cells] += amount
+
+    def _advance(self, actions: np.ndarray, draws: Draws) -> tuple[np.ndarray, np.ndarray]:
+        """One step of every game: returns the team reward ``[E]`` and ``terminated [E]``."""
+        s, e_idx = self.s, np.arange(self.num_envs)
+        reward = np.full(self.num_envs, s.reward_time, np.float64)
+        # predators, one at a time in each game's random order
+        for a in np.argsort(draws.predator_order, axis=1).T:
+            here = self.predators[e_idx, a]
+            there = self.target[here, actions[e_idx, a]]
+            moves = (self.occupied[e_idx, there] == 0) & ~self.frozen[e_idx, a]
+            g = e_idx[moves]
+            self._place(g, here[moves], AGENT, -1)
+            self._place(g, there[moves], AGENT, 1)
+            self.predators[g, a[moves]] = there[moves]
+        catching = (actions == CATCH) & ~self.frozen  # unfrozen predators that try to catch
+        resting = draws.rest < self.p_rest  # [E, M]
+        # prey, one at a time in each game's random order
+        for p in np.argsort(draws.prey_order, axis=1).T:
+            alive = self.prey_alive[e_idx, p]
+            if not alive.any():
+                continue
+            pos = self.prey[e_idx, p]
+            around = self.target[pos, :4]  # [E, 4]
+            free = self.occupied[e_idx[:, None], around] == 0
+            # catchers are unfrozen, so on the grid next to the prey: no separate next-to-a-predator test
+            catchers = self.adjacent[pos[:, None], self.predators] & catching  # [E, N]
+            count = catchers.sum(axis=1)
+            captured = count >= self.catch_needed[p]
+            if s.miscapture:
+                reward += (alive & (count > 0) & ~captured) * s.miscapture
+            captured &= alive
+            if captured.any():
+                g = e_idx[captured]
+                self.prey_alive[g, p[captured]] = False
+                self._place(g, pos[captured], self.prey_type[p[captured]], -1)
+                reward += captured * self.capture_reward[p]
+                if s.freeze_on_capture:
+                    freeze = catchers & captured[:, None]
+                    self.frozen |= freeze
+                    catching &= ~freeze
+                    if s.remove_frozen:
+                        ge, ga = np.nonzero(freeze)
+                        self._place(ge, self.predators[ge, ga], AGENT, -1)
+            n_free = free.sum(axis=1)
+            moving = alive & ~captured & (n_free > 0) & ~resting[e_idx, p]
+            if moving.any():
+                choice = np.minimum((draws.move[e_idx, p] * n_free).astype(np.int64), n_free - 1)
+                u = np.argmax(np.cumsum(free, axis=1) > choice[:, None], axis=1)  # the choice-th free neighbour
+                g = e_idx[moving]
+                kind = self.prey_type[p[moving]]
+                there = around[g, u[moving]]
+                self._place(g, pos[moving], kind, -1)
+                self._place(g, there, kind, 1)
+                self.prey[g, p[moving]] = there
+        terminated = ~self.prey_alive.any(axis=1) | self.frozen.all(axis=1)
+        return reward, terminated
+
+    # ----- what the predators see -----------------------------------------------------
+    def observe(self) -> np.ndarray:
+        """Every predator's window ``[E, N, 2 view + 1, 2 view + 1, 3]`` (int8)."""
+        grid = self.grid
+        if not self.s.remove_frozen and self.frozen.any():  # frozen predators stay on the grid but are not seen
+            grid = grid.copy()
+            ge, ga = np.nonzero(self.frozen)
+            grid[ge, self.padded_index[self.predators[ge, ga]], AGENT] -= 1
+        obs = grid[np.arange(self.num_envs)[:, None, None], self.window[self.predators]]
+        if self.s.remove_frozen:
+            obs[self.frozen] = 0
+        return obs.reshape(self.num_envs, self.N, self.side, self.side, 3)
+
+    def state(self) -> np.ndarray:
+        """The whole grid of every game, ``[E, X * Y * 3]`` (float32)."""
+        return self.grid[:, self.padded_index].reshape(self.num_envs, -1).astype(np.float32)
+
+    def action_mask(self) -> np.ndarray:
+        """``[E, N, 6]``: moves inside the grid, stay, catch next to a living prey; a frozen
+        predator may only stay."""
+        mask = self.inside[self.predators].copy()  # [E, N, 6]: stay and catch are "inside"
+        around = self.target[self.predators, :4]  # [E, N, 4]
+        prey_near = self.grid[np.arange(self.num_envs)[:, None, None], self.padded_index[around], STAG:].any(axis=-1) & mask[..., :4]
+        mask[..., CATCH] = prey_near.any(axis=-1)
+        mask[self.frozen] = False
+        mask[..., STAY] |= self.frozen
+        return mask
+
+    def _observed(self) -> GroupObs:
+        return GroupObs(self.observe(), np.ones((self.num_envs, self.N), bool), self.state(), self.action_mask())
+
+    # ----- VectorEnv --------------------------------------------------------------------
+    def reset(self, seed: int) -> list[GroupObs]:
+        self.rng = np.random.default_rng(np.random.SeedSequence([seed, 0x57A6]))
+        self._spawn(np.arange(self.num_envs), self.spawn_cells(self.num_envs))
+        self._returns[:] = 0
+        self._lengths[:] = 0
+        return [self._observed()]
+
+    def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
+        """``actions[0]`` is ``[E, N]``; games that end are reset (``next_obs`` keeps the final view)."""
+        return self.step_with_draws(actions[0], Draws.sample(self.rng, self.num_envs, self.N, self.M))
+
+    def step_with_draws(self, actions: np.ndarray, draws: Draws, respawn: np.ndarray | None = None) -> tuple[list[GroupStep], np.ndarray]:
+        """``step`` with the random draws given (and, for games that end, their new cells
+        ``respawn [E, N + M]``; by default drawn)."""
+        actions = np.asarray(actions, np.int64)
+        if actions.shape != (self.num_envs, self.N) or actions.min() < 0 or actions.max() >= 6:
+            raise ValueError(f"predator-prey actions must be integers in [0, 6) of shape {(self.num_envs, self.N)}")
+        team, terminated = self._advance(actions, draws)
+        self.frames += 1
+        truncated = (self.frames >= self.s.max_cycles) & ~terminated
+        over = terminated | truncated
+        final = self._observed()
+        self._returns[:, 0] += team
+        self._lengths += 1
+        observed = final
+        if over.any():
+            ended = np.flatnonzero(over)
+            self._episodes.returns.extend(self._returns[ended].copy())
+            self._episodes.lengths.extend(self._lengths[ended].tolist())
+            self._returns[ended] = 0
+            self._lengths[ended] = 0
+            cells = self.spawn_cells(self.num_envs) if respawn is None else respawn
+            self._spawn(ended, cells[ended])
+            observed = self._observed()
+        shape = (self.num_envs, self.N)
+        reward = np.broadcast_to((team / self.N).astype(np.float32)[:, None], shape).copy()
+        step = GroupStep(
+            obs=observed.obs,
+            next_obs=final.obs,
+            reward=reward,
+            terminated=np.broadcast_to(terminated[:, None], shape).copy(),
+            truncated=np.broadcast_to(truncated[:, None], shape).copy(),
+            alive=observed.alive,
+            state=observed.state,
+            action_mask=observed.action_mask,
+            next_state=final.state,
+            next_action_mask=final.action_mask,
+        )
+        return [step], over
+
+    def drain_episodes(self) -> EpisodeStats:
+        done, self._episodes = self._episodes, EpisodeStats()
+        return done
+
+    def get_state(self) -> dict[str, Any]:
+        """Every game's positions, flags, frames and RNG with the episode accumulators, as data."""
+        arrays = (self.predators, self.prey, self.prey_alive, self.frozen, self.grid, self.occupied, self.frames, self._returns, self._lengths)
+        return {
+            "kind": "predator-prey-vector",
+            "settings": self.settings,
+            "num_envs": self.num_envs,
+            "rng": self.rng.bit_generator.state,
+            "arrays": tuple(a.copy() for a in arrays),
+            "episodes": asdict(self._episodes),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        if not isinstance(state, dict) or state.get("kind") != "predator-prey-vector":
+            raise ValueError("this env state was not saved by the vectorised predator-prey")
+        if state["settings"] != self.settings or state["num_envs"] != self.num_envs:
+            raise ValueError("this env state belongs to different predator-prey settings or a different num_envs")
+        self.rng = np.random.default_rng()
+        self.rng.bit_generator.state = state["rng"]
+        arrays = [np.array(a) for a in state["arrays"]]
+        self.predators, self.prey, self.prey_alive, self.frozen, self.grid, self.occupied, self.frames, self._returns, self._lengths = arrays
+        self._episodes = EpisodeStats(**state["episodes"])
+
+    def close(self) -> None:
+        pass
+
+
+class PredatorPreyParallelEnv(ParallelEnv):
+    """One game behind PettingZoo's Parallel API: Dict observations of ``observation`` and
+    ``action_mask``, ``state()`` the whole grid; the episode ends for every predator at once."""
+
+    metadata = {"name": "predator_prey_v0", "render_modes": []}
+
+    def __init__(self, **settings: Any) -> None:
+        self.game = PredatorPreyVectorEnv(1, **settings)
+        (spec,) = self.game.groups
+        self.possible_agents = list(spec.agent_ids)
+        self.agents: list[str] = []
+        side = 2 * self.game.s.view + 1
+        self._observation_space = spaces.Dict(
+            {"observation": spaces.Box(-1, 1, (side, side, 3), np.int8), "action_mask": spaces.Box(0, 1, (6,), np.int8)}
+        )
+        self._action_space = spaces.Discrete(6)
+        self.state_space = spaces.Box(0, 1, (self.game.state_size,), np.float32)
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._observation_space
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._action_space
+
+    def _observations(self) -> dict[str, dict[str, np.ndarray]]:
+        obs, mask = self.game.observe()[0], self.game.action_mask()[0].astype(np.int8)
+        return {a: {"observation": obs[i], "action_mask": mask[i]} for i, a in enumerate(self.possible_agents)}
+
+    def state(self) -> np.ndarray:
+        return self.game.state()[0]
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        self.game.reset(int(np.random.SeedSequence(seed).generate_state(1)[0]) if seed is not None else 0)
+        self.agents = list(self.possible_agents)
+        return self._observations(), {a: {} for a in self.agents}
+
+    def step(self, actions: dict[str, int]):
+        game = self.game
+        chosen = np.array([[actions.get(a, STAY) for a in self.possible_agents]], np.int64)
+        team, terminated = game._advance(chosen, Draws.sample(game.rng, 1, game.N, game.M))
+        game.frames += 1
+        truncated = bool(game.frames[0] >= game.s.max_cycles and not terminated[0])
+        observations = self._observations()
+        reward = float(team[0]) / game.N
+        agents = self.agents
+        self.agents = [] if terminated[0] or truncated else agents
+        return (
+            observations,
+            {a: reward for a in agents},
+            {a: bool(terminated[0]) for a in agents},
+            {a: truncated for a in agents},
+            {a: {} for a in agents},
+        )
