@@ -175,60 +175,81 @@ class PredatorPreyVectorEnv:
         self.occupied[games, cells] += amount
 
     def _advance(self, actions: np.ndarray, draws: Draws) -> tuple[np.ndarray, np.ndarray]:
-        """One step of every game: returns the team reward ``[E]`` and ``terminated [E]``."""
+        """One step of every game: returns the team reward ``[E]`` and ``terminated [E]``.
+        Entities act one slot of the random order at a time, every game at once; updates are
+        masked rather than subset (a non-mover adds and removes nothing)."""
         s, e_idx = self.s, np.arange(self.num_envs)
         reward = np.full(self.num_envs, s.reward_time, np.float64)
-        # predators, one at a time in each game's random order
-        for a in np.argsort(draws.predator_order, axis=1).T:
+        order = np.argsort(draws.predator_order, axis=1)
+        ordered_actions = np.take_along_axis(actions, order, axis=1)
+        for k in range(self.N):
+            a = order[:, k]
             here = self.predators[e_idx, a]
-            there = self.target[here, actions[e_idx, a]]
-            moves = (self.occupied[e_idx, there] == 0) & ~self.frozen[e_idx, a]
-            g = e_idx[moves]
-            self._place(g, here[moves], AGENT, -1)
-            self._place(g, there[moves], AGENT, 1)
-            self.predators[g, a[moves]] = there[moves]
+            there = self.target[here, ordered_actions[:, k]]
+            moves = ((self.occupied.reshape(-1)[e_idx * self.cells + there] == 0) & ~self.frozen[e_idx, a]).astype(np.int8)
+            self._move(e_idx, here, there, AGENT, moves)
+            self.predators[e_idx, a] = np.where(moves, there, here)
         catching = (actions == CATCH) & ~self.frozen  # unfrozen predators that try to catch
-        resting = draws.rest < self.p_rest  # [E, M]
-        # prey, one at a time in each game's random order
-        for p in np.argsort(draws.prey_order, axis=1).T:
-            alive = self.prey_alive[e_idx, p]
-            if not alive.any():
+        order = np.argsort(draws.prey_order, axis=1)
+        # catchers are unfrozen, so on the grid next to the prey: no separate next-to-a-predator test
+        tried = (self.adjacent[self.prey[:, :, None], self.predators[:, None, :]] & catching[:, None, :]).any(axis=2)  # [E, M]
+        tried_in_turn = np.take_along_axis(tried & self.prey_alive, order, axis=1).any(axis=0)  # [M]
+        stays = np.take_along_axis((draws.rest < self.p_rest) | ~self.prey_alive, order, axis=1)
+        move_draw = np.take_along_axis(draws.move, order, axis=1)
+        for k in range(self.M):
+            p = order[:, k]
+            if tried_in_turn[k]:
+                catching = self._capture(p, catching, reward)
+                stays[:, k] |= ~self.prey_alive[e_idx, p]
+            if stays[:, k].all():
                 continue
             pos = self.prey[e_idx, p]
             around = self.target[pos, :4]  # [E, 4]
-            free = self.occupied[e_idx[:, None], around] == 0
-            # catchers are unfrozen, so on the grid next to the prey: no separate next-to-a-predator test
-            catchers = self.adjacent[pos[:, None], self.predators] & catching  # [E, N]
-            count = catchers.sum(axis=1)
-            captured = count >= self.catch_needed[p]
-            if s.miscapture:
-                reward += (alive & (count > 0) & ~captured) * s.miscapture
-            captured &= alive
-            if captured.any():
-                g = e_idx[captured]
-                self.prey_alive[g, p[captured]] = False
-                self._place(g, pos[captured], self.prey_type[p[captured]], -1)
-                reward += captured * self.capture_reward[p]
-                if s.freeze_on_capture:
-                    freeze = catchers & captured[:, None]
-                    self.frozen |= freeze
-                    catching &= ~freeze
-                    if s.remove_frozen:
-                        ge, ga = np.nonzero(freeze)
-                        self._place(ge, self.predators[ge, ga], AGENT, -1)
+            free = self.occupied.reshape(-1)[(e_idx * self.cells)[:, None] + around] == 0
             n_free = free.sum(axis=1)
-            moving = alive & ~captured & (n_free > 0) & ~resting[e_idx, p]
-            if moving.any():
-                choice = np.minimum((draws.move[e_idx, p] * n_free).astype(np.int64), n_free - 1)
-                u = np.argmax(np.cumsum(free, axis=1) > choice[:, None], axis=1)  # the choice-th free neighbour
-                g = e_idx[moving]
-                kind = self.prey_type[p[moving]]
-                there = around[g, u[moving]]
-                self._place(g, pos[moving], kind, -1)
-                self._place(g, there, kind, 1)
-                self.prey[g, p[moving]] = there
+            choice = np.minimum((move_draw[:, k] * n_free).astype(np.int64), n_free - 1)
+            u = np.argmax(np.cumsum(free, axis=1) > choice[:, None], axis=1)  # the choice-th free neighbour
+            moves = (~stays[:, k] & (n_free > 0)).astype(np.int8)
+            there = around[e_idx, u]
+            self._move(e_idx, pos, there, self.prey_type[p], moves)
+            self.prey[e_idx, p] = np.where(moves, there, pos)
         terminated = ~self.prey_alive.any(axis=1) | self.frozen.all(axis=1)
         return reward, terminated
+
+    def _move(self, games: np.ndarray, here: np.ndarray, there: np.ndarray, kind: np.ndarray | int, moves: np.ndarray) -> None:
+        """Moves the entities of ``kind`` at ``here`` to ``there`` where ``moves`` is 1 (one
+        entity per game: flat indices, no repeats)."""
+        grid, occupied = self.grid.reshape(-1), self.occupied.reshape(-1)
+        padded = (games * self.padded_cells) * 3 + kind
+        grid[padded + self.padded_index[here] * 3] -= moves
+        grid[padded + self.padded_index[there] * 3] += moves
+        occupied[games * self.cells + here] -= moves
+        occupied[games * self.cells + there] += moves
+
+    def _capture(self, p: np.ndarray, catching: np.ndarray, reward: np.ndarray) -> np.ndarray:
+        """Prey ``p [E]``'s turn to be caught: counts the unfrozen catching predators next to
+        it, rewards a capture (or punishes too few), removes the prey and freezes its
+        catchers. Returns who still tries to catch."""
+        s, e_idx = self.s, np.arange(self.num_envs)
+        alive = self.prey_alive[e_idx, p]
+        pos = self.prey[e_idx, p]
+        catchers = self.adjacent[pos[:, None], self.predators] & catching  # [E, N]
+        count = catchers.sum(axis=1)
+        captured = (count >= self.catch_needed[p]) & alive
+        reward += (alive & (count > 0) & ~captured) * s.miscapture + captured * self.capture_reward[p]
+        if not captured.any():
+            return catching
+        g = e_idx[captured]
+        self.prey_alive[g, p[captured]] = False
+        self._place(g, pos[captured], self.prey_type[p[captured]], -1)
+        if not s.freeze_on_capture:
+            return catching
+        freeze = catchers & captured[:, None]
+        self.frozen |= freeze
+        if s.remove_frozen:
+            ge, ga = np.nonzero(freeze)
+            self._place(ge, self.predators[ge, ga], AGENT, -1)
+        return catching & ~freeze
 
     # ----- what the predators see -----------------------------------------------------
     def observe(self) -> np.ndarray:
@@ -238,14 +259,15 @@ class PredatorPreyVectorEnv:
             grid = grid.copy()
             ge, ga = np.nonzero(self.frozen)
             grid[ge, self.padded_index[self.predators[ge, ga]], AGENT] -= 1
-        obs = grid[np.arange(self.num_envs)[:, None, None], self.window[self.predators]]
+        rows = (np.arange(self.num_envs) * self.padded_cells)[:, None, None] + self.window[self.predators]
+        obs = grid.reshape(-1, 3)[rows]
         if self.s.remove_frozen:
             obs[self.frozen] = 0
         return obs.reshape(self.num_envs, self.N, self.side, self.side, 3)
 
     def state(self) -> np.ndarray:
         """The whole grid of every game, ``[E, X * Y * 3]`` (float32)."""
-        return self.grid[:, self.padded_index].reshape(self.num_envs, -1).astype(np.float32)
+        return np.take(self.grid, self.padded_index, axis=1).reshape(self.num_envs, -1).astype(np.float32)
 
     def action_mask(self) -> np.ndarray:
         """``[E, N, 6]``: moves inside the grid, stay, catch next to a living prey; a frozen
