@@ -106,12 +106,13 @@ class Rollout:
 
     def collect(self, n_steps: int, env_steps: int) -> dict[str, dict[str, np.ndarray]]:
         """``n_steps`` steps of every copy; per policy the fields of ``relayrl.algos.nstep.STEP_FIELDS``,
-        ``[T, W, N_p, ...]`` (``valid``: the entity was in the episode when it acted), and
+        ``[T, W, N_p, ...]`` (``valid``: the entity was in the episode when it acted), ``over
+        [T, W]`` (the worker's env copy finished its episode with that step), and
         ``state``/``next_state`` ``[T, W, S]`` and ``action_mask``/``next_action_mask``
         ``[T, W, N_p, A]`` where the env gives them."""
         steps: dict[str, dict[str, list[np.ndarray]]] = {pid: {} for pid in self.assignments}
         for _ in range(n_steps):
-            seen, acted, result, _ = self.step(env_steps)
+            seen, acted, result, over = self.step(env_steps)
             next_masks = self._masks([s.next_action_mask for s in result])
             next_state = result[0].next_state
             for pid, where in self.assignments.items():
@@ -124,6 +125,7 @@ class Rollout:
                     "truncated": where.gather([s.truncated for s in result]),
                     "next_state": self._state(where, next_state),
                     "next_action_mask": None if next_masks is None else where.gather(next_masks),
+                    "over": over[where.worker_copy],  # [W]: the worker's env copy finished its episode
                 }
                 for name, value in fields.items():
                     if value is not None:

@@ -46,7 +46,7 @@ def test_fragments_have_the_step_and_agent_axes():
     fragment = rollout.collect(n_steps=6, env_steps=0)["p"]
     assert {k: v.shape for k, v in fragment.items()} == {
         "obs": (6, 2, 3, 5), "action": (6, 2, 3), "reward": (6, 2, 3), "next_obs": (6, 2, 3, 5),
-        "terminated": (6, 2, 3), "truncated": (6, 2, 3), "valid": (6, 2, 3),
+        "terminated": (6, 2, 3), "truncated": (6, 2, 3), "valid": (6, 2, 3), "over": (6, 2),
     }
     np.testing.assert_array_equal(fragment["obs"][1:][fragment["valid"][1:]], fragment["next_obs"][:-1][fragment["valid"][1:]])
 

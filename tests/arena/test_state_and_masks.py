@@ -67,7 +67,7 @@ def test_without_state_or_masks_fragments_have_neither():
     spec = venv.groups[0]
     rollout = Rollout(venv, {"r": RandomPolicy(spec, 0)}, [{spec.name: "r"}])
     rollout.reset(0)
-    assert set(rollout.collect(3, 0)["r"]) == {"obs", "valid", "action", "reward", "next_obs", "terminated", "truncated"}
+    assert set(rollout.collect(3, 0)["r"]) == {"obs", "valid", "action", "reward", "next_obs", "terminated", "truncated", "over"}
 
 
 def test_a_dqn_learns_the_best_allowed_action():
