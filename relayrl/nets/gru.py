@@ -1,0 +1,51 @@
+"""Recurrent agent networks with P parameter sets (SPEC §1.3-1.4: GRU agents of 64 units,
+paper 003's recurrent training).
+
+``StackedGRUCell`` is torch's GRU cell (Cho et al. 2014, as ``torch.nn.GRUCell`` computes
+it) for P sets at once; ``RecurrentQNetwork`` is the usual agent network of value
+decomposition learners: a linear layer with ReLU, the GRU cell, and a linear head to the
+action values. Inputs ``[P, B, in]``, hidden states ``[P, B, hidden]``.
+"""
+
+import torch
+from torch import nn
+
+from relayrl.nets.stacked import StackedLinear
+
+
+class StackedGRUCell(nn.Module):
+    """h' = (1 - z) * n + z * h with r, z = sigmoid(x W + b + h U + c) and
+    n = tanh(x W_n + b_n + r * (h U_n + c_n)), per parameter set."""
+
+    def __init__(self, n_sets: int, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.inputs = StackedLinear(n_sets, input_size, 3 * hidden_size)
+        self.hidden = StackedLinear(n_sets, hidden_size, 3 * hidden_size)
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        xr, xz, xn = self.inputs(x).chunk(3, dim=-1)
+        hr, hz, hn = self.hidden(h).chunk(3, dim=-1)
+        r = torch.sigmoid(xr + hr)
+        z = torch.sigmoid(xz + hz)
+        n = torch.tanh(xn + r * hn)
+        return (1 - z) * n + z * h
+
+
+class RecurrentQNetwork(nn.Module):
+    """obs features ``[P, B, in]`` and hidden ``[P, B, H]`` -> Q-values ``[P, B, A]`` and the
+    next hidden state."""
+
+    def __init__(self, n_sets: int, input_size: int, n_actions: int, hidden_size: int = 64) -> None:
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.encoder = StackedLinear(n_sets, input_size, hidden_size)
+        self.cell = StackedGRUCell(n_sets, hidden_size, hidden_size)
+        self.head = StackedLinear(n_sets, hidden_size, n_actions)
+
+    def initial(self, n_sets: int, batch: int, device: torch.device | None = None) -> torch.Tensor:
+        return torch.zeros(n_sets, batch, self.hidden_size, device=device)
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.cell(torch.relu(self.encoder(x)), h)
+        return self.head(h), h
