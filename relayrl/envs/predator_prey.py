@@ -41,6 +41,7 @@ from relayrl.envs.types import GroupObs, GroupStep
 # right, down, left, up, stay, catch (the reference's action order; rows are (x, y) offsets)
 MOVES = np.array([[0, 1], [1, 0], [0, -1], [-1, 0], [0, 0], [0, 0]], np.int64)
 STAY, CATCH = 4, 5
+FREE_BITS = np.array([1, 2, 4, 8])
 AGENT, STAG, HARE = 0, 1, 2
 
 
@@ -117,6 +118,8 @@ class PredatorPreyVectorEnv:
         self._build_tables()
         self.rng = np.random.default_rng()
         e = num_envs
+        self.grid_base = np.arange(e) * self.padded_cells * 3  # flat offsets of each game's arrays
+        self.cell_base = np.arange(e) * c
         self.predators = np.zeros((e, self.N), np.int64)
         self.prey = np.zeros((e, self.M), np.int64)
         self.prey_alive = np.zeros((e, self.M), bool)
@@ -148,7 +151,15 @@ class PredatorPreyVectorEnv:
         px, py = np.divmod(np.arange(self.padded_cells), self.padded_y)
         on_grid = (px >= r) & (px < r + s.x_size) & (py >= r) & (py < r + s.y_size)
         self.padded_index = np.flatnonzero(on_grid)  # cell -> its index in the padded grid
+        self.padded_index3 = self.padded_index * 3  # ... times the 3 planes: a flat offset
         self.wall = np.flatnonzero(~on_grid)  # the wall cells around it
+        # free neighbours as a 4-bit pattern: how many, and the direction of the c-th one
+        patterns = (np.arange(16)[:, None] >> np.arange(4)) & 1
+        self.n_free = patterns.sum(axis=1)
+        self.nth_free = np.zeros((16, 4), np.int64)
+        for pattern in range(16):
+            free = np.flatnonzero(patterns[pattern])
+            self.nth_free[pattern, : len(free)] = free
 
     # ----- games --------------------------------------------------------------------
     def _spawn(self, games: np.ndarray, cells: np.ndarray) -> None:
@@ -186,7 +197,7 @@ class PredatorPreyVectorEnv:
             a = order[:, k]
             here = self.predators[e_idx, a]
             there = self.target[here, ordered_actions[:, k]]
-            moves = ((self.occupied.reshape(-1)[e_idx * self.cells + there] == 0) & ~self.frozen[e_idx, a]).astype(np.int8)
+            moves = ((self.occupied.reshape(-1)[self.cell_base + there] == 0) & ~self.frozen[e_idx, a]).astype(np.int8)
             self._move(e_idx, here, there, AGENT, moves)
             self.predators[e_idx, a] = np.where(moves, there, here)
         catching = (actions == CATCH) & ~self.frozen  # unfrozen predators that try to catch
@@ -205,10 +216,9 @@ class PredatorPreyVectorEnv:
                 continue
             pos = self.prey[e_idx, p]
             around = self.target[pos, :4]  # [E, 4]
-            free = self.occupied.reshape(-1)[(e_idx * self.cells)[:, None] + around] == 0
-            n_free = free.sum(axis=1)
-            choice = np.minimum((move_draw[:, k] * n_free).astype(np.int64), n_free - 1)
-            u = np.argmax(np.cumsum(free, axis=1) > choice[:, None], axis=1)  # the choice-th free neighbour
+            pattern = (self.occupied.reshape(-1)[self.cell_base[:, None] + around] == 0) @ FREE_BITS
+            n_free = self.n_free[pattern]
+            u = self.nth_free[pattern, (move_draw[:, k] * n_free).astype(np.int64)]  # the choice-th free neighbour
             moves = (~stays[:, k] & (n_free > 0)).astype(np.int8)
             there = around[e_idx, u]
             self._move(e_idx, pos, there, self.prey_type[p], moves)
@@ -220,11 +230,12 @@ class PredatorPreyVectorEnv:
         """Moves the entities of ``kind`` at ``here`` to ``there`` where ``moves`` is 1 (one
         entity per game: flat indices, no repeats)."""
         grid, occupied = self.grid.reshape(-1), self.occupied.reshape(-1)
-        padded = (games * self.padded_cells) * 3 + kind
-        grid[padded + self.padded_index[here] * 3] -= moves
-        grid[padded + self.padded_index[there] * 3] += moves
-        occupied[games * self.cells + here] -= moves
-        occupied[games * self.cells + there] += moves
+        base = self.grid_base[games] + kind
+        grid[base + self.padded_index3[here]] -= moves
+        grid[base + self.padded_index3[there]] += moves
+        cells = self.cell_base[games]
+        occupied[cells + here] -= moves
+        occupied[cells + there] += moves
 
     def _capture(self, p: np.ndarray, catching: np.ndarray, reward: np.ndarray) -> np.ndarray:
         """Prey ``p [E]``'s turn to be caught: counts the unfrozen catching predators next to
@@ -266,8 +277,8 @@ class PredatorPreyVectorEnv:
         return obs.reshape(self.num_envs, self.N, self.side, self.side, 3)
 
     def state(self) -> np.ndarray:
-        """The whole grid of every game, ``[E, X * Y * 3]`` (float32)."""
-        return np.take(self.grid, self.padded_index, axis=1).reshape(self.num_envs, -1).astype(np.float32)
+        """The whole grid of every game, ``[E, X * Y * 3]`` (int8: 0 or 1)."""
+        return np.take(self.grid, self.padded_index, axis=1).reshape(self.num_envs, -1)
 
     def action_mask(self) -> np.ndarray:
         """``[E, N, 6]``: moves inside the grid, stay, catch next to a living prey; a frozen
@@ -381,7 +392,7 @@ class PredatorPreyParallelEnv(ParallelEnv):
             {"observation": spaces.Box(-1, 1, (side, side, 3), np.int8), "action_mask": spaces.Box(0, 1, (6,), np.int8)}
         )
         self._action_space = spaces.Discrete(6)
-        self.state_space = spaces.Box(0, 1, (self.game.state_size,), np.float32)
+        self.state_space = spaces.Box(0, 1, (self.game.state_size,), np.int8)
 
     def observation_space(self, agent: str) -> spaces.Space:
         return self._observation_space
