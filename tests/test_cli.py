@@ -19,7 +19,7 @@ def test_list_and_show(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "pursuit-super-quantile" in out and "pursuit-paramshare" in out
-    assert "algorithms: ddpg, dqn, sac, td3" in out and "selection modes (sharing.select): quantile" in out
+    assert "algorithms: ddpg, dqn, qmix, sac, td3" in out and "selection modes (sharing.select): quantile" in out
     assert "policy kinds (policies.<id>.kind): learning, frozen, random, scripted" in out and "corrections (sharing.correction): dps, none" in out
     assert main(["show", "pursuit-super-gaussian", "sharing.bandwidth=0.01"]) == 0
     out = capsys.readouterr().out

@@ -1,7 +1,7 @@
 """Algorithms with an agent axis (act, td_error and update for all agents in one call) and
 the learners that feed them. Importing the package registers every algorithm."""
 
-from relayrl.algos import dqn, sac_deterministic, td3  # noqa: F401  (registration)
+from relayrl.algos import dqn, qmix, sac_deterministic, td3  # noqa: F401  (registration)
 from relayrl.algos.algorithm import ALGORITHMS, Algorithm, AlgorithmEntry, OffPolicySettings
 
 __all__ = ["ALGORITHMS", "Algorithm", "AlgorithmEntry", "OffPolicySettings"]

@@ -96,11 +96,16 @@ class OffPolicySettings:
 class AlgorithmEntry:
     """``make(spec, config, n_sets, device, seed, **options)`` builds the algorithm for a
     group; ``fields(spec)`` are the observation and action fields its replay stores;
-    ``continuous``: it acts in Box action spaces (else in discrete ones)."""
+    ``continuous``: it acts in Box action spaces (else in discrete ones). ``learner``
+    builds the learner that feeds it, with the off-policy learner's arguments, and
+    ``plan(spec, config)`` is that learner's replay before anything is built (None: the
+    off-policy learner of transitions, ``relayrl.algos.off_policy``)."""
 
     make: Callable[..., Algorithm]
     fields: Callable[[GroupSpec], dict[str, FieldSpec]]
     continuous: bool
+    learner: Callable[..., Any] | None = None
+    plan: Callable[[GroupSpec, Any], Any] | None = None
 
 
 ALGORITHMS: Registry[AlgorithmEntry] = Registry("algorithm")

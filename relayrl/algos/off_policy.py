@@ -304,3 +304,15 @@ def load_policy_state(algorithm: Algorithm, param_sharing: bool, algo: str, stat
         algorithm.load_policy_state(state["networks"])
     except (RuntimeError, KeyError) as error:
         raise CheckpointError(f"{source}: {who}'s networks do not fit this run's model ({error})") from None
+
+
+def learner_plan(spec: GroupSpec, algo: str, section: Any, sharing: SharingConfig) -> ReplayPlan:
+    """The replay the learner of ``algo`` allocates for ``spec`` (the memory check)."""
+    entry = ALGORITHMS[algo]
+    return entry.plan(spec, section) if entry.plan is not None else replay_plan(spec, algo, section.off_policy(), sharing)
+
+
+def make_learner(spec: GroupSpec, algo: str, section: Any, sharing: SharingConfig, device: torch.device, seeds: list[int], timer: SectionTimer, **options: Any) -> Any:
+    """The learner that feeds ``algo``: its registry entry's, else the off-policy learner."""
+    build = ALGORITHMS[algo].learner or OffPolicyLearner
+    return build(spec, algo, section, sharing, device, seeds, timer, **options)

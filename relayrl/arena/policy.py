@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 from relayrl.algos import ALGORITHMS
 from relayrl.algos.algorithm import Algorithm, allowed_choice
 from relayrl.algos.layout import AgentLayout
-from relayrl.algos.off_policy import OffPolicyLearner, load_policy_state
+from relayrl.algos.off_policy import OffPolicyLearner, load_policy_state, make_learner
 from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.registry import Registry
@@ -46,6 +46,7 @@ class PolicyConfig(Strict):
     kind: Literal["learning", "frozen", "random", "scripted"] = "learning"
     dqn: dict[str, Any] = Field(default_factory=dict, description="changes to the run's dqn section for this policy")
     actor_critic: dict[str, Any] = Field(default_factory=dict, description="changes to the run's actor_critic section")
+    qmix: dict[str, Any] = Field(default_factory=dict, description="changes to the run's qmix section")
     sharing: dict[str, Any] = Field(default_factory=dict, description="changes to the run's sharing section")
     script: str | None = Field(None, description="scripted: the acting function's import path")
     checkpoint: str | None = None
@@ -64,8 +65,8 @@ class PolicyConfig(Strict):
             raise ValueError("checkpoint/pretrained apply to kind=frozen only")
         if scripted != (self.script is not None):
             raise ValueError("a scripted policy needs script=package.module.function, and only a scripted policy takes one")
-        if self.kind in ("random", "scripted") and (self.dqn or self.actor_critic or self.sharing):
-            raise ValueError(f"a {self.kind} policy has no networks: remove its dqn/actor_critic/sharing keys")
+        if self.kind in ("random", "scripted") and (self.dqn or self.actor_critic or self.qmix or self.sharing):
+            raise ValueError(f"a {self.kind} policy has no networks: remove its dqn/actor_critic/qmix/sharing keys")
         return self
 
     @property
@@ -248,7 +249,7 @@ def _check_spaces(build: PolicyBuild) -> None:
 def _learning(build: PolicyBuild) -> LearningPolicy:
     _check_spaces(build)
     algo, section, sharing = build.recipe
-    return LearningPolicy(OffPolicyLearner(build.spec, algo, section, sharing, build.device, build.seeds, build.timer, **build.options))
+    return LearningPolicy(make_learner(build.spec, algo, section, sharing, build.device, build.seeds, build.timer, **build.options))
 
 
 def _frozen(build: PolicyBuild) -> FrozenPolicy:

@@ -25,6 +25,8 @@ class GroupSpec:
     action_low: tuple[float, ...] = ()
     action_high: tuple[float, ...] = ()
     masked: bool = False
+    state_shape: tuple[int, ...] = ()
+    state_dtype: np.dtype = np.dtype(np.float32)
 
     @property
     def continuous(self) -> bool:

@@ -1,5 +1,6 @@
 """PettingZoo Parallel API -> arrays with an agent axis, per agent group."""
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -63,8 +64,11 @@ class ParallelEnvAdapter:
 
     def __init__(self, env: ParallelEnv, obs_dtypes: dict[str, Any] | None = None) -> None:
         self.env = env
-        self.groups, self.masked = _groups_of(env, obs_dtypes)
+        groups, self.masked = _groups_of(env, obs_dtypes)
         self.has_state = getattr(env, "state_space", None) is not None
+        if self.has_state:  # handed up as float32 (below)
+            groups = tuple(replace(g, state_shape=tuple(env.state_space.shape)) for g in groups)
+        self.groups = groups
         self._slot = {a: (g, i) for g, spec in enumerate(self.groups) for i, a in enumerate(spec.agent_ids)}
         self._finished: dict[str, int] = {}  # agents whose episode ended, and at which step
         self._step = 0

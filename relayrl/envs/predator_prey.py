@@ -112,9 +112,14 @@ class PredatorPreyVectorEnv:
         self.capture_reward = np.where(self.prey_type == STAG, s.reward_stag, s.reward_hare)
         self.p_rest = np.where(self.prey_type == STAG, s.p_stag_rest, s.p_hare_rest)
         self.side = side = 2 * s.view + 1
-        self.groups = (GroupSpec("predator", tuple(f"predator_{i}" for i in range(self.N)), (side, side, 3), np.dtype(np.int8), 6, masked=True),)
         self.cells = c = s.x_size * s.y_size
         self.state_size = c * 3
+        self.groups = (
+            GroupSpec(
+                "predator", tuple(f"predator_{i}" for i in range(self.N)), (side, side, 3), np.dtype(np.int8), 6,
+                masked=True, state_shape=(self.state_size,), state_dtype=np.dtype(np.int8),
+            ),
+        )
         self._build_tables()
         self.rng = np.random.default_rng()
         e = num_envs

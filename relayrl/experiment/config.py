@@ -12,6 +12,7 @@ from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationError
 
 from relayrl.algos import ALGORITHMS
 from relayrl.algos.actor_critic import ActorCriticConfig
+from relayrl.algos.qmix import ValueDecompositionConfig
 from relayrl.algos.dqn import DQNConfig
 from relayrl.arena.match import Match, check_match_syntax, default_match, match_policy_ids
 from relayrl.arena.policy import PolicyConfig
@@ -297,6 +298,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "scale": None,
     "report_group": None,
     "actor_critic": None,
+    "qmix": None,
     "sharing.replay": "own",
     "sharing.correction": "none",
     "sharing.divergence": "sym_kl",
@@ -307,6 +309,10 @@ HASHED_WHEN_SET: dict[str, Any] = {
 }
 
 
+# Sections that replace ``dqn`` as the run's learner where they are set.
+LEARNER_SECTIONS = ("actor_critic", "qmix")
+
+
 class RunConfig(Strict):
     preset: str = "custom"
     total_steps: int = Field(800_000, ge=1)
@@ -315,6 +321,7 @@ class RunConfig(Strict):
     model: ModelConfig = ModelConfig()
     dqn: DQNConfig = DQNConfig()
     actor_critic: ActorCriticConfig | None = Field(None, description="continuous actions: the actor-critic learner (dqn is unused)")
+    qmix: ValueDecompositionConfig | None = Field(None, description="value decomposition over each group's agents, on episodes (dqn is unused)")
     sharing: SharingConfig = SharingConfig()
     policies: dict[str, PolicyConfig] = Field(
         default_factory=dict, description="by id; without a match each drives the group of its name, and groups without one learn"
@@ -361,6 +368,11 @@ class RunConfig(Strict):
             raise ValueError("gym envs train the actor-critic learner: set actor_critic (e.g. the preset halfcheetah-td3)")
         if self.env.actions == "discrete" and self.actor_critic is not None:
             raise ValueError(f"actor_critic applies to continuous actions; {self.env.name} has discrete actions (remove it)")
+        if self.qmix is not None and self.actor_critic is not None:
+            raise ValueError("qmix and actor_critic are two learners: set one of them")
+        limit = getattr(self.env.settings, "max_cycles", None)
+        if self.qmix is not None and limit is not None and limit > self.qmix.max_episode_length:
+            raise ValueError(f"qmix stores whole episodes of up to max_episode_length={self.qmix.max_episode_length} steps, but episodes of {self.env.name} last up to {limit}: raise qmix.max_episode_length")
         self._check_recipe("", *self.algorithm(), self.sharing)
         check_match_syntax(self.match)
         if self.match:
@@ -411,15 +423,16 @@ class RunConfig(Strict):
             raise ValueError(f"{where}parameter sharing has one replay: set sharing.select=none")
 
     def algorithm_section(self) -> str:
-        """The config section of the run's learners: ``actor_critic`` where set, else ``dqn``."""
-        return "dqn" if self.actor_critic is None else "actor_critic"
+        """The config section of the run's learners: ``actor_critic`` or ``qmix`` where set,
+        else ``dqn``."""
+        return next((name for name in LEARNER_SECTIONS if getattr(self, name) is not None), "dqn")
 
-    def algorithm(self) -> tuple[str, DQNConfig | ActorCriticConfig]:
+    def algorithm(self) -> tuple[str, DQNConfig | ActorCriticConfig | ValueDecompositionConfig]:
         """The registered algorithm the run's learners train, with its config section."""
         section = getattr(self, self.algorithm_section())
         return getattr(section, "algo", "dqn"), section
 
-    def recipe(self, pid: str) -> tuple[str, DQNConfig | ActorCriticConfig, SharingConfig]:
+    def recipe(self, pid: str) -> tuple[str, DQNConfig | ActorCriticConfig | ValueDecompositionConfig, SharingConfig]:
         """What policy ``pid`` learns (or was trained) with: the registered algorithm, its
         config section and its sharing, each the run's changed by the policy's own keys."""
         algo, section = self.algorithm()
@@ -454,6 +467,9 @@ class RunConfig(Strict):
                 section = section.get(parent) or {}
             if leaf in section and section[leaf] == default:
                 del section[leaf]
+        for policy in payload.get("policies", {}).values():
+            if policy.get("qmix") == {}:  # a key added after runs with policies existed
+                del policy["qmix"]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:8]
 
 

@@ -196,6 +196,44 @@ def _gym_presets() -> dict[str, tuple[str, dict[str, Any]]]:
     return table
 
 
+# Predator-Prey (paper 002; SPEC §1.3): the no-punishment setting (Table II: batch 256,
+# decay 1.0) and the hard one (Table III: miscapture -1.5, batch 128, replay 10,000
+# episodes, decay 0.8); the scaling runs (section V-D: 16 and 32 predators, batch 128,
+# replay 10,000, decay 0.8, no punishment). 1M env steps (the reference config's budget),
+# greedy evaluation of 32 episodes; reports every 10k env steps. Table II's replay of
+# 100,000 padded episodes would take 20 GB here; 20,000 episodes is what one run of 1M env
+# steps can fill when its episodes average 50 steps (docs/results/accmer/README.md).
+PREDATOR_PREY_SETTINGS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
+    "": ("8 predators, no punishment", {}, {"batch_size": 256, "buffer_size": 20_000}),
+    "-hard": ("8 predators, miscapture -1.5", {"miscapture": -1.5}, {"batch_size": 128, "buffer_size": 10_000, "reuse_decay": 0.8}),
+    "-16": ("16 predators, no punishment", {"n_predators": 16}, {"batch_size": 128, "buffer_size": 10_000, "reuse_decay": 0.8}),
+    "-32": ("32 predators, no punishment", {"n_predators": 32}, {"batch_size": 128, "buffer_size": 10_000, "reuse_decay": 0.8}),
+}
+VALUE_DECOMPOSITION: dict[str, tuple[str, dict[str, Any]]] = {
+    "iql": ("recurrent independent Q-learning", {"mixer": "none"}),
+    "vdn": ("VDN", {"mixer": "vdn"}),
+    "qmix": ("QMIX", {"mixer": "qmix"}),
+    "macpo": ("QMIX with MAC-PO weights", {"mixer": "qmix", "weighting": "macpo"}),
+    "accmer": ("QMIX with MAC-PO weights and AccMER reuse (alpha 0.5)", {"mixer": "qmix", "weighting": "macpo", "sampler": "reuse"}),
+}
+PREDATOR_PREY_RUN: dict[str, Any] = {
+    "env": {"name": "predator-prey"},
+    "total_steps": 1_000_000,
+    "report_interval": 10_000,
+    "eval": {"interval": 10_000, "episodes": 32},
+    "checkpoint_interval": 50_000,
+}
+
+
+def _predator_prey_presets() -> dict[str, tuple[str, dict[str, Any]]]:
+    table: dict[str, tuple[str, dict[str, Any]]] = {}
+    for suffix, (setting, env, learner) in PREDATOR_PREY_SETTINGS.items():
+        for name, (description, algo) in VALUE_DECOMPOSITION.items():
+            config = _merge(PREDATOR_PREY_RUN, {"env": {"settings": env}, "qmix": {**learner, **algo}})
+            table[f"predator-prey{suffix}-{name}"] = (f"{description}, {setting} [predator-prey]", config)
+    return table
+
+
 def _presets() -> dict[str, tuple[str, dict[str, Any]]]:
     table: dict[str, tuple[str, dict[str, Any]]] = {}
     for domain, base in DOMAINS.items():
@@ -218,6 +256,7 @@ def _presets() -> dict[str, tuple[str, dict[str, Any]]]:
             )
     table["pursuit-quickstart"] = ("SUPER-quantile on a small Pursuit with a small network, under a minute", QUICKSTART)
     table.update(_gym_presets())
+    table.update(_predator_prey_presets())
     return table
 
 

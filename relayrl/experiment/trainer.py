@@ -28,7 +28,7 @@ import yaml
 
 import relayrl
 from relayrl.algos.dqn import NetworkFactory
-from relayrl.algos.off_policy import OffPolicyLearner, replay_plan
+from relayrl.algos.off_policy import OffPolicyLearner, learner_plan
 from relayrl.arena.match import compile_matches
 from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, Policy, PolicyBuild, PolicyConfig
 from relayrl.arena.rollout import Rollout
@@ -205,7 +205,7 @@ class Trainer:
         for pid, spec in self.policy_specs.items():
             if configs[pid].learns:
                 algo, section, sharing = self.config.recipe(pid)
-                plans[pid] = replay_plan(spec, algo, section.off_policy(), sharing)
+                plans[pid] = learner_plan(spec, algo, section, sharing)
         total = sum(p.nbytes() for p in plans.values())
         per_checkpoint = sum(p.checkpoint_nbytes() for p in plans.values())
         parts = [f"{n}: {p.n_buffers} x {p.capacity:,} x {row_nbytes(p.fields):,} B" for n, p in plans.items()]

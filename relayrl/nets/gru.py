@@ -24,7 +24,12 @@ class StackedGRUCell(nn.Module):
         self.hidden = StackedLinear(n_sets, hidden_size, 3 * hidden_size)
 
     def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-        xr, xz, xn = self.inputs(x).chunk(3, dim=-1)
+        return self.step(self.inputs(x), h)
+
+    def step(self, projected: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """One step from the input's projection ``inputs(x)`` (computed for many steps at once
+        by ``RecurrentQNetwork.unroll``)."""
+        xr, xz, xn = projected.chunk(3, dim=-1)
         hr, hz, hn = self.hidden(h).chunk(3, dim=-1)
         r = torch.sigmoid(xr + hr)
         z = torch.sigmoid(xz + hz)
@@ -49,3 +54,15 @@ class RecurrentQNetwork(nn.Module):
     def forward(self, x: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = self.cell(torch.relu(self.encoder(x)), h)
         return self.head(h), h
+
+    def unroll(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """Inputs ``[P, T, B, in]`` from hidden ``h [P, B, H]`` -> Q-values ``[P, T, B, A]``.
+        The encoder, the cell's input projections and the head run on all T steps at once;
+        only the recurrence goes step by step (the same values as T calls of ``forward``)."""
+        p, t, b, _ = x.shape
+        projected = self.cell.inputs(torch.relu(self.encoder(x.reshape(p, t * b, -1)))).reshape(p, t, b, -1)
+        states = []
+        for k in range(t):
+            h = self.cell.step(projected[:, k], h)
+            states.append(h)
+        return self.head(torch.stack(states, dim=1).reshape(p, t * b, -1)).reshape(p, t, b, -1)

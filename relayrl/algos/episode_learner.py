@@ -1,0 +1,161 @@
+"""The learner of algorithms that train on whole episodes (QMIX, VDN, recurrent IQL; SPEC
+§1.3-1.4, paper 003).
+
+Per fragment of its entities' steps ``[T, W, N, ...]``, ``observe`` completes each worker's
+episode in flight (``EpisodeBuilder``) and stores the finished ones as replay rows. ``learn``
+takes ``updates_per_episode`` gradient steps per finished episode once the replay holds a
+batch (paper 003: with E env copies, E times the updates of one), each on a batch of
+episodes drawn by the sampler: uniform without replacement, or AccMER's reuse of the
+highest-weight episodes (``relayrl.replay.reuse``; reuse_ratio 0 is the uniform draw), whose
+weight table takes the algorithm's per-episode weights after every update. Targets sync every
+``target_update_episodes`` finished episodes.
+"""
+
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+import torch
+
+from relayrl.algos.algorithm import ALGORITHMS
+from relayrl.algos.off_policy import MetricWindow
+from relayrl.core.errors import ConfigError, NonFiniteError
+from relayrl.core.profiler import SectionTimer
+from relayrl.core.specs import GroupSpec
+from relayrl.replay import row_nbytes
+from relayrl.replay.episodes import EpisodeBuilder
+from relayrl.replay.reuse import ReuseSampler
+from relayrl.sharing.config import SharingConfig
+
+
+class EpisodeLearner:
+    """A learning policy's episodes, replay, sampler and update budget for one algorithm
+    that mixes the N agents of its group."""
+
+    def __init__(
+        self,
+        spec: GroupSpec,
+        algo: str,
+        config: Any,
+        sharing: SharingConfig,
+        device: torch.device,
+        seeds: list[int],
+        timer: SectionTimer,
+        **options: Any,
+    ) -> None:
+        if sharing.select != "none" or sharing.replay != "own" or sharing.correction != "none":
+            raise ConfigError(
+                f"policy {spec.name!r}: {algo} learns from whole episodes of its group's agents together, so there is no "
+                "agent to relay to: set sharing.select=none (and replay=own, correction=none)"
+            )
+        self.spec = spec
+        self.name = spec.name
+        self.algo = algo
+        self.config = config
+        self.settings = config.off_policy()
+        self.timer = timer
+        self.relay = None
+        self.algorithm = ALGORITHMS[algo].make(spec, config, 1, device, seeds[0])
+        plan = ALGORITHMS[algo].plan(spec, config)  # one replay of buffer_size episodes
+        self.fields = plan.fields
+        self.replay = plan.build(seed=seeds[1])
+        self.bytes_per_episode = row_nbytes(plan.fields)
+        self.builder = EpisodeBuilder(config.max_episode_length)
+        alpha = config.reuse_ratio if config.sampler == "reuse" else 0.0
+        self.sampler = ReuseSampler(config.buffer_size, config.batch_size, alpha, config.reuse_decay, config.reuse_period, seed=seeds[2])
+        self.window = MetricWindow()
+        self.updates = 0
+        self.updates_owed = 0.0
+        self.episodes = 0  # finished episodes stored
+        self.unlearned_episodes = 0
+        self.last_target_sync = 0  # in episodes
+
+    @property
+    def metric_columns(self) -> tuple[str, ...]:
+        return self.algorithm.metric_columns
+
+    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+        """``obs [W, N, ...]`` -> actions ``[W, N]`` with the exploration at ``env_steps``
+        (greedy for None: evaluation); ``carry`` is the agents' recurrent state."""
+        explore = 0.0 if env_steps is None else self.algorithm.exploration(env_steps)
+        return self.algorithm.act(obs, carry, explore, mask)
+
+    def exploration(self, env_steps: int) -> float:
+        return self.algorithm.exploration(env_steps)
+
+    def observe(self, fragment: dict[str, np.ndarray]) -> int:
+        """Completes episodes from a fragment ``[T, W, N, ...]`` and stores the finished ones."""
+        with self.timer("replay add"):
+            steps = {k: v.astype(self.fields[k].dtype, copy=False) if k in self.fields else v for k, v in fragment.items()}
+            finished = self.builder.add(steps)
+            if finished is not None:
+                k = len(finished["filled"])
+                slots = (self.replay.write_position[0] + np.arange(k)) % self.replay.capacity
+                self.replay.add({name: finished[name][None] for name in self.fields})
+                self.sampler.written(slots)
+                self.episodes += k
+                self.unlearned_episodes += k
+        return int(fragment["valid"].sum())
+
+    def learn(self, env_steps: int) -> None:
+        """The gradient steps the finished episodes earned, once a batch is stored; then a
+        target sync when ``target_update_episodes`` more episodes finished."""
+        c = self.config
+        collected, self.unlearned_episodes = self.unlearned_episodes, 0
+        if int(self.replay.size[0]) >= c.batch_size:
+            self.updates_owed += collected * c.updates_per_episode
+            n_updates = int(self.updates_owed)
+            self.updates_owed -= n_updates
+            self._train(n_updates)
+        if self.episodes - self.last_target_sync >= c.target_update_episodes:
+            self.algorithm.sync_target()
+            self.last_target_sync = self.episodes
+
+    def _train(self, n_updates: int) -> None:
+        for _ in range(n_updates):
+            with self.timer("sample"):
+                slots = self.sampler.sample(int(self.replay.size[0]))
+                stored = self.replay.storage()
+                batch = {name: stored[name][0].take(slots, axis=0) for name in self.fields}
+            with self.timer("update"):
+                weights, metrics = self.algorithm.update(batch)
+            if not all(np.isfinite(metrics[k]) for k in (self.algorithm.loss_metric, *self.algorithm.checked_metrics)):
+                raise NonFiniteError(f"the {self.algorithm.loss_metric} of policy {self.name!r} is not finite")
+            with self.timer("sample"):
+                self.sampler.update(slots, weights)
+            self.window.updates += 1
+            self.window.add(metrics)
+            self.updates += 1
+
+    def drain_window(self) -> MetricWindow:
+        window, self.window = self.window, MetricWindow()
+        return window
+
+    def policy_state(self) -> dict[str, Any]:
+        return {"algo": self.algo, "param_sharing": self.settings.param_sharing, "networks": self.algorithm.policy_state()}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "algorithm": self.algorithm.state_dict(),
+            "replay": self.replay.state_dict(),
+            "builder": self.builder.state_dict(),
+            "sampler": self.sampler.state_dict(),
+            "window": asdict(self.window),
+            "budget": {
+                "updates": self.updates,
+                "updates_owed": self.updates_owed,
+                "episodes": self.episodes,
+                "unlearned_episodes": self.unlearned_episodes,
+                "last_target_sync": self.last_target_sync,
+            },
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.algorithm.load_state_dict(state["algorithm"])
+        self.replay.load_state_dict(state["replay"])
+        self.builder.load_state_dict(state["builder"])
+        self.sampler.load_state_dict(state["sampler"])
+        self.window = MetricWindow(**state["window"])
+        budget = state["budget"]
+        self.updates, self.updates_owed, self.episodes = budget["updates"], budget["updates_owed"], budget["episodes"]
+        self.unlearned_episodes, self.last_target_sync = budget["unlearned_episodes"], budget["last_target_sync"]

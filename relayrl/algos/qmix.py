@@ -1,0 +1,338 @@
+"""Value decomposition over recurrent agents, trained on whole episodes: independent
+Q-learning (``mixer: none``), VDN and QMIX, optionally weighted by MAC-PO (paper 002; SPEC
+§1.3-1.4; paper 003).
+
+Agents: one GRU network (64 units) shared by the group's agents, fed each agent's
+observation, a one-hot of its index and of its previous action (zeros at an episode's
+start), as pymarl's agents are (Rashid et al. 2018); ``param_sharing: false`` gives each
+agent its own parameter set instead. The hidden state is carried by the rollout and starts
+at zeros in every episode.
+
+Update on a batch of episodes ``[B, T(+1), N, ...]`` (SPEC §1.3): the agents' Q-values over
+the whole episode, Q_tot = mixer(chosen Q-values, state_t), double-Q targets (the online
+agents choose the next actions among the allowed ones, the target networks value them) and
+TD(lambda) returns (lambda 0.6, ``relayrl.algos.returns``), loss
+sum w * (Q_tot - y)^2 / sum mask with w = 1, or MAC-PO's Lemma 1 weight
+(``relayrl.algos.macpo``). Q* for that weight comes from an unrestricted central network
+(feed-forward over the state and the agents' chosen Q-values, weighted QMIX's "ff" central
+mixer of 256 units; Rashid et al. 2020) trained alongside towards the same targets.
+Independent Q-learning learns per agent from each agent's own reward and end flags.
+"""
+
+import copy
+from typing import Any, Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from pydantic import Field, model_validator
+from torch import nn
+
+from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, OffPolicySettings, allowed_choice
+from relayrl.algos.episode_learner import EpisodeLearner
+from relayrl.algos.macpo import macpo_weights, taken_action_probability
+from relayrl.algos.returns import td_lambda_targets
+from relayrl.algos.schedules import linear_schedule
+from relayrl.core.errors import ConfigError
+from relayrl.core.settings import Strict
+from relayrl.core.specs import GroupSpec
+from relayrl.nets.gru import RecurrentQNetwork
+from relayrl.nets.mixers import QMixer, VDNMixer
+from relayrl.replay import FieldSpec, ReplayPlan
+
+
+class ValueDecompositionConfig(Strict):
+    """Defaults: paper 002's Table III (punishment -1.5: batch 128 episodes, replay 10,000
+    episodes) and SPEC §1.3 (Adam 1e-3, TD(lambda) 0.6, target update every 200 episodes,
+    epsilon 0.995 -> 0.05 over 100k env steps). Batch and replay count whole episodes,
+    as the pymarl-based reference counts them."""
+
+    algo: Literal["qmix"] = "qmix"
+    mixer: Literal["qmix", "vdn", "none"] = Field("qmix", description="none: independent Q-learning")
+    weighting: Literal["none", "macpo"] = Field("none", description="macpo: Lemma 1's weights (paper 002)")
+    sampler: Literal["uniform", "reuse"] = Field("uniform", description="reuse: AccMER's priority-guided reuse (paper 002, Alg. 1)")
+    reuse_ratio: float = Field(0.5, ge=0, le=1, description="alpha: the share of each batch reused")
+    reuse_decay: float = Field(1.0, gt=0, le=1, description="gamma of Alg. 1: the weight table's decay per update")
+    reuse_period: int | None = Field(None, ge=1, description="updates between reuse-set refreshes; default floor(d / b)")
+    batch_size: int = Field(128, ge=1, description="episodes per update")
+    buffer_size: int = Field(10_000, ge=1, description="episodes")
+    max_episode_length: int = Field(200, ge=1, description="the env's episode limit (steps of a stored episode)")
+    lr: float = Field(1e-3, gt=0)
+    gamma: float = Field(0.99, ge=0, le=1)
+    td_lambda: float = Field(0.6, ge=0, le=1)
+    double_q: bool = True
+    target_update_episodes: int = Field(200, ge=1)
+    updates_per_episode: float = Field(1.0, gt=0, description="gradient steps per finished episode (paper 003's epochs)")
+    fragment_length: int = Field(8, ge=1, description="env steps the rollout collects between learner calls")
+    epsilon_start: float = Field(0.995, ge=0, le=1)
+    epsilon_end: float = Field(0.05, ge=0, le=1)
+    epsilon_steps: int = Field(100_000, ge=0)
+    hidden: int = Field(64, ge=1, description="GRU units")
+    mixer_embed: int = Field(32, ge=1)
+    hypernet_hidden: int = Field(64, ge=1)
+    central_hidden: int = Field(256, ge=1, description="MAC-PO's central Q* network")
+    grad_clip: float = Field(10.0, gt=0)
+    param_sharing: bool = True
+    agent_id: bool = Field(True, description="agents see a one-hot of their index (with param_sharing)")
+    last_action: bool = Field(True, description="agents see a one-hot of their previous action")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ValueDecompositionConfig":
+        if self.batch_size > self.buffer_size:
+            raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size} (both in episodes): lower qmix.batch_size")
+        if self.weighting == "macpo" and self.mixer == "none":
+            raise ValueError("weighting=macpo weighs the mixed Q_tot (Lemma 1 is over the joint action): set mixer=qmix or vdn")
+        return self
+
+    def off_policy(self) -> OffPolicySettings:
+        """The shared settings other code reads (batch and replay in episodes; targets sync
+        by episodes, so no env-step interval)."""
+        return OffPolicySettings(
+            batch_size=self.batch_size,
+            buffer_size=self.buffer_size,
+            gamma=self.gamma,
+            fragment_length=self.fragment_length,
+            learning_starts=0,
+            target_update_interval=None,
+            param_sharing=self.param_sharing,
+        )
+
+
+class CentralQ(nn.Module):
+    """Q*(s, u): a feed-forward network of the state and the agents' chosen Q-values, with no
+    monotonicity constraint (weighted QMIX's central mixer)."""
+
+    def __init__(self, n_agents: int, state_size: int, hidden: int) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(state_size + n_agents, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1)
+        )
+
+    def forward(self, agent_q: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.cat([state, agent_q], dim=-1)).squeeze(-1)
+
+
+MIXERS = {
+    "qmix": lambda n, s, c: QMixer(n, s, c.mixer_embed, c.hypernet_hidden),
+    "vdn": lambda n, s, c: VDNMixer(),
+    "none": lambda n, s, c: None,
+}
+
+
+class ValueDecomposition:
+    """The group's agents (``[W, N, ...]`` per entity), their mixer and targets."""
+
+    loss_metric = "td_loss"
+    exploration_name = "epsilon"
+    checked_metrics = ("grad_norm",)
+
+    def __init__(self, spec: GroupSpec, config: ValueDecompositionConfig, device: torch.device, seed: int) -> None:
+        if config.mixer == "qmix" and not spec.state_shape:
+            raise ConfigError(f"{spec.name!r}: the QMIX mixer reads the env's global state, and this env gives none: set qmix.mixer=vdn or none")
+        torch.manual_seed(seed)
+        self.config = c = config
+        self.device = device
+        self.n, self.n_actions = spec.n_agents, spec.n_actions
+        self.obs_size = int(np.prod(spec.obs_shape))
+        self.obs_rank = len(spec.obs_shape)
+        self.n_sets = 1 if c.param_sharing else self.n
+        self.state_size = int(np.prod(spec.state_shape)) if spec.state_shape else 0
+        inputs = self.obs_size + (self.n if c.agent_id and c.param_sharing else 0) + (self.n_actions if c.last_action else 0)
+        self.agent = RecurrentQNetwork(self.n_sets, inputs, self.n_actions, c.hidden).to(device)
+        self.mixer = MIXERS[c.mixer](self.n, self.state_size, c)
+        self.central = CentralQ(self.n, self.state_size, c.central_hidden) if c.weighting == "macpo" else None
+        self.learned = nn.ModuleDict({"agent": self.agent, **({"mixer": self.mixer} if self.mixer is not None else {})}).to(device)
+        self.target = copy.deepcopy(self.learned).requires_grad_(False)
+        parameters = list(self.learned.parameters())
+        if self.central is not None:
+            self.central.to(device)
+            parameters += list(self.central.parameters())
+        self.optimizer = torch.optim.Adam(parameters, lr=c.lr)
+        self.identity = torch.eye(self.n, device=device)
+        self.rng = np.random.default_rng(seed)
+        self.metric_columns: tuple[str, ...] = ("q_taken", "central_loss", "weight_max") if self.central is not None else ("q_taken",)
+
+    # ------------------------------------------------------------------ layout
+    def _inputs(self, obs: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
+        """``obs [..., N, *obs_shape]`` and the previous actions' one-hots ``[..., N, A]`` ->
+        agent inputs ``[..., N, F]``."""
+        lead = obs.shape[: obs.dim() - self.obs_rank]  # [..., N]
+        parts = [obs.reshape(*lead, self.obs_size).float()]
+        if self.config.agent_id and self.config.param_sharing:
+            parts.append(self.identity.expand(*lead, self.n))
+        if self.config.last_action:
+            parts.append(last)
+        return torch.cat(parts, dim=-1)
+
+    def _to_sets(self, x: torch.Tensor) -> torch.Tensor:
+        """``[..., N, F]`` -> ``[P, M, F]`` (the one shared set holds every entity's rows)."""
+        if self.n_sets == 1:
+            return x.reshape(1, -1, x.shape[-1])
+        return x.movedim(-2, 0).reshape(self.n, -1, x.shape[-1])
+
+    def _from_sets(self, y: torch.Tensor, lead: tuple[int, ...]) -> torch.Tensor:
+        """Inverse of ``_to_sets``: ``[P, M, F]`` -> ``[*lead, N, F]``."""
+        if self.n_sets == 1:
+            return y.reshape(*lead, self.n, y.shape[-1])
+        return y.reshape(self.n, *lead, y.shape[-1]).movedim(0, -2)
+
+    # ------------------------------------------------------------------ acting
+    def exploration(self, env_steps: int) -> float:
+        c = self.config
+        return linear_schedule(c.epsilon_start, c.epsilon_end, c.epsilon_steps, env_steps)
+
+    def act(self, obs: np.ndarray, carry: Any, explore: float, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+        """``obs [W, N, ...]`` -> actions ``[W, N]`` (epsilon-greedy within ``mask``) and the
+        carry ``{"h": [W, N, H], "last": [W, N, A]}`` (None: an episode's start)."""
+        w = obs.shape[0]
+        if carry is None:
+            carry = {"h": torch.zeros(w, self.n, self.config.hidden, device=self.device), "last": torch.zeros(w, self.n, self.n_actions, device=self.device)}
+        with torch.no_grad():
+            x = self._inputs(torch.as_tensor(obs, device=self.device), carry["last"])
+            q, h = self.agent(self._to_sets(x), self._to_sets(carry["h"]))
+            q = self._from_sets(q, (w,))
+            if mask is not None:
+                q = q.masked_fill(~torch.as_tensor(mask, device=self.device), -torch.inf)
+            actions = q.argmax(dim=-1).cpu().numpy()
+        if explore > 0:
+            allowed = np.ones((w, self.n, self.n_actions), bool) if mask is None else mask
+            explores = self.rng.random((w, self.n)) < explore
+            actions = np.where(explores, allowed_choice(allowed, self.rng), actions)
+        last = F.one_hot(torch.as_tensor(actions, device=self.device), self.n_actions).float()
+        return actions, {"h": self._from_sets(h, (w,)), "last": last}
+
+    def random_actions(self, shape: tuple[int, ...], mask: np.ndarray | None = None) -> np.ndarray:
+        allowed = np.ones((*shape, self.n_actions), bool) if mask is None else mask
+        return allowed_choice(allowed, self.rng)
+
+    # ------------------------------------------------------------------ learning
+    def _agent_q(self, network: RecurrentQNetwork, obs: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
+        """Q-values ``[B, T+1, N, A]`` of whole episodes from zero hidden states."""
+        b, t1 = obs.shape[:2]
+        x = self._inputs(obs, last)  # [B, T+1, N, F]
+        if self.n_sets == 1:
+            sets = x.permute(1, 0, 2, 3).reshape(1, t1, b * self.n, -1)  # [1, T+1, B*N, F]
+        else:
+            sets = x.permute(2, 1, 0, 3)  # [N, T+1, B, F]
+        q = network.unroll(sets, network.initial(self.n_sets, sets.shape[2], self.device))
+        if self.n_sets == 1:
+            return q.reshape(t1, b, self.n, -1).permute(1, 0, 2, 3)
+        return q.permute(2, 1, 0, 3)
+
+    def update(self, batch: dict[str, np.ndarray], weights: Any = None) -> tuple[np.ndarray, dict[str, float]]:
+        """One gradient step on a batch of episodes; returns each episode's weight (MAC-PO's
+        mean over its steps, else its mean |td|: what AccMER's table keeps) and metrics."""
+        c, dev = self.config, self.device
+        filled = torch.as_tensor(batch["filled"], device=dev)
+        t = int(filled.sum(dim=1).max())  # the longest episode: the rest is padding
+        obs = torch.as_tensor(batch["obs"][:, : t + 1], device=dev)
+        actions = torch.as_tensor(batch["action"][:, :t], device=dev).long()
+        avail = torch.as_tensor(batch["action_mask"][:, : t + 1], device=dev) if "action_mask" in batch else torch.ones(*obs.shape[:3], self.n_actions, dtype=torch.bool, device=dev)
+        reward = torch.as_tensor(batch["reward"][:, :t], device=dev).float()
+        terminated = torch.as_tensor(batch["terminated"][:, :t], device=dev)
+        truncated = torch.as_tensor(batch["truncated"][:, :t], device=dev)
+        valid = torch.as_tensor(batch["valid"][:, :t], device=dev)
+        filled = filled[:, :t]
+        taken = F.one_hot(actions, self.n_actions).float()
+        last = torch.cat([torch.zeros_like(taken[:, :1]), taken], dim=1)  # [B, T+1, N, A]: the action before each step
+
+        q = self._agent_q(self.agent, obs, last)  # [B, T+1, N, A]
+        with torch.no_grad():
+            target_q = self._agent_q(self.target["agent"], obs, last)
+            following = q[:, 1:] if c.double_q else target_q[:, 1:]
+            following = following.masked_fill(~avail[:, 1:], -torch.inf).argmax(dim=-1, keepdim=True)
+            next_q = target_q[:, 1:].gather(-1, following).squeeze(-1)  # [B, T, N]
+        chosen = q[:, :t].gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # [B, T, N]
+
+        if self.mixer is None:  # independent learners: each agent's own reward and ends
+            q_tot, mask = chosen, valid.float()
+            with torch.no_grad():
+                y = td_lambda_targets(reward, next_q, terminated, truncated, valid, c.gamma, c.td_lambda)
+        else:
+            state = torch.as_tensor(batch["state"][:, : t + 1], device=dev).float().reshape(obs.shape[0], t + 1, -1) if self.state_size else obs.new_zeros(obs.shape[0], t + 1, 0).float()
+            q_tot = self.mixer(chosen, state[:, :t])
+            mask = filled.float()
+            ends = filled & ~torch.cat([filled[:, 1:], torch.zeros_like(filled[:, :1])], dim=1)
+            cut = ends & truncated.any(dim=-1)
+            with torch.no_grad():
+                next_tot = self.target["mixer"](next_q, state[:, 1:])
+                y = td_lambda_targets(reward.sum(dim=-1), next_tot, ends & ~cut, cut, filled, c.gamma, c.td_lambda)
+        td = (q_tot - y) * mask
+        metrics: dict[str, float] = {}
+        loss_weights = mask
+        if self.central is not None:
+            q_star = self.central(chosen.detach(), state[:, :t])
+            central_loss = (((q_star - y) * mask) ** 2).sum() / mask.sum()
+            pi = taken_action_probability(q[:, :t].detach(), actions, avail[:, :t])
+            loss_weights = macpo_weights(q_tot.detach(), y, q_star.detach(), pi, mask)
+            metrics.update(central_loss=central_loss.item(), weight_max=loss_weights.max().item())
+        loss = (loss_weights * td**2).sum() / mask.sum()
+        self.optimizer.zero_grad(set_to_none=True)
+        (loss + central_loss if self.central is not None else loss).backward()
+        grad_norm = nn.utils.clip_grad_norm_(self.learned.parameters(), c.grad_clip)
+        if self.central is not None:
+            nn.utils.clip_grad_norm_(self.central.parameters(), c.grad_clip)
+        self.optimizer.step()
+        per_step = loss_weights if self.central is not None else td.abs()
+        reduce = tuple(range(1, per_step.dim()))
+        priorities = (per_step.sum(dim=reduce) / mask.sum(dim=reduce).clamp(min=1)).detach().cpu().numpy()
+        metrics.update(td_loss=loss.item(), grad_norm=float(grad_norm), q_taken=float((chosen.detach() * valid).sum() / valid.sum().clamp(min=1)))
+        return priorities, metrics
+
+    def sync_target(self) -> None:
+        self.target.load_state_dict(self.learned.state_dict())
+
+    # ------------------------------------------------------------------ state
+    def policy_state(self) -> dict[str, Any]:
+        return {"agent": self.agent.state_dict()}
+
+    def load_policy_state(self, state: dict[str, Any]) -> None:
+        self.agent.load_state_dict(state["agent"])
+
+    def state_dict(self) -> dict[str, Any]:
+        state = {"learned": self.learned.state_dict(), "target": self.target.state_dict(), "optimizer": self.optimizer.state_dict(), "rng": self.rng.bit_generator.state}
+        if self.central is not None:
+            state["central"] = self.central.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.learned.load_state_dict(state["learned"])
+        self.target.load_state_dict(state["target"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.rng.bit_generator.state = state["rng"]
+        if self.central is not None:
+            self.central.load_state_dict(state["central"])
+
+
+def episode_fields(spec: GroupSpec, config: ValueDecompositionConfig) -> dict[str, FieldSpec]:
+    """One stored episode (``relayrl.replay.episodes``): what the agents saw over T+1 rows,
+    per-step fields over T, and the filled flags."""
+    if spec.continuous:
+        raise ConfigError(f"group {spec.name!r} has continuous actions; qmix needs discrete ones")
+    t, n = config.max_episode_length, spec.n_agents
+    fields = {
+        "obs": FieldSpec((t + 1, n, *spec.obs_shape), spec.obs_dtype),
+        "action": FieldSpec((t, n), np.dtype(np.uint8 if spec.n_actions <= 256 else np.int64)),
+        "reward": FieldSpec((t, n), np.dtype(np.float32)),
+        "terminated": FieldSpec((t, n), np.dtype(bool)),
+        "truncated": FieldSpec((t, n), np.dtype(bool)),
+        "valid": FieldSpec((t, n), np.dtype(bool)),
+        "filled": FieldSpec((t,), np.dtype(bool)),
+    }
+    if spec.state_shape:
+        fields["state"] = FieldSpec((t + 1, *spec.state_shape), spec.state_dtype)
+    if spec.masked:
+        fields["action_mask"] = FieldSpec((t + 1, n, spec.n_actions), np.dtype(bool))
+    return fields
+
+
+def _make(spec: GroupSpec, config: ValueDecompositionConfig, n_sets: int, device: torch.device, seed: int, **options: Any) -> ValueDecomposition:
+    return ValueDecomposition(spec, config, device, seed)
+
+
+def _plan(spec: GroupSpec, config: ValueDecompositionConfig) -> ReplayPlan:
+    return ReplayPlan(1, config.buffer_size, episode_fields(spec, config))
+
+
+# ``fields`` describes transition rows, which this learner does not store
+ALGORITHMS.add("qmix", AlgorithmEntry(_make, lambda spec: {}, continuous=False, learner=EpisodeLearner, plan=_plan))
