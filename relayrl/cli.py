@@ -206,12 +206,22 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         with_dependencies,
     )
 
-    if args.paper == "dase":
+    if args.paper == "accmer":
+        from relayrl.experiment import accmer_paper
+
+        if args.domains or args.tasks or args.scale_switch_from:
+            raise RelayRLError("--domains, --tasks and --scale-switch-from are options of reproduce super and dase; AccMER takes --settings")
+        settings = ["" if s == "base" else f"-{s}" for s in (args.settings or ["base", "hard"])]
+        unknown = sorted(set(settings) - set(accmer_paper.SETTINGS))
+        if unknown:
+            raise RelayRLError(f"unknown setting(s) {unknown}; choose from base, hard, 16, 32")
+        jobs = accmer_paper.grid(settings, args.algos, args.seeds, args.steps)
+    elif args.paper == "dase":
         from relayrl.experiment import dase_paper
         from relayrl.experiment.presets import GYM_TASKS
 
-        if args.domains or args.scale_switch_from:
-            raise RelayRLError("--domains and --scale-switch-from are options of reproduce super; DASE takes --tasks")
+        if args.domains or args.scale_switch_from or args.settings:
+            raise RelayRLError("--domains, --settings and --scale-switch-from belong to reproduce super and accmer; DASE takes --tasks")
         tasks = args.tasks or list(dase_paper.DEFAULT_TASKS)
         unknown = sorted(set(tasks) - set(GYM_TASKS))
         if unknown:
@@ -220,8 +230,8 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     else:
         from relayrl.experiment.super_paper import DOMAINS, grid
 
-        if args.tasks:
-            raise RelayRLError("--tasks is an option of reproduce dase; SUPER takes --domains")
+        if args.tasks or args.settings:
+            raise RelayRLError("--tasks and --settings are options of reproduce dase and accmer; SUPER takes --domains")
         domains = args.domains or list(DOMAINS)
         unknown = sorted(set(domains) - set(DOMAINS))
         if unknown:
@@ -249,6 +259,10 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     copied = collect(jobs, root, results)
     stamp = time.strftime("%Y-%m-%d %H:%M %Z")
     (results / "status.md").write_text(f"# Progress of the selected jobs, {stamp}\n\n{status_table(jobs, root)}\n")
+    if args.paper == "accmer":
+        written = accmer_paper.write_report(results, tuple(settings), args.steps or accmer_paper.DEFAULT_STEPS, args.seeds)
+        print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {', '.join(str(p) for p in written)}")
+        return
     if args.paper == "dase":
         written = dase_paper.write_report(results, tuple(tasks), args.steps or dase_paper.DEFAULT_STEPS, args.seeds)
         print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {', '.join(str(p) for p in written)}")
@@ -325,9 +339,10 @@ def build_parser() -> argparse.ArgumentParser:
     quick.set_defaults(func=cmd_quickstart, seed=0)
 
     reproduce = sub.add_parser("reproduce", help="run a paper's experiment grid and write its tables and figures")
-    reproduce.add_argument("paper", choices=["super", "dase"])
+    reproduce.add_argument("paper", choices=["super", "dase", "accmer"])
     reproduce.add_argument("--domains", nargs="+", help="super: pursuit, battle, adversarial-pursuit (default: all)")
     reproduce.add_argument("--tasks", nargs="+", help="dase: halfcheetah, swimmer, ant, lunarlander, ... (default: halfcheetah swimmer)")
+    reproduce.add_argument("--settings", nargs="+", choices=["base", "hard", "16", "32"], help="accmer: Predator-Prey settings (default: base hard)")
     reproduce.add_argument("--algos", nargs="+", help="variants, e.g. ddqn super-quantile (default: the whole grid)")
     reproduce.add_argument("--seeds", type=_at_least(1), default=3)
     reproduce.add_argument("--steps", type=_at_least(1), help="env steps per run (default: super: the paper's per domain; dase: 300k per agent)")

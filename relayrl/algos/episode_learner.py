@@ -11,6 +11,7 @@ weight table takes the algorithm's per-episode weights after every update. Targe
 ``target_update_episodes`` finished episodes.
 """
 
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -69,10 +70,14 @@ class EpisodeLearner:
         self.episodes = 0  # finished episodes stored
         self.unlearned_episodes = 0
         self.last_target_sync = 0  # in episodes
+        self.batch: dict[str, np.ndarray] | None = None
+        self.gathered: np.ndarray | None = None  # slots of the reuse set whose rows the batch holds
 
     @property
     def metric_columns(self) -> tuple[str, ...]:
-        return self.algorithm.metric_columns
+        """The algorithm's metrics, and ``sample_share``: the wall-clock share of the learner's
+        updates spent drawing and gathering batches (what AccMER's reuse saves on)."""
+        return (*self.algorithm.metric_columns, "sample_share")
 
     def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
         """``obs [W, N, ...]`` -> actions ``[W, N]`` with the exploration at ``env_steps``
@@ -93,6 +98,8 @@ class EpisodeLearner:
                 slots = (self.replay.write_position[0] + np.arange(k)) % self.replay.capacity
                 self.replay.add({name: finished[name][None] for name in self.fields})
                 self.sampler.written(slots)
+                if self.gathered is not None and np.isin(slots, self.gathered).any():
+                    self.gathered = None  # a reused episode was overwritten: gather the set again
                 self.episodes += k
                 self.unlearned_episodes += k
         return int(fragment["valid"].sum())
@@ -111,14 +118,30 @@ class EpisodeLearner:
             self.algorithm.sync_target()
             self.last_target_sync = self.episodes
 
+    def _batch(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The next batch's slots and rows, gathered into preallocated arrays. The reuse set's
+        rows are gathered once per refresh and stay in the batch's first rows while it stands
+        (AccMER's data reuse, paper 002 section IV-B): an update moves only the fresh rows."""
+        slots = self.sampler.sample(int(self.replay.size[0]))
+        k = self.sampler.n_reused
+        stored = self.replay.storage()
+        if self.batch is None:
+            self.batch = {name: np.empty((len(slots), *f.shape), f.dtype) for name, f in self.fields.items()}
+        start = k if self.gathered is not None and np.array_equal(self.gathered, slots[:k]) else 0
+        for name, rows in self.batch.items():
+            np.take(stored[name][0], slots[start:], axis=0, out=rows[start:])
+        self.gathered = slots[:k].copy()
+        return slots, self.batch
+
     def _train(self, n_updates: int) -> None:
         for _ in range(n_updates):
+            start = time.perf_counter()
             with self.timer("sample"):
-                slots = self.sampler.sample(int(self.replay.size[0]))
-                stored = self.replay.storage()
-                batch = {name: stored[name][0].take(slots, axis=0) for name in self.fields}
+                slots, batch = self._batch()
+            sampled = time.perf_counter()
             with self.timer("update"):
                 weights, metrics = self.algorithm.update(batch)
+            metrics["sample_share"] = (sampled - start) / (time.perf_counter() - start)
             if not all(np.isfinite(metrics[k]) for k in (self.algorithm.loss_metric, *self.algorithm.checked_metrics)):
                 raise NonFiniteError(f"the {self.algorithm.loss_metric} of policy {self.name!r} is not finite")
             with self.timer("sample"):

@@ -255,6 +255,8 @@ def _learning(build: PolicyBuild) -> LearningPolicy:
 def _frozen(build: PolicyBuild) -> FrozenPolicy:
     _check_spaces(build)
     algo, section, _ = build.recipe
+    if ALGORITHMS[algo].learner is not None:  # FrozenPolicy acts on parameter-set rows, as the off-policy algorithms do
+        raise ConfigError(f"policy {build.spec.name!r}: a frozen {algo} policy is not available; freeze a dqn or actor-critic policy")
     layout = AgentLayout(build.spec.n_agents, section.off_policy().param_sharing)
     algorithm = ALGORITHMS[algo].make(build.spec, section, layout.n_sets, build.device, build.seeds[0], **build.options)
     policy = FrozenPolicy(build.spec, algo, algorithm, layout, build.config.explore)

@@ -62,7 +62,7 @@ class RecurrentQNetwork(nn.Module):
         p, t, b, _ = x.shape
         projected = self.cell.inputs(torch.relu(self.encoder(x.reshape(p, t * b, -1)))).reshape(p, t, b, -1)
         states = []
-        for k in range(t):
-            h = self.cell.step(projected[:, k], h)
+        for step in projected.unbind(dim=1):  # one backward for all steps (slicing [:, k] costs T full-size gradients)
+            h = self.cell.step(step, h)
             states.append(h)
         return self.head(torch.stack(states, dim=1).reshape(p, t * b, -1)).reshape(p, t, b, -1)

@@ -12,7 +12,7 @@ from relayrl.core.errors import ConfigError
 from relayrl.experiment import Trainer, build_config
 from relayrl.nets.gru import RecurrentQNetwork
 
-TIMING = {"sps", "updates_per_s", "wall_s"}
+TIMING = {"sps", "updates_per_s", "wall_s", "sample_share"}
 SMALL_GAME = {"n_predators": 4, "n_stags": 2, "x_size": 5, "y_size": 5, "max_cycles": 40}
 
 

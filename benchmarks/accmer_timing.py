@@ -1,0 +1,77 @@
+"""AccMER against MAC-PO on identical data: the learner's time per update, and the share of it
+spent drawing and gathering the batch (paper 002, Figs. 4 and 6 measure the end-to-end
+time of whole runs; this measures the part that differs between the two).
+
+For each predator count, one replay is filled with the same episodes of epsilon-greedy
+play (epsilon 0.995: the start of training), then each learner (preset
+``predator-prey[-N]-macpo`` and ``-accmer``: the same QMIX with MAC-PO weights, uniform or
+reuse sampling) starts from the same networks and takes the same number of updates on it.
+
+    python benchmarks/accmer_timing.py [--predators 8 16 32] [--episodes 300] [--updates 20]
+"""
+
+import argparse
+import time
+from typing import Any
+
+import torch
+
+from relayrl.experiment import Trainer, build_config
+from relayrl.experiment.presets import preset_dict
+
+PRESET = {8: "predator-prey", 16: "predator-prey-16", 32: "predator-prey-32"}
+
+
+def learner(preset: str, episodes: int, updates: int) -> tuple[Trainer, Any]:
+    """A trainer of ``preset`` that owes ``updates`` gradient steps per ``episodes`` stored."""
+    config = preset_dict(preset)
+    config["qmix"]["updates_per_episode"] = updates / episodes
+    trainer = Trainer(build_config(config), None, verbose=False)
+    (found,) = trainer.learners.values()
+    return trainer, found
+
+
+def fill(trainer: Trainer, learner: Any, episodes: int) -> None:
+    """Stores ``episodes`` episodes of play at the start of training (epsilon 0.995)."""
+    trainer.rollout.reset(trainer.config.seed)
+    while learner.episodes < episodes:
+        learner.observe(trainer.rollout.collect(learner.config.fragment_length, 0)[learner.name])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--predators", type=int, nargs="+", default=[8, 16, 32])
+    parser.add_argument("--episodes", type=int, default=300)
+    parser.add_argument("--updates", type=int, default=20)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    print("| predators | batch | learner | s / update | sampling (draw + gather) | share | accmer / macpo |")
+    print("|---:|---:|---|---:|---:|---:|---:|")
+    for predators in args.predators:
+        trainers, learners = {}, {}
+        for name in ("macpo", "accmer"):
+            trainers[name], learners[name] = learner(f"{PRESET[predators]}-{name}", args.episodes, args.updates)
+        fill(trainers["macpo"], learners["macpo"], args.episodes)
+        learners["accmer"].load_state_dict(learners["macpo"].state_dict())  # the same replay, networks and owed updates
+        per_update = {}
+        for name, found in learners.items():
+            found.timer.enabled = True
+            start = time.perf_counter()
+            found.learn(0)
+            seconds = time.perf_counter() - start
+            per_update[name] = seconds / found.updates
+            sampling = found.timer.seconds.get("sample", 0.0) / found.updates
+            ratio = "" if name == "macpo" else f"{per_update['accmer'] / per_update['macpo']:.3f}"
+            print(
+                f"| {predators} | {found.config.batch_size} | {name} | {per_update[name]:.3f} | {sampling:.4f} s "
+                f"| {sampling / per_update[name]:.1%} | {ratio} |",
+                flush=True,
+            )
+        stored = learners["macpo"].episodes
+        for trainer in trainers.values():
+            trainer.close()
+    print(f"\n{stored} stored episodes, {args.updates} updates each, 1 torch thread.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Reproduction of AccMER / MAC-PO on Predator-Prey (paper 002): the run grid, reward curves
+in the style of its Figs. 3 and 5, the final rewards, and the end-to-end training time of
+AccMER against MAC-PO (Figs. 4 and 6) with the share of it spent sampling the replay.
+
+Rewards are the team's summed reward per episode (a stag is worth 1, so 8 is the best with 8
+stags): the greedy evaluation (32 episodes every 10k env steps) and the training episodes'
+mean. Times are the runs' own wall clocks (``wall_s``) at the largest env step both runs of a
+pair reached, seed by seed.
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from relayrl.experiment.grid import Job, runs_of, table_cell
+from relayrl.experiment.plots import aggregate, mean_std, pyplot, save_if_drawn, seeds_label
+
+SETTINGS = {
+    "": "8 predators, no punishment",
+    "-hard": "8 predators, miscapture -1.5",
+    "-16": "16 predators",
+    "-32": "32 predators",
+}
+DEFAULT_SETTINGS = ("", "-hard")
+ALGOS = ("qmix", "macpo", "accmer", "vdn", "iql")
+DEFAULT_ALGOS = ("qmix", "macpo", "accmer")
+DEFAULT_STEPS = 1_000_000  # the reference config's budget
+LAST_EVALUATIONS = 10
+# Paper 002: end-to-end training time saved by AccMER against MAC-PO (section V-C, V-D).
+PAPER_SAVING = {"": 0.17, "-hard": 0.152, "-16": 0.198, "-32": 0.254}
+LABELS = {"qmix": "QMIX", "macpo": "MAC-PO", "accmer": "AccMER", "vdn": "VDN", "iql": "IQL (recurrent)"}
+
+
+def preset(setting: str, algo: str) -> str:
+    return f"predator-prey{setting}-{algo}"
+
+
+def grid(settings: list[str], algos: list[str] | None, seeds: int, steps: int | None) -> list[Job]:
+    """Seed by seed, setting by setting: MAC-PO and AccMER first (the comparison the paper
+    makes), then QMIX, then the others asked for."""
+    chosen = [a for a in ("macpo", "accmer", "qmix", "vdn", "iql") if (algos is None and a in DEFAULT_ALGOS) or (algos and a in algos)]
+    return [Job(preset(s, a), seed, steps or DEFAULT_STEPS) for seed in range(seeds) for s in settings for a in chosen]
+
+
+def final_reward(rows: list[dict[str, float]], step: int) -> float:
+    """Mean of the last 10 greedy evaluations at or before ``step`` (NaN if the run is not there)."""
+    evals = [r["eval_reward_mean"] for r in rows if r["env_steps"] <= step and not math.isnan(r["eval_reward_mean"])]
+    if not rows or rows[-1]["env_steps"] < step or len(evals) < LAST_EVALUATIONS:
+        return math.nan
+    return float(np.mean(evals[-LAST_EVALUATIONS:]))
+
+
+def reward_table(results: Path, settings: tuple[str, ...], step: int, seeds: int) -> str:
+    lines = ["| algorithm | " + " | ".join(f"{SETTINGS[s]} ({step // 1000}k)" for s in settings) + " |", "|---|" + "---:|" * len(settings)]
+    for algo in ALGOS:
+        cells = []
+        for setting in settings:
+            runs = runs_of(preset(setting, algo), results)
+            cells.append(table_cell([v for v in (final_reward(r, step) for r in runs) if not math.isnan(v)], runs, seeds))
+        if any(c != "not run" for c in cells):
+            lines.append(f"| {LABELS[algo]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _wall_at(rows: list[dict[str, float]], step: float) -> float:
+    return next(r["wall_s"] for r in rows if r["env_steps"] >= step)
+
+
+def time_table(results: Path, settings: tuple[str, ...]) -> str | None:
+    """Per setting: MAC-PO's and AccMER's wall clock at the largest step both reached, paired
+    by seed, AccMER's saving and the paper's; the share of AccMER's update time spent
+    sampling (``sample_share``)."""
+    lines = []
+    for setting in settings:
+        macpo, accmer = runs_of(preset(setting, "macpo"), results), runs_of(preset(setting, "accmer"), results)
+        pairs = [(m, a) for m, a in zip(macpo, accmer) if m and a]
+        if not pairs:
+            continue
+        step = min(min(m[-1]["env_steps"], a[-1]["env_steps"]) for m, a in pairs)
+        walls = [(_wall_at(m, step), _wall_at(a, step)) for m, a in pairs]
+        saving = [1 - a / m for m, a in walls]
+        per_run = [[r["sample_share"] for r in rows if not math.isnan(r.get("sample_share", math.nan))] for pair in pairs for rows in pair]
+        shares = mean_std([float(np.mean(v)) for v in per_run if v]) if any(per_run) else "- (no update yet)"
+        lines.append(
+            f"| {SETTINGS[setting]} | {int(step):,} | {mean_std([m for m, _ in walls])} | {mean_std([a for _, a in walls])} "
+            f"| {mean_std(saving)} [{len(pairs)} seed{'s' if len(pairs) > 1 else ''}] | {PAPER_SAVING[setting]:.1%} | {shares} |"
+        )
+    if not lines:
+        return None
+    header = "| setting | env steps | MAC-PO wall (s) | AccMER wall (s) | AccMER saving | paper's saving | sampling share of the learner's time |"
+    return "\n".join([header, "|---|---:|---:|---:|---:|---:|---:|", *lines])
+
+
+def curves(results: Path, out: Path, settings: tuple[str, ...], key: str, ylabel: str) -> Path | None:
+    """One panel per setting: mean +- std across seeds of ``key`` for each algorithm."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(settings), figsize=(6 * len(settings), 4.2), squeeze=False)
+    drew = False
+    for ax, setting in zip(axes[0], settings):
+        for algo in ALGOS:
+            steps, mean, std, count = aggregate(runs_of(preset(setting, algo), results), key, bin_size=1)
+            if not len(steps):
+                continue
+            ax.plot(steps, mean, label=seeds_label(LABELS[algo], steps, count))
+            ax.fill_between(steps, mean - std, mean + std, alpha=0.2)
+            drew = True
+        ax.set_title(f"Predator-Prey, {SETTINGS[setting]}")
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=8)
+    return save_if_drawn(plt, fig, out, drew, f"{ylabel} on Predator-Prey")
+
+
+def write_report(results: Path, settings: tuple[str, ...], step: int, seeds: int) -> list[Path]:
+    """Writes tables.md and the figures under ``results``; returns the files written."""
+    figures = results / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    text = [
+        "# AccMER / MAC-PO reproduction: tables (generated by `relayrl reproduce accmer`)",
+        "",
+        f"Final reward: the mean of the last {LAST_EVALUATIONS} greedy evaluations (32 episodes each) up to the step in the "
+        "header, then mean (std) across seeds.",
+        "",
+        reward_table(results, settings, step, seeds),
+        "",
+    ]
+    timing = time_table(results, settings)
+    if timing is not None:
+        text += ["## Training time, AccMER against MAC-PO", "", timing, ""]
+    written = [results / "tables.md"]
+    written[0].write_text("\n".join(text))
+    for path in (
+        curves(results, figures / "reward_eval.png", settings, "eval_reward_mean", "greedy evaluation reward"),
+        curves(results, figures / "reward_train.png", settings, "episode_reward_mean", "training episodes' reward"),
+    ):
+        if path is not None:
+            written.append(path)
+    return written
