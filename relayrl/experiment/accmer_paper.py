@@ -21,14 +21,15 @@ SETTINGS = {
     "-hard": "8 predators, miscapture -1.5",
     "-16": "16 predators",
     "-32": "32 predators",
+    "-small": "4 predators, 2 stags, 5x5 (ours)",
 }
 DEFAULT_SETTINGS = ("", "-hard")
 ALGOS = ("qmix", "macpo", "accmer", "vdn", "iql")
 DEFAULT_ALGOS = ("qmix", "macpo", "accmer")
-DEFAULT_STEPS = 1_000_000  # the reference config's budget
+STEPS = {"-small": 40_000}  # the rest: 1M, the reference config's budget
 LAST_EVALUATIONS = 10
 # Paper 002: end-to-end training time saved by AccMER against MAC-PO (section V-C, V-D).
-PAPER_SAVING = {"": 0.17, "-hard": 0.152, "-16": 0.198, "-32": 0.254}
+PAPER_SAVING = {"": 0.17, "-hard": 0.152, "-16": 0.198, "-32": 0.254, "-small": math.nan}
 LABELS = {"qmix": "QMIX", "macpo": "MAC-PO", "accmer": "AccMER", "vdn": "VDN", "iql": "IQL (recurrent)"}
 
 
@@ -40,7 +41,7 @@ def grid(settings: list[str], algos: list[str] | None, seeds: int, steps: int | 
     """Seed by seed, setting by setting: MAC-PO and AccMER first (the comparison the paper
     makes), then QMIX, then the others asked for."""
     chosen = [a for a in ("macpo", "accmer", "qmix", "vdn", "iql") if (algos is None and a in DEFAULT_ALGOS) or (algos and a in algos)]
-    return [Job(preset(s, a), seed, steps or DEFAULT_STEPS) for seed in range(seeds) for s in settings for a in chosen]
+    return [Job(preset(s, a), seed, steps or STEPS.get(s, 1_000_000)) for seed in range(seeds) for s in settings for a in chosen]
 
 
 def final_reward(rows: list[dict[str, float]], step: int) -> float:
@@ -51,11 +52,14 @@ def final_reward(rows: list[dict[str, float]], step: int) -> float:
     return float(np.mean(evals[-LAST_EVALUATIONS:]))
 
 
-def reward_table(results: Path, settings: tuple[str, ...], step: int, seeds: int) -> str:
-    lines = ["| algorithm | " + " | ".join(f"{SETTINGS[s]} ({step // 1000}k)" for s in settings) + " |", "|---|" + "---:|" * len(settings)]
+def reward_table(results: Path, settings: tuple[str, ...], steps: int | None, seeds: int) -> str:
+    """Final rewards at ``steps`` (default: each setting's budget)."""
+    at = {s: steps or STEPS.get(s, 1_000_000) for s in settings}
+    lines = ["| algorithm | " + " | ".join(f"{SETTINGS[s]} ({at[s] // 1000}k)" for s in settings) + " |", "|---|" + "---:|" * len(settings)]
     for algo in ALGOS:
         cells = []
         for setting in settings:
+            step = at[setting]
             runs = runs_of(preset(setting, algo), results)
             cells.append(table_cell([v for v in (final_reward(r, step) for r in runs) if not math.isnan(v)], runs, seeds))
         if any(c != "not run" for c in cells):
@@ -82,9 +86,10 @@ def time_table(results: Path, settings: tuple[str, ...]) -> str | None:
         saving = [1 - a / m for m, a in walls]
         per_run = [[r["sample_share"] for r in rows if not math.isnan(r.get("sample_share", math.nan))] for pair in pairs for rows in pair]
         shares = mean_std([float(np.mean(v)) for v in per_run if v]) if any(per_run) else "- (no update yet)"
+        paper = "-" if math.isnan(PAPER_SAVING[setting]) else f"{PAPER_SAVING[setting]:.1%}"
         lines.append(
             f"| {SETTINGS[setting]} | {int(step):,} | {mean_std([m for m, _ in walls])} | {mean_std([a for _, a in walls])} "
-            f"| {mean_std(saving)} [{len(pairs)} seed{'s' if len(pairs) > 1 else ''}] | {PAPER_SAVING[setting]:.1%} | {shares} |"
+            f"| {mean_std(saving)} [{len(pairs)} seed{'s' if len(pairs) > 1 else ''}] | {paper} | {shares} |"
         )
     if not lines:
         return None
@@ -114,7 +119,7 @@ def curves(results: Path, out: Path, settings: tuple[str, ...], key: str, ylabel
     return save_if_drawn(plt, fig, out, drew, f"{ylabel} on Predator-Prey")
 
 
-def write_report(results: Path, settings: tuple[str, ...], step: int, seeds: int) -> list[Path]:
+def write_report(results: Path, settings: tuple[str, ...], steps: int | None, seeds: int) -> list[Path]:
     """Writes tables.md and the figures under ``results``; returns the files written."""
     figures = results / "figures"
     figures.mkdir(parents=True, exist_ok=True)
@@ -124,7 +129,7 @@ def write_report(results: Path, settings: tuple[str, ...], step: int, seeds: int
         f"Final reward: the mean of the last {LAST_EVALUATIONS} greedy evaluations (32 episodes each) up to the step in the "
         "header, then mean (std) across seeds.",
         "",
-        reward_table(results, settings, step, seeds),
+        reward_table(results, settings, steps, seeds),
         "",
     ]
     timing = time_table(results, settings)

@@ -203,11 +203,20 @@ def _gym_presets() -> dict[str, tuple[str, dict[str, Any]]]:
 # greedy evaluation of 32 episodes; reports every 10k env steps. Table II's replay of
 # 100,000 padded episodes would take 20 GB here; 20,000 episodes is what one run of 1M env
 # steps can fill when its episodes average 50 steps (docs/results/accmer/README.md).
-PREDATOR_PREY_SETTINGS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
-    "": ("8 predators, no punishment", {}, {"batch_size": 256, "buffer_size": 20_000}),
-    "-hard": ("8 predators, miscapture -1.5", {"miscapture": -1.5}, {"batch_size": 128, "buffer_size": 10_000, "reuse_decay": 0.8}),
-    "-16": ("16 predators, no punishment", {"n_predators": 16}, {"batch_size": 128, "buffer_size": 10_000, "reuse_decay": 0.8}),
-    "-32": ("32 predators, no punishment", {"n_predators": 32}, {"batch_size": 128, "buffer_size": 10_000, "reuse_decay": 0.8}),
+# ``-small`` is ours: a game of minutes on one core (5x5, 4 predators, 2 stags, 50 steps),
+# scaled down with it (batch 32 and replay 1,000 episodes, epsilon over 10k steps, targets
+# every 20 episodes), for comparisons this machine can repeat over seeds.
+PREDATOR_PREY_SETTINGS: dict[str, tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = {
+    "": ("8 predators, no punishment", {}, {"batch_size": 256, "buffer_size": 20_000}, {}),
+    "-hard": ("8 predators, miscapture -1.5", {"miscapture": -1.5}, {"batch_size": 128, "buffer_size": 10_000, "reuse_decay": 0.8}, {}),
+    "-16": ("16 predators, no punishment", {"n_predators": 16}, {"batch_size": 128, "buffer_size": 10_000, "reuse_decay": 0.8}, {}),
+    "-32": ("32 predators, no punishment", {"n_predators": 32}, {"batch_size": 128, "buffer_size": 10_000, "reuse_decay": 0.8}, {}),
+    "-small": (
+        "4 predators and 2 stags on 5x5, 50 steps (ours, small)",
+        {"n_predators": 4, "n_stags": 2, "x_size": 5, "y_size": 5, "max_cycles": 50},
+        {"batch_size": 32, "buffer_size": 1000, "epsilon_steps": 10_000, "target_update_episodes": 20, "max_episode_length": 50},
+        {"total_steps": 40_000, "report_interval": 2000, "eval": {"interval": 2000, "episodes": 32}, "checkpoint_interval": 10_000},
+    ),
 }
 VALUE_DECOMPOSITION: dict[str, tuple[str, dict[str, Any]]] = {
     "iql": ("recurrent independent Q-learning", {"mixer": "none"}),
@@ -227,9 +236,9 @@ PREDATOR_PREY_RUN: dict[str, Any] = {
 
 def _predator_prey_presets() -> dict[str, tuple[str, dict[str, Any]]]:
     table: dict[str, tuple[str, dict[str, Any]]] = {}
-    for suffix, (setting, env, learner) in PREDATOR_PREY_SETTINGS.items():
+    for suffix, (setting, env, learner, run) in PREDATOR_PREY_SETTINGS.items():
         for name, (description, algo) in VALUE_DECOMPOSITION.items():
-            config = _merge(PREDATOR_PREY_RUN, {"env": {"settings": env}, "qmix": {**learner, **algo}})
+            config = _merge(_merge(PREDATOR_PREY_RUN, run), {"env": {"settings": env}, "qmix": {**learner, **algo}})
             table[f"predator-prey{suffix}-{name}"] = (f"{description}, {setting} [predator-prey]", config)
     return table
 
