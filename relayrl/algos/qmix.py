@@ -73,6 +73,9 @@ class ValueDecompositionConfig(Strict):
     central_hidden: int = Field(256, ge=1, description="MAC-PO's central Q* network")
     grad_clip: float = Field(10.0, gt=0)
     param_sharing: bool = True
+    sequence_length: int | None = Field(None, ge=1, description="train on windows of this many steps instead of whole episodes")
+    burn_in: int = Field(0, ge=0, description="steps before a window that warm its hidden state, without gradient")
+    tbptt: int | None = Field(None, ge=1, description="backpropagate through at most this many steps (None: the whole span)")
     agent_id: bool = Field(True, description="agents see a one-hot of their index (with param_sharing)")
     last_action: bool = Field(True, description="agents see a one-hot of their previous action")
 
@@ -80,6 +83,8 @@ class ValueDecompositionConfig(Strict):
     def _consistent(self) -> "ValueDecompositionConfig":
         if self.batch_size > self.buffer_size:
             raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size} (both in episodes): lower qmix.batch_size")
+        if self.burn_in and self.sequence_length is None:
+            raise ValueError("burn_in warms the hidden state before a window: set qmix.sequence_length too")
         if self.weighting == "macpo" and self.mixer == "none":
             raise ValueError("weighting=macpo weighs the mixed Q_tot (Lemma 1 is over the joint action): set mixer=qmix or vdn")
         return self
@@ -206,57 +211,100 @@ class ValueDecomposition:
         return allowed_choice(allowed, self.rng)
 
     # ------------------------------------------------------------------ learning
-    def _agent_q(self, network: RecurrentQNetwork, obs: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
-        """Q-values ``[B, T+1, N, A]`` of whole episodes from zero hidden states."""
-        b, t1 = obs.shape[:2]
-        x = self._inputs(obs, last)  # [B, T+1, N, F]
+    def _agent_q(self, network: RecurrentQNetwork, obs: torch.Tensor, last: torch.Tensor, cut: torch.Tensor) -> torch.Tensor:
+        """Q-values ``[B, K, N, A]`` over spans of K steps from zero hidden states, each row's
+        hidden state detached before the steps ``cut [B, K]`` marks."""
+        b, k = obs.shape[:2]
+        x = self._inputs(obs, last)  # [B, K, N, F]
+        cut = cut[:, :, None].expand(b, k, self.n)
         if self.n_sets == 1:
-            sets = x.permute(1, 0, 2, 3).reshape(1, t1, b * self.n, -1)  # [1, T+1, B*N, F]
+            sets, cuts = x.permute(1, 0, 2, 3).reshape(1, k, b * self.n, -1), cut.permute(1, 0, 2).reshape(k, b * self.n)
         else:
-            sets = x.permute(2, 1, 0, 3)  # [N, T+1, B, F]
-        q = network.unroll(sets, network.initial(self.n_sets, sets.shape[2], self.device))
+            sets, cuts = x.permute(2, 1, 0, 3), cut.permute(1, 2, 0).reshape(k, self.n, b)  # [N, K, B, F]; [K, N, B]
+        q = network.unroll(sets, network.initial(self.n_sets, sets.shape[2], self.device), cuts if cuts.any() else None)
         if self.n_sets == 1:
-            return q.reshape(t1, b, self.n, -1).permute(1, 0, 2, 3)
+            return q.reshape(k, b, self.n, -1).permute(1, 0, 2, 3)
         return q.permute(2, 1, 0, 3)
 
-    def update(self, batch: dict[str, np.ndarray], weights: Any = None) -> tuple[np.ndarray, dict[str, float]]:
-        """One gradient step on a batch of episodes; returns each episode's weight (MAC-PO's
-        mean over its steps, else its mean |td|: what AccMER's table keeps) and metrics."""
-        c, dev = self.config, self.device
-        filled = torch.as_tensor(batch["filled"], device=dev)
-        t = int(filled.sum(dim=1).max())  # the longest episode: the rest is padding
-        obs = torch.as_tensor(batch["obs"][:, : t + 1], device=dev)
-        actions = torch.as_tensor(batch["action"][:, :t], device=dev).long()
-        avail = torch.as_tensor(batch["action_mask"][:, : t + 1], device=dev) if "action_mask" in batch else torch.ones(*obs.shape[:3], self.n_actions, dtype=torch.bool, device=dev)
-        reward = torch.as_tensor(batch["reward"][:, :t], device=dev).float()
-        terminated = torch.as_tensor(batch["terminated"][:, :t], device=dev)
-        truncated = torch.as_tensor(batch["truncated"][:, :t], device=dev)
-        valid = torch.as_tensor(batch["valid"][:, :t], device=dev)
-        filled = filled[:, :t]
-        taken = F.one_hot(actions, self.n_actions).float()
-        last = torch.cat([torch.zeros_like(taken[:, :1]), taken], dim=1)  # [B, T+1, N, A]: the action before each step
+    def _span(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """What one update trains on, per stored episode: the whole episode (up to the longest
+        in the batch), or with ``sequence_length`` a window of that many steps starting at a
+        uniformly drawn step, after up to ``burn_in`` earlier steps that only warm the hidden
+        state (paper 003). Fields over the span's K steps (observed ones over K+1), with
+        ``exists`` (a step of the episode), ``trained`` (its loss counts), ``ends`` (the
+        episode's last step), ``previous`` (the action before each step, -1 at the
+        episode's start) and ``cut`` (the hidden state is detached before that step: after the
+        burn-in, and every ``tbptt`` steps)."""
+        c = self.config
+        lengths = batch["filled"].sum(axis=1)
+        b = len(lengths)
+        if c.sequence_length is None:
+            k = int(lengths.max())
+            first = np.zeros(b, np.int64)
+            burn = np.zeros(b, np.int64)
+        else:
+            begins = (self.rng.random(b) * lengths).astype(np.int64)  # the first trained step
+            first = np.maximum(0, begins - c.burn_in)
+            burn = begins - first
+            k = int(min((burn + c.sequence_length).max(), (lengths - first).max()))
+        steps = np.arange(k)
+        at = first[:, None] + steps  # [B, K]: the episode step at each span position
+        rows = np.arange(b)[:, None]
+        stored = batch["action"].shape[1]
+        step_at, seen_at = np.minimum(at, stored - 1), np.minimum(np.concatenate([at, at[:, -1:] + 1], axis=1), stored)
+        span = {name: batch[name][rows, step_at] for name in ("action", "reward", "terminated", "truncated", "valid")}
+        for name in ("obs", "state", "action_mask"):
+            if name in batch:
+                span[name] = batch[name][rows, seen_at]
+        span["exists"] = at < lengths[:, None]
+        span["trained"] = span["exists"] & (steps >= burn[:, None])
+        if c.sequence_length is not None:
+            span["trained"] &= steps < (burn + c.sequence_length)[:, None]
+        span["ends"] = at == (lengths - 1)[:, None]
+        before = np.concatenate([at - 1, at[:, -1:]], axis=1)  # the action before each observed row
+        span["previous"] = np.where((before >= 0)[..., None], batch["action"][rows, np.clip(before, 0, stored - 1)].astype(np.int64), -1)
+        cut = np.zeros((b, k + 1), bool)
+        cut[:, 1:] = (steps[None] + 1 == burn[:, None]) & (burn[:, None] > 0)  # hidden state from the burn-in, without its gradient
+        if c.tbptt is not None:
+            cut[:, 1:] |= ((steps[None] + 1) % c.tbptt == 0)
+        span["cut"] = cut
+        return span
 
-        q = self._agent_q(self.agent, obs, last)  # [B, T+1, N, A]
+    def update(self, batch: dict[str, np.ndarray], weights: Any = None) -> tuple[np.ndarray, dict[str, float]]:
+        """One gradient step on a batch of episodes (or windows of them); returns each
+        episode's weight (MAC-PO's mean over its trained steps, else its mean |td|: what
+        AccMER's table keeps) and metrics."""
+        c, dev = self.config, self.device
+        span = {name: torch.as_tensor(value, device=dev) for name, value in self._span(batch).items()}
+        obs, actions = span["obs"], span["action"].long()
+        t = actions.shape[1]
+        avail = span["action_mask"] if "action_mask" in span else torch.ones(*obs.shape[:3], self.n_actions, dtype=torch.bool, device=dev)
+        reward, terminated, truncated, valid = span["reward"].float(), span["terminated"], span["truncated"], span["valid"]
+        exists, trained, ends = span["exists"], span["trained"], span["ends"]
+        previous = span["previous"]
+        last = F.one_hot(previous.clamp(min=0), self.n_actions).float() * (previous >= 0).unsqueeze(-1)  # [B, K+1, N, A]
+
+        q = self._agent_q(self.agent, obs, last, span["cut"])  # [B, K+1, N, A]
         with torch.no_grad():
-            target_q = self._agent_q(self.target["agent"], obs, last)
+            target_q = self._agent_q(self.target["agent"], obs, last, span["cut"])
             following = q[:, 1:] if c.double_q else target_q[:, 1:]
             following = following.masked_fill(~avail[:, 1:], -torch.inf).argmax(dim=-1, keepdim=True)
-            next_q = target_q[:, 1:].gather(-1, following).squeeze(-1)  # [B, T, N]
-        chosen = q[:, :t].gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # [B, T, N]
+            next_q = target_q[:, 1:].gather(-1, following).squeeze(-1)  # [B, K, N]
+        chosen = q[:, :t].gather(-1, actions.unsqueeze(-1)).squeeze(-1)  # [B, K, N]
 
         if self.mixer is None:  # independent learners: each agent's own reward and ends
-            q_tot, mask = chosen, valid.float()
+            q_tot, present = chosen, valid & exists.unsqueeze(-1)
+            mask = (present & trained.unsqueeze(-1)).float()
             with torch.no_grad():
-                y = td_lambda_targets(reward, next_q, terminated, truncated, valid, c.gamma, c.td_lambda)
+                y = td_lambda_targets(reward, next_q, terminated, truncated, present, c.gamma, c.td_lambda)
         else:
-            state = torch.as_tensor(batch["state"][:, : t + 1], device=dev).float().reshape(obs.shape[0], t + 1, -1) if self.state_size else obs.new_zeros(obs.shape[0], t + 1, 0).float()
+            state = span["state"].float().reshape(obs.shape[0], t + 1, -1) if self.state_size else obs.new_zeros(obs.shape[0], t + 1, 0).float()
             q_tot = self.mixer(chosen, state[:, :t])
-            mask = filled.float()
-            ends = filled & ~torch.cat([filled[:, 1:], torch.zeros_like(filled[:, :1])], dim=1)
+            mask = trained.float()
             cut = ends & truncated.any(dim=-1)
             with torch.no_grad():
                 next_tot = self.target["mixer"](next_q, state[:, 1:])
-                y = td_lambda_targets(reward.sum(dim=-1), next_tot, ends & ~cut, cut, filled, c.gamma, c.td_lambda)
+                y = td_lambda_targets(reward.sum(dim=-1), next_tot, ends & ~cut, cut, exists, c.gamma, c.td_lambda)
         td = (q_tot - y) * mask
         metrics: dict[str, float] = {}
         loss_weights = mask
@@ -276,7 +324,8 @@ class ValueDecomposition:
         per_step = loss_weights if self.central is not None else td.abs()
         reduce = tuple(range(1, per_step.dim()))
         priorities = (per_step.sum(dim=reduce) / mask.sum(dim=reduce).clamp(min=1)).detach().cpu().numpy()
-        metrics.update(td_loss=loss.item(), grad_norm=float(grad_norm), q_taken=float((chosen.detach() * valid).sum() / valid.sum().clamp(min=1)))
+        counted = valid & trained.unsqueeze(-1)
+        metrics.update(td_loss=loss.item(), grad_norm=float(grad_norm), q_taken=float((chosen.detach() * counted).sum() / counted.sum().clamp(min=1)))
         return priorities, metrics
 
     def sync_target(self) -> None:

@@ -55,14 +55,19 @@ class RecurrentQNetwork(nn.Module):
         h = self.cell(torch.relu(self.encoder(x)), h)
         return self.head(h), h
 
-    def unroll(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    def unroll(self, x: torch.Tensor, h: torch.Tensor, cut: torch.Tensor | None = None) -> torch.Tensor:
         """Inputs ``[P, T, B, in]`` from hidden ``h [P, B, H]`` -> Q-values ``[P, T, B, A]``.
         The encoder, the cell's input projections and the head run on all T steps at once;
-        only the recurrence goes step by step (the same values as T calls of ``forward``)."""
+        only the recurrence goes step by step (the same values as T calls of ``forward``).
+        ``cut [T, P, B]`` (or ``[T, P * B]`` with P = 1): rows whose hidden state is detached
+        before that step, so no gradient flows back past it (burn-in, truncated BPTT)."""
         p, t, b, _ = x.shape
         projected = self.cell.inputs(torch.relu(self.encoder(x.reshape(p, t * b, -1)))).reshape(p, t, b, -1)
+        cuts = cut.reshape(t, p, b, 1).unbind(dim=0) if cut is not None else [None] * t
         states = []
-        for step in projected.unbind(dim=1):  # one backward for all steps (slicing [:, k] costs T full-size gradients)
+        for step, detach in zip(projected.unbind(dim=1), cuts):  # one backward for all steps (slicing [:, k] costs T full-size gradients)
+            if detach is not None and bool(detach.any()):
+                h = torch.where(detach, h.detach(), h)
             h = self.cell.step(step, h)
             states.append(h)
         return self.head(torch.stack(states, dim=1).reshape(p, t * b, -1)).reshape(p, t, b, -1)

@@ -54,6 +54,18 @@ def test_unroll_equals_the_cell_step_by_step():
         torch.testing.assert_close(net.unroll(x, h), torch.stack(expected, dim=1))
 
 
+def test_a_cut_stops_the_gradient_at_that_step_for_that_row_only():
+    torch.manual_seed(1)
+    for n_sets, rows in ((1, 4), (2, 3)):
+        net = RecurrentQNetwork(n_sets, 5, 3, hidden_size=8)
+        x = torch.randn(n_sets, 6, rows, 5, requires_grad=True)
+        cut = torch.zeros(6, n_sets, rows, dtype=torch.bool)
+        cut[3, 0, 1] = True  # row 1 of set 0: hidden state detached before step 3
+        net.unroll(x, net.initial(n_sets, rows), cut)[:, 3:].sum().backward()
+        assert (x.grad[0, :3, 1] == 0).all()  # nothing reaches the earlier steps of the cut row
+        assert (x.grad[0, :3, 0] != 0).any() and (x.grad[0, 3:, 1] != 0).any()
+
+
 @pytest.mark.parametrize(
     "qmix",
     [
@@ -61,8 +73,10 @@ def test_unroll_equals_the_cell_step_by_step():
         {"mixer": "vdn", "param_sharing": False},
         {"mixer": "qmix"},
         {"mixer": "qmix", "weighting": "macpo", "sampler": "reuse", "reuse_decay": 0.8},
+        {"mixer": "qmix", "sequence_length": 8, "burn_in": 4, "tbptt": 4},
+        {"mixer": "none", "sequence_length": 6, "burn_in": 3, "param_sharing": False},
     ],
-    ids=["iql", "vdn-independent-parameters", "qmix", "accmer"],
+    ids=["iql", "vdn-independent-parameters", "qmix", "accmer", "qmix-windows-burn-in-tbptt", "iql-windows-independent"],
 )
 def test_each_learner_trains_on_whole_episodes(qmix):
     trainer = _train(_config(600, **qmix))
@@ -110,6 +124,7 @@ def test_qmix_learns_to_catch_stags():
         ({"qmix": {"max_episode_length": 20}}, "max_episode_length"),
         ({"qmix": {"batch_size": 64, "buffer_size": 32}}, "batch_size"),
         ({"sharing": {"select": "quantile"}}, "sharing.select=none"),
+        ({"qmix": {"burn_in": 5}}, "sequence_length"),
     ],
 )
 def test_bad_settings_are_refused_before_training(change, message):
