@@ -62,7 +62,13 @@ class RecurrentQNetwork(nn.Module):
         ``cut [T, P, B]`` (or ``[T, P * B]`` with P = 1): rows whose hidden state is detached
         before that step, so no gradient flows back past it (burn-in, truncated BPTT)."""
         p, t, b, _ = x.shape
-        projected = self.cell.inputs(torch.relu(self.encoder(x.reshape(p, t * b, -1)))).reshape(p, t, b, -1)
+        encoded = torch.relu(self.encoder(x.reshape(p, t * b, -1)))
+        if p == 1 and cut is None:  # one parameter set: torch's fused GRU runs the recurrence (same gates, about 1.2x faster here)
+            c = self.cell
+            weights = [c.inputs.weight[0].T, c.hidden.weight[0].T, c.inputs.bias[0, 0], c.hidden.bias[0, 0]]
+            states, _ = torch.gru(encoded.reshape(t, b, -1), h, weights, True, 1, 0.0, self.training, False, False)
+            return self.head(states.reshape(1, t * b, -1)).reshape(1, t, b, -1)
+        projected = self.cell.inputs(encoded).reshape(p, t, b, -1)
         cuts = cut.reshape(t, p, b, 1).unbind(dim=0) if cut is not None else [None] * t
         states = []
         for step, detach in zip(projected.unbind(dim=1), cuts):  # one backward for all steps (slicing [:, k] costs T full-size gradients)
