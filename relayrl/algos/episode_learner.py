@@ -5,9 +5,11 @@ Per fragment of its entities' steps ``[T, W, N, ...]``, ``observe`` completes ea
 episode in flight (``EpisodeBuilder``) and stores the finished ones as replay rows. ``learn``
 takes ``updates_per_episode`` gradient steps per finished episode once the replay holds a
 batch (paper 003: with E env copies, E times the updates of one), each on a batch of
-episodes drawn by the sampler: uniform without replacement, or AccMER's reuse of the
-highest-weight episodes (``relayrl.replay.reuse``; reuse_ratio 0 is the uniform draw), whose
-weight table takes the algorithm's per-episode weights after every update. Targets sync every
+episodes drawn by the sampler: uniform without replacement, prioritized (Schaul et al.'s
+proportional PER over episodes, with importance weights), or AccMER's reuse of the
+highest-weight episodes (``relayrl.replay.reuse``; reuse_ratio 0 is the uniform draw). The
+algorithm's per-episode weights go back into the priorities or the reuse table after every
+update. Targets sync every
 ``target_update_episodes`` finished episodes.
 """
 
@@ -23,7 +25,6 @@ from relayrl.algos.off_policy import MetricWindow
 from relayrl.core.errors import ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
-from relayrl.replay import row_nbytes
 from relayrl.replay.episodes import EpisodeBuilder
 from relayrl.replay.reuse import ReuseSampler
 from relayrl.sharing.config import SharingConfig
@@ -59,11 +60,11 @@ class EpisodeLearner:
         self.algorithm = ALGORITHMS[algo].make(spec, config, 1, device, seeds[0])
         plan = ALGORITHMS[algo].plan(spec, config)  # one replay of buffer_size episodes
         self.fields = plan.fields
-        self.replay = plan.build(seed=seeds[1])
-        self.bytes_per_episode = row_nbytes(plan.fields)
+        self.replay = plan.build(alpha=config.priority_alpha, beta=config.priority_beta, seed=seeds[1])
+        self.prioritized = config.sampler == "prioritized"
         self.builder = EpisodeBuilder(config.max_episode_length)
         alpha = config.reuse_ratio if config.sampler == "reuse" else 0.0
-        self.sampler = ReuseSampler(config.buffer_size, config.batch_size, alpha, config.reuse_decay, config.reuse_period, seed=seeds[2])
+        self.sampler = None if self.prioritized else ReuseSampler(config.buffer_size, config.batch_size, alpha, config.reuse_decay, config.reuse_period, seed=seeds[2])
         self.window = MetricWindow()
         self.updates = 0
         self.updates_owed = 0.0
@@ -97,7 +98,8 @@ class EpisodeLearner:
                 k = len(finished["filled"])
                 slots = (self.replay.write_position[0] + np.arange(k)) % self.replay.capacity
                 self.replay.add({name: finished[name][None] for name in self.fields})
-                self.sampler.written(slots)
+                if self.sampler is not None:
+                    self.sampler.written(slots)
                 if self.gathered is not None and np.isin(slots, self.gathered).any():
                     self.gathered = None  # a reused episode was overwritten: gather the set again
                 self.episodes += k
@@ -118,10 +120,16 @@ class EpisodeLearner:
             self.algorithm.sync_target()
             self.last_target_sync = self.episodes
 
+    def _prioritized_batch(self) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+        """Slots ``[1, B]``, rows and importance weights of a prioritized draw."""
+        sampled = self.replay.sample(self.config.batch_size)
+        return sampled.indices, {name: rows[0] for name, rows in sampled.data.items()}, sampled.weights[0]
+
     def _batch(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The next batch's slots and rows, gathered into preallocated arrays. The reuse set's
         rows are gathered once per refresh and stay in the batch's first rows while it stands
         (AccMER's data reuse, paper 002 section IV-B): an update moves only the fresh rows."""
+        assert self.sampler is not None, "a prioritized replay draws its own batches"
         slots = self.sampler.sample(int(self.replay.size[0]))
         k = self.sampler.n_reused
         stored = self.replay.storage()
@@ -136,16 +144,23 @@ class EpisodeLearner:
     def _train(self, n_updates: int) -> None:
         for _ in range(n_updates):
             start = time.perf_counter()
+            importance = None
             with self.timer("sample"):
-                slots, batch = self._batch()
+                if self.prioritized:
+                    slots, batch, importance = self._prioritized_batch()
+                else:
+                    slots, batch = self._batch()
             sampled = time.perf_counter()
             with self.timer("update"):
-                weights, metrics = self.algorithm.update(batch)
+                weights, metrics = self.algorithm.update(batch, importance)
             metrics["sample_share"] = (sampled - start) / (time.perf_counter() - start)
             if not all(np.isfinite(metrics[k]) for k in (self.algorithm.loss_metric, *self.algorithm.checked_metrics)):
                 raise NonFiniteError(f"the {self.algorithm.loss_metric} of policy {self.name!r} is not finite")
             with self.timer("sample"):
-                self.sampler.update(slots, weights)
+                if self.prioritized:
+                    self.replay.update_priorities(slots, weights[None])
+                else:
+                    self.sampler.update(slots, weights)
             self.window.updates += 1
             self.window.add(metrics)
             self.updates += 1
@@ -162,7 +177,7 @@ class EpisodeLearner:
             "algorithm": self.algorithm.state_dict(),
             "replay": self.replay.state_dict(),
             "builder": self.builder.state_dict(),
-            "sampler": self.sampler.state_dict(),
+            "sampler": None if self.sampler is None else self.sampler.state_dict(),
             "window": asdict(self.window),
             "budget": {
                 "updates": self.updates,
@@ -177,7 +192,8 @@ class EpisodeLearner:
         self.algorithm.load_state_dict(state["algorithm"])
         self.replay.load_state_dict(state["replay"])
         self.builder.load_state_dict(state["builder"])
-        self.sampler.load_state_dict(state["sampler"])
+        if self.sampler is not None:
+            self.sampler.load_state_dict(state["sampler"])
         self.window = MetricWindow(**state["window"])
         budget = state["budget"]
         self.updates, self.updates_owed, self.episodes = budget["updates"], budget["updates_owed"], budget["episodes"]

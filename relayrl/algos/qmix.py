@@ -50,7 +50,11 @@ class ValueDecompositionConfig(Strict):
     algo: Literal["qmix"] = "qmix"
     mixer: Literal["qmix", "vdn", "none"] = Field("qmix", description="none: independent Q-learning")
     weighting: Literal["none", "macpo"] = Field("none", description="macpo: Lemma 1's weights (paper 002)")
-    sampler: Literal["uniform", "reuse"] = Field("uniform", description="reuse: AccMER's priority-guided reuse (paper 002, Alg. 1)")
+    sampler: Literal["uniform", "prioritized", "reuse"] = Field(
+        "uniform", description="prioritized: PER over episodes by their weight; reuse: AccMER's priority-guided reuse (paper 002, Alg. 1)"
+    )
+    priority_alpha: float = Field(0.6, ge=0, description="prioritized: Schaul et al. 2016's alpha")
+    priority_beta: float = Field(0.4, ge=0, description="prioritized: importance-sampling exponent")
     reuse_ratio: float = Field(0.5, ge=0, le=1, description="alpha: the share of each batch reused")
     reuse_decay: float = Field(1.0, gt=0, le=1, description="gamma of Alg. 1: the weight table's decay per update")
     reuse_period: int | None = Field(None, ge=1, description="updates between reuse-set refreshes; default floor(d / b)")
@@ -206,10 +210,6 @@ class ValueDecomposition:
         last = F.one_hot(torch.as_tensor(actions, device=self.device), self.n_actions).float()
         return actions, {"h": self._from_sets(h, (w,)), "last": last}
 
-    def random_actions(self, shape: tuple[int, ...], mask: np.ndarray | None = None) -> np.ndarray:
-        allowed = np.ones((*shape, self.n_actions), bool) if mask is None else mask
-        return allowed_choice(allowed, self.rng)
-
     # ------------------------------------------------------------------ learning
     def _agent_q(self, network: RecurrentQNetwork, obs: torch.Tensor, last: torch.Tensor, cut: torch.Tensor) -> torch.Tensor:
         """Q-values ``[B, K, N, A]`` over spans of K steps from zero hidden states, each row's
@@ -270,10 +270,11 @@ class ValueDecomposition:
         span["cut"] = cut
         return span
 
-    def update(self, batch: dict[str, np.ndarray], weights: Any = None) -> tuple[np.ndarray, dict[str, float]]:
-        """One gradient step on a batch of episodes (or windows of them); returns each
-        episode's weight (MAC-PO's mean over its trained steps, else its mean |td|: what
-        AccMER's table keeps) and metrics."""
+    def update(self, batch: dict[str, np.ndarray], weights: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, float]]:
+        """One gradient step on a batch of episodes (or windows of them), each episode's loss
+        scaled by ``weights [B]`` (prioritized replay's importance weights) where given;
+        returns each episode's weight (MAC-PO's mean over its trained steps, else its mean
+        |td|: what AccMER's table and the priorities keep) and metrics."""
         c, dev = self.config, self.device
         span = {name: torch.as_tensor(value, device=dev) for name, value in self._span(batch).items()}
         obs, actions = span["obs"], span["action"].long()
@@ -314,7 +315,10 @@ class ValueDecomposition:
             pi = taken_action_probability(q[:, :t].detach(), actions, avail[:, :t])
             loss_weights = macpo_weights(q_tot.detach(), y, q_star.detach(), pi, mask)
             metrics.update(central_loss=central_loss.item(), weight_max=loss_weights.max().item())
-        loss = (loss_weights * td**2).sum() / mask.sum()
+        squared = loss_weights * td**2
+        if weights is not None:
+            squared = squared * torch.as_tensor(weights, device=dev).reshape(-1, *[1] * (squared.dim() - 1))
+        loss = squared.sum() / mask.sum()
         self.optimizer.zero_grad(set_to_none=True)
         (loss + central_loss if self.central is not None else loss).backward()
         grad_norm = nn.utils.clip_grad_norm_(self.learned.parameters(), c.grad_clip)
@@ -380,7 +384,7 @@ def _make(spec: GroupSpec, config: ValueDecompositionConfig, n_sets: int, device
 
 
 def _plan(spec: GroupSpec, config: ValueDecompositionConfig) -> ReplayPlan:
-    return ReplayPlan(1, config.buffer_size, episode_fields(spec, config))
+    return ReplayPlan(1, config.buffer_size, episode_fields(spec, config), config.sampler == "prioritized")
 
 
 # ``fields`` describes transition rows, which this learner does not store

@@ -200,7 +200,9 @@ def _gym_presets() -> dict[str, tuple[str, dict[str, Any]]]:
 # decay 1.0) and the hard one (Table III: miscapture -1.5, batch 128, replay 10,000
 # episodes, decay 0.8); the scaling runs (section V-D: 16 and 32 predators, batch 128,
 # replay 10,000, decay 0.8, no punishment). 1M env steps (the reference config's budget),
-# greedy evaluation of 32 episodes; reports every 10k env steps. Table II's replay of
+# greedy evaluation of 32 episodes; reports every 10k env steps. The runner is that of
+# pymarl2's `qmix_predator_prey` config, which the references build on: 8 env copies and
+# one update per 8 finished episodes. Table II's replay of
 # 100,000 padded episodes would take 20 GB here; 20,000 episodes is what one run of 1M env
 # steps can fill when its episodes average 50 steps (docs/results/accmer/README.md).
 # ``-small`` is ours: a game of minutes on one core (5x5, 4 predators, 2 stags, 50 steps),
@@ -215,7 +217,14 @@ PREDATOR_PREY_SETTINGS: dict[str, tuple[str, dict[str, Any], dict[str, Any], dic
         "4 predators and 2 stags on 5x5, 50 steps (ours, small)",
         {"n_predators": 4, "n_stags": 2, "x_size": 5, "y_size": 5, "max_cycles": 50},
         {"batch_size": 32, "buffer_size": 1000, "epsilon_steps": 10_000, "target_update_episodes": 20, "max_episode_length": 50},
-        {"total_steps": 40_000, "report_interval": 2000, "eval": {"interval": 2000, "episodes": 32}, "checkpoint_interval": 10_000},
+        {
+            "env": {"num_envs": 1},
+            "qmix": {"updates_per_episode": 1.0},
+            "total_steps": 40_000,
+            "report_interval": 2000,
+            "eval": {"interval": 2000, "episodes": 32},
+            "checkpoint_interval": 10_000,
+        },
     ),
 }
 VALUE_DECOMPOSITION: dict[str, tuple[str, dict[str, Any]]] = {
@@ -226,7 +235,8 @@ VALUE_DECOMPOSITION: dict[str, tuple[str, dict[str, Any]]] = {
     "accmer": ("QMIX with MAC-PO weights and AccMER reuse (alpha 0.5)", {"mixer": "qmix", "weighting": "macpo", "sampler": "reuse"}),
 }
 PREDATOR_PREY_RUN: dict[str, Any] = {
-    "env": {"name": "predator-prey"},
+    "env": {"name": "predator-prey", "num_envs": 8},
+    "qmix": {"updates_per_episode": 0.125},
     "total_steps": 1_000_000,
     "report_interval": 10_000,
     "eval": {"interval": 10_000, "episodes": 32},

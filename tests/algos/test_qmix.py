@@ -74,9 +74,10 @@ def test_a_cut_stops_the_gradient_at_that_step_for_that_row_only():
         {"mixer": "qmix"},
         {"mixer": "qmix", "weighting": "macpo", "sampler": "reuse", "reuse_decay": 0.8},
         {"mixer": "qmix", "sequence_length": 8, "burn_in": 4, "tbptt": 4},
+        {"mixer": "qmix", "weighting": "macpo", "sampler": "prioritized"},
         {"mixer": "none", "sequence_length": 6, "burn_in": 3, "param_sharing": False},
     ],
-    ids=["iql", "vdn-independent-parameters", "qmix", "accmer", "qmix-windows-burn-in-tbptt", "iql-windows-independent"],
+    ids=["iql", "vdn-independent-parameters", "qmix", "accmer", "qmix-windows-burn-in-tbptt", "macpo-prioritized", "iql-windows-independent"],
 )
 def test_each_learner_trains_on_whole_episodes(qmix):
     trainer = _train(_config(600, **qmix))
@@ -93,6 +94,13 @@ def test_accmer_weights_are_written_back_and_decay():
     assert learner.updates > 0
     assert not np.allclose(table, 1.0)  # MAC-PO weights replaced the initial ones
     assert (table >= 0).all()
+
+
+def test_prioritized_episodes_take_the_algorithm_weights_as_priorities():
+    trainer = _train(_config(400, weighting="macpo", sampler="prioritized"))
+    (learner,) = trainer.learners.values()
+    stored = learner.replay.priorities()[0, : int(learner.replay.size[0])]
+    assert learner.updates > 0 and len(np.unique(stored)) > 2  # MAC-PO's per-episode weights, not one insert priority
 
 
 def test_resume_equals_an_uninterrupted_run(tmp_path):
