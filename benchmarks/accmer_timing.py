@@ -7,7 +7,7 @@ play (epsilon 0.995: the start of training), then each learner (preset
 ``predator-prey[-N]-macpo`` and ``-accmer``: the same QMIX with MAC-PO weights, uniform or
 reuse sampling) starts from the same networks and takes the same number of updates on it.
 
-    python benchmarks/accmer_timing.py [--predators 8 16 32] [--episodes 300] [--updates 20]
+    python benchmarks/accmer_timing.py [--predators 8 16 32] [--episodes 300] [--updates 20] [--buffer N]
 """
 
 import argparse
@@ -22,10 +22,13 @@ from relayrl.experiment.presets import preset_dict
 PRESET = {8: "predator-prey", 16: "predator-prey-16", 32: "predator-prey-32"}
 
 
-def learner(preset: str, episodes: int, updates: int) -> tuple[Trainer, Any]:
-    """A trainer of ``preset`` that owes ``updates`` gradient steps per ``episodes`` stored."""
+def learner(preset: str, episodes: int, updates: int, buffer: int | None) -> tuple[Trainer, Any]:
+    """A trainer of ``preset`` that owes ``updates`` gradient steps per ``episodes`` stored
+    (``buffer``: another replay capacity, in episodes)."""
     config = preset_dict(preset)
     config["qmix"]["updates_per_episode"] = updates / episodes
+    if buffer is not None:
+        config["qmix"]["buffer_size"] = buffer
     trainer = Trainer(build_config(config), None, verbose=False)
     (found,) = trainer.learners.values()
     return trainer, found
@@ -43,6 +46,7 @@ def main() -> None:
     parser.add_argument("--predators", type=int, nargs="+", default=[8, 16, 32])
     parser.add_argument("--episodes", type=int, default=300)
     parser.add_argument("--updates", type=int, default=20)
+    parser.add_argument("--buffer", type=int, help="replay capacity in episodes (default: the preset's; 32 predators' 10,000 take 6.3 GB each)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print("| predators | batch | learner | s / update | sampling (draw + gather) | share | accmer / macpo | sampling saved / MAC-PO's update |")
@@ -50,7 +54,7 @@ def main() -> None:
     for predators in args.predators:
         trainers, learners = {}, {}
         for name in ("macpo", "accmer"):
-            trainers[name], learners[name] = learner(f"{PRESET[predators]}-{name}", args.episodes, args.updates)
+            trainers[name], learners[name] = learner(f"{PRESET[predators]}-{name}", args.episodes, args.updates, args.buffer)
         fill(trainers["macpo"], learners["macpo"], args.episodes)
         learners["accmer"].load_state_dict(learners["macpo"].state_dict())  # the same replay, networks and owed updates
         per_update, sampling = {}, {}
