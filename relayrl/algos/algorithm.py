@@ -64,6 +64,38 @@ class Algorithm(Protocol):
     def load_policy_state(self, state: dict[str, Any]) -> None: ...
 
 
+class Learner(Protocol):
+    """What a learning policy drives (DESIGN.md §4): the off-policy learner of transitions
+    (``off_policy.py``) or the learner of whole episodes (``episode_learner.py``)."""
+
+    spec: GroupSpec
+    name: str
+    algo: str
+    algorithm: Algorithm
+    settings: "OffPolicySettings"
+    relay: Any  # the SUPER relay where the learner shares, else None
+    updates: int  # gradient steps so far
+
+    @property
+    def metric_columns(self) -> tuple[str, ...]: ...
+
+    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]: ...
+
+    def exploration(self, env_steps: int) -> float: ...
+
+    def observe(self, fragment: dict[str, np.ndarray]) -> int: ...
+
+    def learn(self, env_steps: int) -> None: ...
+
+    def drain_window(self) -> Any: ...
+
+    def policy_state(self) -> dict[str, Any]: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
 @dataclass(frozen=True)
 class OffPolicySettings:
     """How an off-policy learner feeds its algorithm; each algorithm's config gives them.

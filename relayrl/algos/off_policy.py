@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from relayrl.algos.algorithm import ALGORITHMS, Algorithm, OffPolicySettings
+from relayrl.algos.algorithm import ALGORITHMS, Algorithm, Learner, OffPolicySettings
 from relayrl.algos.layout import AgentLayout
 from relayrl.algos.nstep import NStepBuilder, Transitions
 from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
@@ -312,7 +312,7 @@ def learner_plan(spec: GroupSpec, algo: str, section: Any, sharing: SharingConfi
     return entry.plan(spec, section) if entry.plan is not None else replay_plan(spec, algo, section.off_policy(), sharing)
 
 
-def make_learner(spec: GroupSpec, algo: str, section: Any, sharing: SharingConfig, device: torch.device, seeds: list[int], timer: SectionTimer, **options: Any) -> Any:
+def make_learner(spec: GroupSpec, algo: str, section: Any, sharing: SharingConfig, device: torch.device, seeds: list[int], timer: SectionTimer, **options: Any) -> Learner:
     """The learner that feeds ``algo``: its registry entry's, else the off-policy learner."""
     build = ALGORITHMS[algo].learner or OffPolicyLearner
     return build(spec, algo, section, sharing, device, seeds, timer, **options)

@@ -19,9 +19,9 @@ import torch
 from pydantic import Field, model_validator
 
 from relayrl.algos import ALGORITHMS
-from relayrl.algos.algorithm import Algorithm, allowed_choice
+from relayrl.algos.algorithm import Algorithm, Learner, allowed_choice
 from relayrl.algos.layout import AgentLayout
-from relayrl.algos.off_policy import OffPolicyLearner, load_policy_state, make_learner
+from relayrl.algos.off_policy import load_policy_state, make_learner
 from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.registry import Registry
@@ -92,7 +92,7 @@ class Policy(Protocol):
 class LearningPolicy:
     """Acts with its learner's exploration and learns from its entities' experience."""
 
-    def __init__(self, learner: OffPolicyLearner) -> None:
+    def __init__(self, learner: Learner) -> None:
         self.learner = learner
         self.spec = learner.spec
 

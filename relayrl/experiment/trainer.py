@@ -27,8 +27,9 @@ import torch
 import yaml
 
 import relayrl
+from relayrl.algos.algorithm import Learner
 from relayrl.algos.dqn import NetworkFactory
-from relayrl.algos.off_policy import OffPolicyLearner, learner_plan
+from relayrl.algos.off_policy import learner_plan
 from relayrl.arena.match import compile_matches
 from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, Policy, PolicyBuild, PolicyConfig
 from relayrl.arena.rollout import Rollout
@@ -152,7 +153,7 @@ class Trainer:
         self.policy_specs = {pid: assignment.spec for pid, assignment in assignments.items()}
         self._check_memory(configs)
         self.policies: dict[str, Policy] = {}
-        self.learners: dict[str, OffPolicyLearner] = {}
+        self.learners: dict[str, Learner] = {}
         self.frozen_sources: dict[str, str] = {}  # policy id -> checkpoint its networks came from
         options = {"model": config.model, "network_factory": network_factory}  # what the DQN builds its networks from
         for index, (pid, spec) in enumerate(self.policy_specs.items()):
@@ -342,7 +343,7 @@ class Trainer:
         )
 
     # ------------------------------------------------------------------ loop
-    def _reported_learner(self) -> OffPolicyLearner:
+    def _reported_learner(self) -> Learner:
         """The learner of the policy named after the reported group, else the first one."""
         return self.learners.get(self.venv.groups[self.reported].name) or next(iter(self.learners.values()))
 
