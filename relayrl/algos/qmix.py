@@ -17,6 +17,9 @@ sum w * (Q_tot - y)^2 / sum mask with w = 1, or MAC-PO's Lemma 1 weight
 (feed-forward over the state and the agents' chosen Q-values, weighted QMIX's "ff" central
 mixer of 256 units; Rashid et al. 2020) trained alongside towards the same targets.
 Independent Q-learning learns per agent from each agent's own reward and end flags.
+With ``sequence_length`` an update trains a window of each episode instead, after up to
+``burn_in`` steps that only warm the hidden state; ``tbptt`` truncates backpropagation
+(paper 003).
 """
 
 import copy
