@@ -127,6 +127,15 @@ def test_dase_run_trains_and_evaluates_against_random_actions(tmp_path, capsys):
     assert "random" in out and "greedy" in out
 
 
+def test_a_qmix_run_trains_and_evaluates_against_random_actions(tmp_path, capsys):
+    args = ["train", "predator-prey-small-accmer", "total_steps=400", "qmix.batch_size=2", "qmix.buffer_size=20",
+            "eval.interval=0", "checkpoint_interval=400", "--out", str(tmp_path)]
+    assert main(args) == 0
+    assert main(["eval", str(_run_dir(tmp_path)), "--episodes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "random" in out and "greedy" in out
+
+
 def test_quickstart_prints_its_summary_and_plot(tmp_path, capsys):
     """The README's main job on a tiny budget: it may not beat random in 400 steps (exit 2
     then, by design), but it trains, evaluates, prints every summary row and draws."""
