@@ -2,12 +2,13 @@
 their metrics kept under a label, and a table comparing two labels column by column.
 
     python benchmarks/same_numbers.py record LABEL [--out RUNS] [--results DIR]
-    python benchmarks/same_numbers.py compare BEFORE AFTER [--results DIR]
+    python benchmarks/same_numbers.py compare BEFORE AFTER [--results DIR] [--table NAME]
 
 ``record`` trains every case below with the relayrl this Python imports (for the code
 before a change: a git worktree at that commit with its own environment) and copies each
 run's metrics.csv to ``DIR/LABEL/<case>.csv`` with the machine's description. ``compare``
-writes ``DIR/table.md``: per case, whether every column but the wall-clock ones is equal.
+writes ``DIR/NAME`` (default table.md): per case, whether every column but the wall-clock
+ones is equal.
 CPU kernels round differently across machines, so compare labels recorded on one machine.
 """
 
@@ -84,7 +85,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return [{k: v for k, v in row.items() if k not in WALL_CLOCK} for row in csv.DictReader(handle)]
 
 
-def compare(before: str, after: str, results: Path) -> bool:
+def compare(before: str, after: str, results: Path, table: str = "table.md") -> bool:
     lines = [
         f"# Same numbers: {before} vs {after}",
         "",
@@ -108,7 +109,7 @@ def compare(before: str, after: str, results: Path) -> bool:
                 difference = f"row {i} (env step {a.get('env_steps')}): {k} {a.get(k)} vs {b.get(k)}"
         same_everywhere &= not difference
         lines.append(f"| {case} | {len(old)} | {'yes' if not difference else 'no'} | {difference} |")
-    (results / "table.md").write_text("\n".join(lines) + "\n")
+    (results / table).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return same_everywhere
 
@@ -122,6 +123,7 @@ def main() -> int:
     cmp = sub.add_parser("compare")
     cmp.add_argument("before")
     cmp.add_argument("after")
+    cmp.add_argument("--table", default="table.md", help="file name of the comparison under --results")
     for p in (rec, cmp):
         p.add_argument("--results", type=Path, default=Path("docs/results/same_numbers"))
     args = parser.parse_args()
@@ -129,7 +131,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             record(args.label, args.out or Path(tmp), args.results)
         return 0
-    return 0 if compare(args.before, args.after, args.results) else 1
+    return 0 if compare(args.before, args.after, args.results, args.table) else 1
 
 
 if __name__ == "__main__":
