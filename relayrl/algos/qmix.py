@@ -15,7 +15,8 @@ TD(lambda) returns (lambda 0.6, ``relayrl.algos.returns``), loss
 sum w * (Q_tot - y)^2 / sum mask with w = 1, or MAC-PO's Lemma 1 weight
 (``relayrl.algos.macpo``). Q* for that weight comes from an unrestricted central network
 (feed-forward over the state and the agents' chosen Q-values, weighted QMIX's "ff" central
-mixer of 256 units; Rashid et al. 2020) trained alongside towards the same targets.
+mixer of 256 units; Rashid et al. 2020) trained alongside on its own TD(lambda) targets,
+bootstrapped from its target copy at the agents' greedy next actions.
 Independent Q-learning learns per agent from each agent's own reward and end flags.
 With ``sequence_length`` an update trains a window of each episode instead, after up to
 ``burn_in`` steps that only warm the hidden state; ``tbptt`` truncates backpropagation
@@ -153,13 +154,12 @@ class ValueDecomposition:
         self.agent = RecurrentQNetwork(self.n_sets, inputs, self.n_actions, c.hidden).to(device)
         self.mixer = MIXERS[c.mixer](self.n, self.state_size, c)
         self.central = CentralQ(self.n, self.state_size, c.central_hidden) if c.weighting == "macpo" else None
-        self.learned = nn.ModuleDict({"agent": self.agent, **({"mixer": self.mixer} if self.mixer is not None else {})}).to(device)
+        modules = {"agent": self.agent, "mixer": self.mixer, "central": self.central}
+        self.learned = nn.ModuleDict({k: m for k, m in modules.items() if m is not None}).to(device)
         self.target = copy.deepcopy(self.learned).requires_grad_(False)
-        parameters = list(self.learned.parameters())
-        if self.central is not None:
-            self.central.to(device)
-            parameters += list(self.central.parameters())
-        self.optimizer = torch.optim.Adam(parameters, lr=c.lr)
+        self.optimizer = torch.optim.Adam(self.learned.parameters(), lr=c.lr)
+        # the agents and mixer are clipped together, the central Q* on its own (two losses)
+        self.clipped = [p for k, m in self.learned.items() if k != "central" for p in m.parameters()]
         self.identity = torch.eye(self.n, device=device)
         self.rng = np.random.default_rng(seed)
         self.metric_columns: tuple[str, ...] = ("q_taken", "central_loss", "weight_max") if self.central is not None else ("q_taken",)
@@ -312,9 +312,12 @@ class ValueDecomposition:
         td = (q_tot - y) * mask
         metrics: dict[str, float] = {}
         loss_weights = mask
-        if self.central is not None:
+        if self.central is not None:  # Q* learns its own targets, unrestricted (weighted QMIX's central Q)
+            with torch.no_grad():
+                next_star = self.target["central"](next_q, state[:, 1:])
+                y_star = td_lambda_targets(reward.sum(dim=-1), next_star, ends & ~cut, cut, exists, c.gamma, c.td_lambda)
             q_star = self.central(chosen.detach(), state[:, :t])
-            central_loss = (((q_star - y) * mask) ** 2).sum() / mask.sum()
+            central_loss = (((q_star - y_star) * mask) ** 2).sum() / mask.sum()
             pi = taken_action_probability(q[:, :t].detach(), actions, avail[:, :t])
             loss_weights = macpo_weights(q_tot.detach(), y, q_star.detach(), pi, mask)
             metrics.update(central_loss=central_loss.item(), weight_max=loss_weights.max().item())
@@ -324,7 +327,7 @@ class ValueDecomposition:
         loss = squared.sum() / mask.sum()
         self.optimizer.zero_grad(set_to_none=True)
         (loss + central_loss if self.central is not None else loss).backward()
-        grad_norm = nn.utils.clip_grad_norm_(self.learned.parameters(), c.grad_clip)
+        grad_norm = nn.utils.clip_grad_norm_(self.clipped, c.grad_clip)
         if self.central is not None:
             nn.utils.clip_grad_norm_(self.central.parameters(), c.grad_clip)
         self.optimizer.step()
@@ -346,18 +349,13 @@ class ValueDecomposition:
         self.agent.load_state_dict(state["agent"])
 
     def state_dict(self) -> dict[str, Any]:
-        state = {"learned": self.learned.state_dict(), "target": self.target.state_dict(), "optimizer": self.optimizer.state_dict(), "rng": self.rng.bit_generator.state}
-        if self.central is not None:
-            state["central"] = self.central.state_dict()
-        return state
+        return {"learned": self.learned.state_dict(), "target": self.target.state_dict(), "optimizer": self.optimizer.state_dict(), "rng": self.rng.bit_generator.state}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.learned.load_state_dict(state["learned"])
         self.target.load_state_dict(state["target"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.rng.bit_generator.state = state["rng"]
-        if self.central is not None:
-            self.central.load_state_dict(state["central"])
 
 
 def episode_fields(spec: GroupSpec, config: ValueDecompositionConfig) -> dict[str, FieldSpec]:
