@@ -25,8 +25,8 @@ def joint_action_factor(pi: torch.Tensor) -> torch.Tensor:
 def taken_action_probability(agent_q: torch.Tensor, actions: torch.Tensor, available: torch.Tensor | None = None) -> torch.Tensor:
     """pi_j: the softmax of each agent's Q-values ``[..., n, A]`` (over its available
     actions) at its taken action ``[..., n]``."""
-    if available is not None:
-        agent_q = agent_q.masked_fill(~available, -torch.inf)
+    if available is not None:  # a row that allows nothing (padding after an episode's end) counts every action
+        agent_q = agent_q.masked_fill(~(available | ~available.any(dim=-1, keepdim=True)), -torch.inf)
     return torch.softmax(agent_q, dim=-1).gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
 
 
@@ -35,6 +35,6 @@ def macpo_weights(q_tot: torch.Tensor, target: torch.Tensor, q_star: torch.Tenso
     ``[...]``) and the agents' ``pi [..., n]``, normalised to mean 1 where ``mask`` is set."""
     with torch.no_grad():
         w = (q_tot - target).abs() * torch.exp(-(q_tot - q_star).abs()) * joint_action_factor(pi)
-        w = w * mask
+        w = torch.where(mask.bool(), w, 0.0)  # not w * mask: a NaN outside the mask would spread through the sum
         total = w.sum()
         return w * (mask.sum() / total) if total > 0 else mask.to(w.dtype)

@@ -45,3 +45,18 @@ def test_taken_action_probability_respects_the_masks():
     available = torch.tensor([[[True, True, False], [True, True, True]]])
     pi = taken_action_probability(q, actions, available)
     torch.testing.assert_close(pi, torch.tensor([[torch.softmax(torch.tensor([1.0, 2.0]), 0)[1].item(), 1 / 3]]))
+
+
+def test_padding_after_an_episode_does_not_turn_the_weights_uniform():
+    """Steps after an episode's end allow no action; their pi must not be NaN, and the
+    weights of the real steps must stay Lemma 1's (a NaN there once made every weight 1)."""
+    q = torch.tensor([[[1.0, 2.0], [0.5, 0.0]], [[0.0, 0.0], [0.0, 0.0]]])  # [T=2, N=2, A=2]; step 1 is padding
+    available = torch.tensor([[[True, True], [True, True]], [[False, False], [False, False]]])
+    pi = taken_action_probability(q, torch.tensor([[1, 0], [0, 0]]), available)
+    assert torch.isfinite(pi).all()
+    mask = torch.tensor([1.0, 0.0])
+    w = macpo_weights(torch.tensor([1.0, 0.0]), torch.tensor([0.0, 0.0]), torch.tensor([1.0, 0.0]), pi, mask)
+    torch.testing.assert_close(w, torch.tensor([1.0, 0.0]))
+    w = macpo_weights(torch.tensor([1.0, 3.0, 0.0]), torch.tensor([0.0, 0.0, 0.0]), torch.tensor([1.0, 3.0, 0.0]),
+                      torch.tensor([[0.5, 0.5], [0.5, 0.5], [float("nan"), float("nan")]]), torch.tensor([1.0, 1.0, 0.0]))
+    torch.testing.assert_close(w, torch.tensor([0.5, 1.5, 0.0]))  # |td| 1 and 3 with equal f: not uniform
