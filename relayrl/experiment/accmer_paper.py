@@ -83,17 +83,17 @@ def time_table(results: Path, settings: tuple[str, ...]) -> str | None:
             continue
         step = min(min(m[-1]["env_steps"], a[-1]["env_steps"]) for m, a in pairs)
         walls = [(_wall_at(m, step), _wall_at(a, step)) for m, a in pairs]
-        saving = [1 - a / m for m, a in walls]
+        saving = [100 * (1 - a / m) for m, a in walls]
         per_run = [[r["sample_share"] for r in rows if not math.isnan(r.get("sample_share", math.nan))] for pair in pairs for rows in pair]
-        shares = mean_std([float(np.mean(v)) for v in per_run if v]) if any(per_run) else "- (no update yet)"
-        paper = "-" if math.isnan(PAPER_SAVING[setting]) else f"{PAPER_SAVING[setting]:.1%}"
+        shares = mean_std([100 * float(np.mean(v)) for v in per_run if v]) if any(per_run) else "- (no update yet)"
+        paper = "-" if math.isnan(PAPER_SAVING[setting]) else f"{100 * PAPER_SAVING[setting]:.1f}"
         lines.append(
             f"| {SETTINGS[setting]} | {int(step):,} | {mean_std([m for m, _ in walls])} | {mean_std([a for _, a in walls])} "
             f"| {mean_std(saving)} [{len(pairs)} seed{'s' if len(pairs) > 1 else ''}] | {paper} | {shares} |"
         )
     if not lines:
         return None
-    header = "| setting | env steps | MAC-PO wall (s) | AccMER wall (s) | AccMER saving | paper's saving | sampling share of the learner's time |"
+    header = "| setting | env steps | MAC-PO wall (s) | AccMER wall (s) | AccMER saving (%) | paper's saving (%) | sampling share of the learner's time (%) |"
     return "\n".join([header, "|---|---:|---:|---:|---:|---:|---:|", *lines])
 
 

@@ -36,7 +36,7 @@ def test_training_time_is_compared_seed_by_seed_at_the_step_both_reached(tmp_pat
     _write_run(tmp_path, "predator-prey-macpo", 0, [100.0, 200.0, 300.0], 0.2)
     _write_run(tmp_path, "predator-prey-accmer", 0, [90.0, 160.0], 0.1)  # 20k steps: compared there
     (line,) = time_table(tmp_path, ("", "-hard")).splitlines()[2:]
-    assert line == "| 8 predators, no punishment | 20,000 | 200.00 | 160.00 | 0.20 [1 seed] | 17.0% | 0.15 (0.05) |"
+    assert line == "| 8 predators, no punishment | 20,000 | 200.00 | 160.00 | 20.00 [1 seed] | 17.0 | 15.00 (5.00) |"
     assert PAPER_SAVING["-32"] == 0.254
 
 
