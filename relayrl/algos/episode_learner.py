@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from relayrl.algos.algorithm import ALGORITHMS
-from relayrl.algos.off_policy import MetricWindow
+from relayrl.algos.learner import LearnerReports, MetricWindow
 from relayrl.core.errors import ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
@@ -30,7 +30,7 @@ from relayrl.replay.reuse import ReuseSampler
 from relayrl.sharing.config import SharingConfig
 
 
-class EpisodeLearner:
+class EpisodeLearner(LearnerReports):
     """A learning policy's episodes, replay, sampler and update budget for one algorithm
     that mixes the N agents of its group."""
 
@@ -164,13 +164,6 @@ class EpisodeLearner:
             self.window.updates += 1
             self.window.add(metrics)
             self.updates += 1
-
-    def drain_window(self) -> MetricWindow:
-        window, self.window = self.window, MetricWindow()
-        return window
-
-    def policy_state(self) -> dict[str, Any]:
-        return {"algo": self.algo, "param_sharing": self.settings.param_sharing, "networks": self.algorithm.policy_state()}
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -12,7 +12,7 @@ syncs hard targets on schedule.
 """
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ import torch
 
 from relayrl.algos.algorithm import ALGORITHMS, Algorithm, Learner, OffPolicySettings
 from relayrl.algos.layout import AgentLayout
+from relayrl.algos.learner import LearnerReports, MetricWindow
 from relayrl.algos.nstep import NStepBuilder, Transitions
 from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
@@ -29,24 +30,6 @@ from relayrl.sharing.config import SharingConfig
 from relayrl.sharing.corrections import CORRECTIONS, DPSCorrection, ExternalWeights
 from relayrl.sharing.relay import Relay, RelayStats
 from relayrl.sharing.selectors import make_selector
-
-
-@dataclass
-class MetricWindow:
-    """A learner's update metrics between two reports: sums and counts per metric (an
-    actor loss, say, comes every ``policy_delay`` updates only)."""
-
-    updates: int = 0
-    sums: dict[str, float] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)
-
-    def add(self, metrics: dict[str, float]) -> None:
-        for key, value in metrics.items():
-            self.sums[key] = self.sums.get(key, 0.0) + value
-            self.counts[key] = self.counts.get(key, 0) + 1
-
-    def mean(self, key: str) -> float:
-        return self.sums[key] / self.counts[key] if self.counts.get(key) else math.nan
 
 
 def replay_plan(spec: GroupSpec, algo: str, settings: OffPolicySettings, sharing: SharingConfig) -> ReplayPlan:
@@ -63,7 +46,7 @@ def replay_plan(spec: GroupSpec, algo: str, settings: OffPolicySettings, sharing
     return ReplayPlan(n_sets, settings.buffer_size, fields, settings.prioritized)
 
 
-class OffPolicyLearner:
+class OffPolicyLearner(LearnerReports):
     """What a learning policy drives for one group ``[E, N, ...]``: P parameter sets of an
     algorithm (P = N independent agents, 1 with parameter sharing), their replay, n-step
     builder, sharing and update budget."""
@@ -250,14 +233,6 @@ class OffPolicyLearner:
         raise NonFiniteError(f"the {' and '.join(bad)} of {who} {'is' if len(bad) == 1 else 'are'} not finite")
 
     # ------------------------------------------------------------------ state
-    def drain_window(self) -> MetricWindow:
-        window, self.window = self.window, MetricWindow()
-        return window
-
-    def policy_state(self) -> dict[str, Any]:
-        """What acting needs: the algorithm's acting networks and how they map to entities."""
-        return {"algo": self.algo, "param_sharing": self.settings.param_sharing, "networks": self.algorithm.policy_state()}
-
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {
             "algorithm": self.algorithm.state_dict(),

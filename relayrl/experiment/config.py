@@ -306,7 +306,22 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "sharing.cov_regulariser": 1e-6,
     "sharing.jsd_samples": 256,
     "actor_critic.normalize_obs": False,
+    "policies.*.qmix": {},
 }
+
+
+def _drop_default(section: Any, parts: list[str], default: Any) -> None:
+    """Removes the key at ``parts`` (``*`` matches every key at its level) where it holds
+    ``default``."""
+    if not isinstance(section, dict) or not parts:
+        return
+    head, rest = parts[0], parts[1:]
+    for key in list(section) if head == "*" else [head]:
+        if not rest:
+            if key in section and section[key] == default:
+                del section[key]
+        else:
+            _drop_default(section.get(key), rest, default)
 
 
 # Sections that replace ``dqn`` as the run's learner where they are set.
@@ -461,15 +476,7 @@ class RunConfig(Strict):
         how it is executed (threads, device, checkpointing), so those may change on resume."""
         payload = self.model_dump(mode="json", exclude=RUNTIME_KEYS)
         for key, default in HASHED_WHEN_SET.items():
-            *parents, leaf = key.split(".")
-            section = payload
-            for parent in parents:
-                section = section.get(parent) or {}
-            if leaf in section and section[leaf] == default:
-                del section[leaf]
-        for policy in payload.get("policies", {}).values():
-            if policy.get("qmix") == {}:  # a key added after runs with policies existed
-                del policy["qmix"]
+            _drop_default(payload, key.split("."), default)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:8]
 
 

@@ -1,0 +1,42 @@
+"""What every learner shares besides its contract (``relayrl.algos.algorithm.Learner``): the
+update metrics between two reports, and the policy file a checkpoint keeps."""
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class MetricWindow:
+    """A learner's update metrics between two reports: sums and counts per metric (an
+    actor loss, say, comes every ``policy_delay`` updates only)."""
+
+    updates: int = 0
+    sums: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, metrics: dict[str, float]) -> None:
+        for key, value in metrics.items():
+            self.sums[key] = self.sums.get(key, 0.0) + value
+            self.counts[key] = self.counts.get(key, 0) + 1
+
+    def mean(self, key: str) -> float:
+        return self.sums[key] / self.counts[key] if self.counts.get(key) else math.nan
+
+
+class LearnerReports:
+    """``window`` (the metrics since the last report) and ``policy_state`` for a learner with
+    ``algo``, ``settings`` and ``algorithm``."""
+
+    window: MetricWindow
+    algo: str
+    settings: Any
+    algorithm: Any
+
+    def drain_window(self) -> MetricWindow:
+        window, self.window = self.window, MetricWindow()
+        return window
+
+    def policy_state(self) -> dict[str, Any]:
+        """What acting needs: the algorithm's acting networks and how they map to entities."""
+        return {"algo": self.algo, "param_sharing": self.settings.param_sharing, "networks": self.algorithm.policy_state()}
