@@ -214,7 +214,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         settings = ["" if s == "base" else f"-{s}" for s in (args.settings or ["base", "hard"])]
         unknown = sorted(set(settings) - set(accmer_paper.SETTINGS))
         if unknown:
-            raise RelayRLError(f"unknown setting(s) {unknown}; choose from base, hard, 16, 32, small")
+            raise RelayRLError(f"unknown setting(s) {unknown}; choose from base, hard, hard10, 16, 32, small")
         jobs = accmer_paper.grid(settings, args.algos, args.seeds, args.steps)
     elif args.paper == "dase":
         from relayrl.experiment import dase_paper
@@ -342,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("paper", choices=["super", "dase", "accmer"])
     reproduce.add_argument("--domains", nargs="+", help="super: pursuit, battle, adversarial-pursuit (default: all)")
     reproduce.add_argument("--tasks", nargs="+", help="dase: halfcheetah, swimmer, ant, lunarlander, ... (default: halfcheetah swimmer)")
-    reproduce.add_argument("--settings", nargs="+", choices=["base", "hard", "16", "32", "small"], help="accmer: Predator-Prey settings (default: base hard)")
+    reproduce.add_argument("--settings", nargs="+", choices=["base", "hard", "hard10", "16", "32", "small"], help="accmer: Predator-Prey settings (default: base hard)")
     reproduce.add_argument("--algos", nargs="+", help="variants, e.g. ddqn super-quantile (default: the whole grid)")
     reproduce.add_argument("--seeds", type=_at_least(1), default=3)
     reproduce.add_argument("--steps", type=_at_least(1), help="env steps per run (default: super: the paper's per domain; dase: 300k per agent)")

@@ -198,9 +198,11 @@ def _gym_presets() -> dict[str, tuple[str, dict[str, Any]]]:
 
 # Predator-Prey (paper 002; SPEC §1.3): the no-punishment setting (Table II: batch 256,
 # decay 1.0) and the hard one (Table III: miscapture -1.5, batch 128, replay 10,000
-# episodes, decay 0.8); the scaling runs (section V-D: 16 and 32 predators, batch 128,
-# replay 10,000, decay 0.8, no punishment). 1M env steps (the reference config's budget),
-# greedy evaluation of 32 episodes; reports every 10k env steps. The runner is that of
+# episodes, decay 0.8), and the hard one with a stag worth 10 (``-hard10``: the reference
+# config that paper 002's code builds on; the paper's text says 1); the scaling runs
+# (section V-D: 16 and 32 predators, batch 128, replay 10,000, decay 0.8, no punishment).
+# 1M env steps (the reference config's budget), greedy evaluation of 32 episodes; reports
+# every 10k env steps. The runner is that of
 # pymarl2's `qmix_predator_prey` config, which the references build on: 8 env copies and
 # one update per 8 finished episodes. Table II's replay of
 # 100,000 padded episodes would take 20 GB here; 20,000 episodes is what one run of 1M env
@@ -211,6 +213,12 @@ def _gym_presets() -> dict[str, tuple[str, dict[str, Any]]]:
 PREDATOR_PREY_SETTINGS: dict[str, tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = {
     "": ("8 predators, no punishment", {}, {"batch_size": 256, "buffer_size": 20_000}, {}),
     "-hard": ("8 predators, miscapture -1.5", {"miscapture": -1.5}, {"batch_size": 128, "buffer_size": 10_000, "reuse_decay": 0.8}, {}),
+    "-hard10": (
+        "8 predators, miscapture -1.5, a stag worth 10 (the reference config's)",
+        {"miscapture": -1.5, "reward_stag": 10.0},
+        {"batch_size": 128, "buffer_size": 10_000, "reuse_decay": 0.8},
+        {},
+    ),
     "-16": ("16 predators, no punishment", {"n_predators": 16}, {"batch_size": 128, "buffer_size": 10_000, "reuse_decay": 0.8}, {}),
     "-32": ("32 predators, no punishment", {"n_predators": 32}, {"batch_size": 128, "buffer_size": 10_000, "reuse_decay": 0.8}, {}),
     "-small": (
