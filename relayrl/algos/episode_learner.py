@@ -1,16 +1,17 @@
-"""The learner of algorithms that train on whole episodes (QMIX, VDN, recurrent IQL; SPEC
-§1.3-1.4, paper 003).
+"""The learner of algorithms that train recurrent agents on episodes (QMIX, VDN, recurrent
+IQL; SPEC §1.3-1.4, paper 003).
 
-Per fragment of its entities' steps ``[T, W, N, ...]``, ``observe`` completes each worker's
-episode in flight (``EpisodeBuilder``) and stores the finished ones as replay rows. ``learn``
-takes ``updates_per_episode`` gradient steps per finished episode once the replay holds a
-batch (paper 003: with E env copies, E times the updates of one), each on a batch of
-episodes drawn by the sampler: uniform without replacement, prioritized (Schaul et al.'s
-proportional PER over episodes, with importance weights), or AccMER's reuse of the
-highest-weight episodes (``relayrl.replay.reuse``; reuse_ratio 0 is the uniform draw). The
-algorithm's per-episode weights go back into the priorities or the reuse table after every
-update. Targets sync every
-``target_update_episodes`` finished episodes.
+Its storage (``storage``, a registry) keeps the group's experience: whole episodes as
+replay rows (``relayrl.replay.episodes``; ``observe`` completes each worker's episode in
+flight), or every transition as a row, windows gathered from consecutive ones
+(``relayrl.replay.sequences``). ``learn`` takes ``updates_per_episode`` gradient steps per
+finished episode once the replay holds a batch (paper 003: with E env copies, E times the
+updates of one), each on a batch of slots (episodes, or windows' first steps) drawn by the
+sampler: uniform without replacement, prioritized (Schaul et al.'s proportional PER, with
+importance weights), or AccMER's reuse of the highest-weight slots
+(``relayrl.replay.reuse``; reuse_ratio 0 is the uniform draw). The algorithm's per-slot
+weights go back into the priorities or the reuse table after every update. Targets sync
+every ``target_update_episodes`` finished episodes.
 """
 
 import time
@@ -25,9 +26,17 @@ from relayrl.algos.learner import LearnerReports, MetricWindow
 from relayrl.core.errors import ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
-from relayrl.replay.episodes import EpisodeBuilder
+from relayrl.replay.episodes import EpisodeStorage
 from relayrl.replay.reuse import ReuseSampler
+from relayrl.replay.sequences import TransitionSequences
 from relayrl.sharing.config import SharingConfig
+
+STORAGES = {"episodes": EpisodeStorage, "transitions": TransitionSequences}
+
+
+def storage_fields(spec: GroupSpec, config: Any) -> dict:
+    """The replay row of ``config.storage`` (an episode, or a transition)."""
+    return STORAGES[config.storage].fields(spec, config.max_episode_length)
 
 
 class EpisodeLearner(LearnerReports):
@@ -62,7 +71,11 @@ class EpisodeLearner(LearnerReports):
         self.fields = plan.fields
         self.replay = plan.build(alpha=config.priority_alpha, beta=config.priority_beta, seed=seeds[1])
         self.prioritized = config.sampler == "prioritized"
-        self.builder = EpisodeBuilder(config.max_episode_length)
+        c = config
+        if c.storage == "episodes":
+            self.storage = EpisodeStorage(self.replay, c.max_episode_length, c.sequence_length, c.burn_in, c.tbptt)
+        else:
+            self.storage = TransitionSequences(self.replay, c.sequence_length, c.burn_in, c.tbptt)
         alpha = config.reuse_ratio if config.sampler == "reuse" else 0.0
         self.sampler = None if self.prioritized else ReuseSampler(config.buffer_size, config.batch_size, alpha, config.reuse_decay, config.reuse_period, seed=seeds[2])
         self.window = MetricWindow()
@@ -71,8 +84,7 @@ class EpisodeLearner(LearnerReports):
         self.episodes = 0  # finished episodes stored
         self.unlearned_episodes = 0
         self.last_target_sync = 0  # in episodes
-        self.batch: dict[str, np.ndarray] | None = None
-        self.gathered: np.ndarray | None = None  # slots of the reuse set whose rows the batch holds
+        self.rng = np.random.default_rng(seeds[3])  # where windows start in stored episodes
 
     @property
     def metric_columns(self) -> tuple[str, ...]:
@@ -90,20 +102,14 @@ class EpisodeLearner(LearnerReports):
         return self.algorithm.exploration(env_steps)
 
     def observe(self, fragment: dict[str, np.ndarray]) -> int:
-        """Completes episodes from a fragment ``[T, W, N, ...]`` and stores the finished ones."""
+        """Stores a fragment ``[T, W, N, ...]`` (the episodes it finished, or its transitions)."""
         with self.timer("replay add"):
             steps = {k: v.astype(self.fields[k].dtype, copy=False) if k in self.fields else v for k, v in fragment.items()}
-            finished = self.builder.add(steps)
-            if finished is not None:
-                k = len(finished["filled"])
-                slots = (self.replay.write_position[0] + np.arange(k)) % self.replay.capacity
-                self.replay.add({name: finished[name][None] for name in self.fields})
-                if self.sampler is not None:
-                    self.sampler.written(slots)
-                if self.gathered is not None and np.isin(slots, self.gathered).any():
-                    self.gathered = None  # a reused episode was overwritten: gather the set again
-                self.episodes += k
-                self.unlearned_episodes += k
+            slots, finished = self.storage.add(steps)
+            if self.sampler is not None and len(slots):
+                self.sampler.written(slots)
+            self.episodes += finished
+            self.unlearned_episodes += finished
         return int(fragment["valid"].sum())
 
     def learn(self, env_steps: int) -> None:
@@ -111,7 +117,7 @@ class EpisodeLearner(LearnerReports):
         target sync when ``target_update_episodes`` more episodes finished."""
         c = self.config
         collected, self.unlearned_episodes = self.unlearned_episodes, 0
-        if int(self.replay.size[0]) >= c.batch_size:
+        if self.storage.size >= c.batch_size:
             self.updates_owed += collected * c.updates_per_episode
             n_updates = int(self.updates_owed)
             self.updates_owed -= n_updates
@@ -120,45 +126,30 @@ class EpisodeLearner(LearnerReports):
             self.algorithm.sync_target()
             self.last_target_sync = self.episodes
 
-    def _prioritized_batch(self) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
-        """Slots ``[1, B]``, rows and importance weights of a prioritized draw."""
-        sampled = self.replay.sample(self.config.batch_size)
-        return sampled.indices, {name: rows[0] for name, rows in sampled.data.items()}, sampled.weights[0]
-
-    def _batch(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """The next batch's slots and rows, gathered into preallocated arrays. The reuse set's
-        rows are gathered once per refresh and stay in the batch's first rows while it stands
-        (AccMER's data reuse, paper 002 section IV-B): an update moves only the fresh rows."""
-        assert self.sampler is not None, "a prioritized replay draws its own batches"
-        slots = self.sampler.sample(int(self.replay.size[0]))
-        k = self.sampler.n_reused
-        stored = self.replay.storage()
-        if self.batch is None:
-            self.batch = {name: np.empty((len(slots), *f.shape), f.dtype) for name, f in self.fields.items()}
-        start = k if self.gathered is not None and np.array_equal(self.gathered, slots[:k]) else 0
-        for name, rows in self.batch.items():
-            np.take(stored[name][0], slots[start:], axis=0, out=rows[start:])
-        self.gathered = slots[:k].copy()
-        return slots, self.batch
+    def _draw(self) -> tuple[np.ndarray, np.ndarray | None, int]:
+        """The next batch's slots, their importance weights (prioritized replay only) and how
+        many of them are AccMER's reuse set."""
+        if self.prioritized:
+            sampled = self.replay.sample(self.config.batch_size, gather=False)
+            return sampled.indices[0], sampled.weights[0], 0
+        assert self.sampler is not None
+        return self.sampler.sample(self.storage.size), None, self.sampler.n_reused
 
     def _train(self, n_updates: int) -> None:
         for _ in range(n_updates):
             start = time.perf_counter()
-            importance = None
             with self.timer("sample"):
-                if self.prioritized:
-                    slots, batch, importance = self._prioritized_batch()
-                else:
-                    slots, batch = self._batch()
+                slots, importance, reused = self._draw()
+                gathered = self.storage.gather(slots, reused)
             sampled = time.perf_counter()
             with self.timer("update"):
-                weights, metrics = self.algorithm.update(batch, importance)
+                weights, metrics = self.algorithm.update(self.storage.spans(gathered, self.rng), importance)
             metrics["sample_share"] = (sampled - start) / (time.perf_counter() - start)
             if not all(np.isfinite(metrics[k]) for k in (self.algorithm.loss_metric, *self.algorithm.checked_metrics)):
                 raise NonFiniteError(f"the {self.algorithm.loss_metric} of policy {self.name!r} is not finite")
             with self.timer("sample"):
                 if self.prioritized:
-                    self.replay.update_priorities(slots, weights[None])
+                    self.replay.update_priorities(slots[None], weights[None])
                 else:
                     self.sampler.update(slots, weights)
             self.window.updates += 1
@@ -169,7 +160,8 @@ class EpisodeLearner(LearnerReports):
         return {
             "algorithm": self.algorithm.state_dict(),
             "replay": self.replay.state_dict(),
-            "builder": self.builder.state_dict(),
+            "storage": self.storage.state_dict(),
+            "rng": self.rng.bit_generator.state,
             "sampler": None if self.sampler is None else self.sampler.state_dict(),
             "window": asdict(self.window),
             "budget": {
@@ -184,7 +176,8 @@ class EpisodeLearner(LearnerReports):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.algorithm.load_state_dict(state["algorithm"])
         self.replay.load_state_dict(state["replay"])
-        self.builder.load_state_dict(state["builder"])
+        self.storage.load_state_dict(state["storage"])
+        self.rng.bit_generator.state = state["rng"]
         if self.sampler is not None:
             self.sampler.load_state_dict(state["sampler"])
         self.window = MetricWindow(**state["window"])

@@ -8,8 +8,8 @@ start), as pymarl's agents are (Rashid et al. 2018); ``param_sharing: false`` gi
 agent its own parameter set instead. The hidden state is carried by the rollout and starts
 at zeros in every episode.
 
-Update on a batch of episodes ``[B, T(+1), N, ...]`` (SPEC §1.3): the agents' Q-values over
-the whole episode, Q_tot = mixer(chosen Q-values, state_t), double-Q targets (the online
+Update on a span of B episodes ``[B, T(+1), N, ...]`` (SPEC §1.3; ``relayrl.replay.windows``):
+the agents' Q-values over the whole episode, Q_tot = mixer(chosen Q-values, state_t), double-Q targets (the online
 agents choose the next actions among the allowed ones, the target networks value them) and
 TD(lambda) returns (lambda 0.6, ``relayrl.algos.returns``), loss
 sum w * (Q_tot - y)^2 / sum mask with w = 1, or MAC-PO's Lemma 1 weight
@@ -18,9 +18,9 @@ sum w * (Q_tot - y)^2 / sum mask with w = 1, or MAC-PO's Lemma 1 weight
 mixer of 256 units; Rashid et al. 2020) trained alongside on its own TD(lambda) targets,
 bootstrapped from its target copy at the agents' greedy next actions.
 Independent Q-learning learns per agent from each agent's own reward and end flags.
-With ``sequence_length`` an update trains a window of each episode instead, after up to
-``burn_in`` steps that only warm the hidden state; ``tbptt`` truncates backpropagation
-(paper 003).
+With ``sequence_length`` an update trains windows instead, after up to ``burn_in`` steps
+that only warm the hidden state, cut from stored episodes or (``storage: transitions``)
+gathered from stored transitions; ``tbptt`` truncates backpropagation (paper 003).
 """
 
 import copy
@@ -33,7 +33,7 @@ from pydantic import Field, model_validator
 from torch import nn
 
 from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, OffPolicySettings, allowed_choice
-from relayrl.algos.episode_learner import EpisodeLearner
+from relayrl.algos.episode_learner import EpisodeLearner, storage_fields
 from relayrl.algos.macpo import macpo_weights, taken_action_probability
 from relayrl.algos.returns import td_lambda_targets
 from relayrl.algos.schedules import linear_schedule
@@ -42,7 +42,7 @@ from relayrl.core.settings import Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.gru import RecurrentQNetwork
 from relayrl.nets.mixers import QMixer, VDNMixer
-from relayrl.replay import FieldSpec, ReplayPlan
+from relayrl.replay import ReplayPlan
 
 
 class ValueDecompositionConfig(Strict):
@@ -62,8 +62,11 @@ class ValueDecompositionConfig(Strict):
     reuse_ratio: float = Field(0.5, ge=0, le=1, description="alpha: the share of each batch reused")
     reuse_decay: float = Field(1.0, gt=0, le=1, description="gamma of Alg. 1: the weight table's decay per update")
     reuse_period: int | None = Field(None, ge=1, description="updates between reuse-set refreshes; default floor(d / b)")
-    batch_size: int = Field(128, ge=1, description="episodes per update")
-    buffer_size: int = Field(10_000, ge=1, description="episodes")
+    storage: Literal["episodes", "transitions"] = Field(
+        "episodes", description="replay rows: whole episodes, or transitions that windows are gathered from (needs sequence_length)"
+    )
+    batch_size: int = Field(128, ge=1, description="episodes (or windows) per update")
+    buffer_size: int = Field(10_000, ge=1, description="replay rows: episodes, or transitions with storage=transitions")
     max_episode_length: int = Field(200, ge=1, description="the env's episode limit (steps of a stored episode)")
     lr: float = Field(1e-3, gt=0)
     gamma: float = Field(0.99, ge=0, le=1)
@@ -93,6 +96,8 @@ class ValueDecompositionConfig(Strict):
             raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size} (both in episodes): lower qmix.batch_size")
         if self.burn_in and self.sequence_length is None:
             raise ValueError("burn_in warms the hidden state before a window: set qmix.sequence_length too")
+        if self.storage == "transitions" and self.sequence_length is None:
+            raise ValueError("storage=transitions trains on windows gathered from transitions: set qmix.sequence_length")
         if self.weighting == "macpo" and self.mixer == "none":
             raise ValueError("weighting=macpo weighs the mixed Q_tot (Lemma 1 is over the joint action): set mixer=qmix or vdn")
         return self
@@ -229,57 +234,14 @@ class ValueDecomposition:
             return q.reshape(k, b, self.n, -1).permute(1, 0, 2, 3)
         return q.permute(2, 1, 0, 3)
 
-    def _span(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """What one update trains on, per stored episode: the whole episode (up to the longest
-        in the batch), or with ``sequence_length`` a window of that many steps starting at a
-        uniformly drawn step, after up to ``burn_in`` earlier steps that only warm the hidden
-        state (paper 003). Fields over the span's K steps (observed ones over K+1), with
-        ``exists`` (a step of the episode), ``trained`` (its loss counts), ``ends`` (the
-        episode's last step), ``previous`` (the action before each step, -1 at the
-        episode's start) and ``cut`` (the hidden state is detached before that step: after the
-        burn-in, and every ``tbptt`` steps)."""
-        c = self.config
-        lengths = batch["filled"].sum(axis=1)
-        b = len(lengths)
-        if c.sequence_length is None:
-            k = int(lengths.max())
-            first = np.zeros(b, np.int64)
-            burn = np.zeros(b, np.int64)
-        else:
-            begins = (self.rng.random(b) * lengths).astype(np.int64)  # the first trained step
-            first = np.maximum(0, begins - c.burn_in)
-            burn = begins - first
-            k = int(min((burn + c.sequence_length).max(), (lengths - first).max()))
-        steps = np.arange(k)
-        at = first[:, None] + steps  # [B, K]: the episode step at each span position
-        rows = np.arange(b)[:, None]
-        stored = batch["action"].shape[1]
-        step_at, seen_at = np.minimum(at, stored - 1), np.minimum(np.concatenate([at, at[:, -1:] + 1], axis=1), stored)
-        span = {name: batch[name][rows, step_at] for name in ("action", "reward", "terminated", "truncated", "valid")}
-        for name in ("obs", "state", "action_mask"):
-            if name in batch:
-                span[name] = batch[name][rows, seen_at]
-        span["exists"] = at < lengths[:, None]
-        span["trained"] = span["exists"] & (steps >= burn[:, None])
-        if c.sequence_length is not None:
-            span["trained"] &= steps < (burn + c.sequence_length)[:, None]
-        span["ends"] = at == (lengths - 1)[:, None]
-        before = np.concatenate([at - 1, at[:, -1:]], axis=1)  # the action before each observed row
-        span["previous"] = np.where((before >= 0)[..., None], batch["action"][rows, np.clip(before, 0, stored - 1)].astype(np.int64), -1)
-        cut = np.zeros((b, k + 1), bool)
-        cut[:, 1:] = (steps[None] + 1 == burn[:, None]) & (burn[:, None] > 0)  # hidden state from the burn-in, without its gradient
-        if c.tbptt is not None:
-            cut[:, 1:] |= ((steps[None] + 1) % c.tbptt == 0)
-        span["cut"] = cut
-        return span
-
-    def update(self, batch: dict[str, np.ndarray], weights: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, float]]:
-        """One gradient step on a batch of episodes (or windows of them), each episode's loss
-        scaled by ``weights [B]`` (prioritized replay's importance weights) where given;
-        returns each episode's weight (MAC-PO's mean over its trained steps, else its mean
-        |td|: what AccMER's table and the priorities keep) and metrics."""
+    def update(self, span: dict[str, np.ndarray], weights: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, float]]:
+        """One gradient step on a span (``relayrl.replay.windows``: B rows of whole episodes
+        or windows of them), each row's loss scaled by ``weights [B]`` (prioritized replay's
+        importance weights) where given; returns each row's weight (MAC-PO's mean over its
+        trained steps, else its mean |td|: what AccMER's table and the priorities keep) and
+        metrics."""
         c, dev = self.config, self.device
-        span = {name: torch.as_tensor(value, device=dev) for name, value in self._span(batch).items()}
+        span = {name: torch.as_tensor(value, device=dev) for name, value in span.items()}
         obs, actions = span["obs"], span["action"].long()
         t = actions.shape[1]
         avail = span["action_mask"] if "action_mask" in span else torch.ones(*obs.shape[:3], self.n_actions, dtype=torch.bool, device=dev)
@@ -358,34 +320,14 @@ class ValueDecomposition:
         self.rng.bit_generator.state = state["rng"]
 
 
-def episode_fields(spec: GroupSpec, config: ValueDecompositionConfig) -> dict[str, FieldSpec]:
-    """One stored episode (``relayrl.replay.episodes``): what the agents saw over T+1 rows,
-    per-step fields over T, and the filled flags."""
-    if spec.continuous:
-        raise ConfigError(f"group {spec.name!r} has continuous actions; qmix needs discrete ones")
-    t, n = config.max_episode_length, spec.n_agents
-    fields = {
-        "obs": FieldSpec((t + 1, n, *spec.obs_shape), spec.obs_dtype),
-        "action": FieldSpec((t, n), np.dtype(np.uint8 if spec.n_actions <= 256 else np.int64)),
-        "reward": FieldSpec((t, n), np.dtype(np.float32)),
-        "terminated": FieldSpec((t, n), np.dtype(bool)),
-        "truncated": FieldSpec((t, n), np.dtype(bool)),
-        "valid": FieldSpec((t, n), np.dtype(bool)),
-        "filled": FieldSpec((t,), np.dtype(bool)),
-    }
-    if spec.state_shape:
-        fields["state"] = FieldSpec((t + 1, *spec.state_shape), spec.state_dtype)
-    if spec.masked:
-        fields["action_mask"] = FieldSpec((t + 1, n, spec.n_actions), np.dtype(bool))
-    return fields
-
-
 def _make(spec: GroupSpec, config: ValueDecompositionConfig, n_sets: int, device: torch.device, seed: int, **options: Any) -> ValueDecomposition:
     return ValueDecomposition(spec, config, device, seed)
 
 
 def _plan(spec: GroupSpec, config: ValueDecompositionConfig) -> ReplayPlan:
-    return ReplayPlan(1, config.buffer_size, episode_fields(spec, config), config.sampler == "prioritized")
+    if spec.continuous:
+        raise ConfigError(f"group {spec.name!r} has continuous actions; qmix needs discrete ones")
+    return ReplayPlan(1, config.buffer_size, storage_fields(spec, config), config.sampler == "prioritized")
 
 
 # ``fields`` describes transition rows, which this learner does not store

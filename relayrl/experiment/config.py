@@ -306,6 +306,8 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "sharing.cov_regulariser": 1e-6,
     "sharing.jsd_samples": 256,
     "actor_critic.normalize_obs": False,
+    "qmix.storage": "episodes",
+    "policies.*.qmix.storage": "episodes",
     "policies.*.qmix": {},
 }
 

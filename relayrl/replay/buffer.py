@@ -291,8 +291,9 @@ class ReplayBuffer:
         return arrays, n_rows
 
     # ------------------------------------------------------------------ sample
-    def sample(self, batch_size: int) -> SampledBatch:
-        """``batch_size`` rows per buffer, with replacement, independently per buffer.
+    def sample(self, batch_size: int, gather: bool = True) -> SampledBatch:
+        """``batch_size`` rows per buffer, with replacement, independently per buffer
+        (``gather=False``: their indices and weights only, ``data`` empty).
 
         Uniform, or proportional PER: P(i) = p_i / sum_k p_k over stored priorities and
         weights ``(size * P(i)) ** -beta / max_j w_j = (p_i / min_k p_k) ** -beta`` (the max
@@ -321,7 +322,7 @@ class ReplayBuffer:
             # indices are read-only so that they cannot drift from that cache.
             slots.flags.writeable = False
             self._last_sample = (slots, rows, path)
-        data = {name: flat.take(rows, axis=0) for name, flat in self._flat.items()}
+        data = {name: flat.take(rows, axis=0) for name, flat in self._flat.items()} if gather else {}
         return SampledBatch(data=data, indices=slots, weights=weights)
 
     def _uniform(self, n: int) -> np.ndarray:

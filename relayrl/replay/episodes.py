@@ -5,14 +5,19 @@ recurrent IQL; SPEC §1.3-1.4, paper 003).
 finished, padded to ``max_length`` steps: fields that describe what the agents saw (obs,
 state, action_mask) have ``max_length + 1`` rows, the last real one being the final
 observation; per-step fields (action, reward, terminated, truncated, valid) have
-``max_length``; ``filled [max_length]`` marks the real steps. Stored as rows of a
-``ReplayBuffer`` (one row per episode, the time axis inside each field), episodes are sampled
-uniformly or by priority like transitions.
+``max_length``; ``filled [max_length]`` marks the real steps. ``EpisodeStorage`` keeps
+them as rows of a ``ReplayBuffer`` (one row per episode, the time axis inside each field),
+sampled uniformly or by priority like transitions, and cuts an update's spans
+(``relayrl.replay.windows``) from them.
 """
+
+from typing import Any
 
 import numpy as np
 
-from relayrl.replay.buffer import FieldSpec
+from relayrl.core.specs import GroupSpec
+from relayrl.replay.buffer import FieldSpec, ReplayBuffer
+from relayrl.replay.windows import episode_windows
 
 SEEN = {"obs": "next_obs", "state": "next_state", "action_mask": "next_action_mask"}  # field -> its successor
 STEP = ("action", "reward", "terminated", "truncated", "valid")
@@ -82,3 +87,78 @@ class EpisodeBuilder:
 
     def load_state_dict(self, state: dict) -> None:
         self.buffers, self.length = state["buffers"], state["length"]
+
+
+class EpisodeStorage:
+    """Whole episodes as replay rows, and the spans of the sampled ones: whole episodes, or
+    windows of ``sequence_length`` steps after up to ``burn_in`` steps (None: whole)."""
+
+    @staticmethod
+    def fields(spec: GroupSpec, max_length: int) -> dict[str, FieldSpec]:
+        """One stored episode: what the agents saw over T+1 rows, per-step fields over T,
+        and the filled flags."""
+        t, n = max_length, spec.n_agents
+        fields = {
+            "obs": FieldSpec((t + 1, n, *spec.obs_shape), spec.obs_dtype),
+            "action": FieldSpec((t, n), np.dtype(np.uint8 if spec.n_actions <= 256 else np.int64)),
+            "reward": FieldSpec((t, n), np.dtype(np.float32)),
+            "terminated": FieldSpec((t, n), np.dtype(bool)),
+            "truncated": FieldSpec((t, n), np.dtype(bool)),
+            "valid": FieldSpec((t, n), np.dtype(bool)),
+            "filled": FieldSpec((t,), np.dtype(bool)),
+        }
+        if spec.state_shape:
+            fields["state"] = FieldSpec((t + 1, *spec.state_shape), spec.state_dtype)
+        if spec.masked:
+            fields["action_mask"] = FieldSpec((t + 1, n, spec.n_actions), np.dtype(bool))
+        return fields
+
+    def __init__(self, replay: ReplayBuffer, max_length: int, sequence_length: int | None, burn_in: int, tbptt: int | None) -> None:
+        self.replay = replay
+        self.builder = EpisodeBuilder(max_length)
+        self.sequence_length, self.burn_in, self.tbptt = sequence_length, burn_in, tbptt
+        self.batch: dict[str, np.ndarray] | None = None
+        self.gathered: np.ndarray | None = None  # slots of the reused rows the batch holds
+
+    @property
+    def size(self) -> int:
+        return int(self.replay.size[0])
+
+    def add(self, fragment: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
+        """Completes episodes from a fragment ``[T, W, ...]`` and stores the finished ones;
+        returns the slots written and how many."""
+        finished = self.builder.add(fragment)
+        if finished is None:
+            return np.zeros(0, np.int64), 0
+        k = len(finished["filled"])
+        slots = (self.replay.write_position[0] + np.arange(k)) % self.replay.capacity
+        self.replay.add({name: finished[name][None] for name in self.replay.fields})
+        if self.gathered is not None and np.isin(slots, self.gathered).any():
+            self.gathered = None  # a reused episode was overwritten: gather the set again
+        return slots, k
+
+    def gather(self, slots: np.ndarray, reused: int = 0) -> dict[str, np.ndarray]:
+        """The rows of ``slots`` in preallocated arrays. The first ``reused`` slots (AccMER's
+        reuse set, paper 002 section IV-B) are gathered once while the set stands, and stay
+        in the batch's first rows: an update moves only the fresh rows."""
+        stored = self.replay.storage()
+        if self.batch is None:
+            self.batch = {name: np.empty((len(slots), *f.shape), f.dtype) for name, f in self.replay.fields.items()}
+        start = reused if self.gathered is not None and np.array_equal(self.gathered, slots[:reused]) else 0
+        for name, rows in self.batch.items():
+            np.take(stored[name][0], slots[start:], axis=0, out=rows[start:])
+        self.gathered = slots[:reused].copy()
+        return self.batch
+
+    def spans(self, gathered: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Whole episodes, or windows whose first trained step is drawn uniformly."""
+        begins = None
+        if self.sequence_length is not None:
+            begins = (rng.random(len(gathered["filled"])) * gathered["filled"].sum(axis=1)).astype(np.int64)
+        return episode_windows(gathered, begins, self.sequence_length, self.burn_in, self.tbptt)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"builder": self.builder.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.builder.load_state_dict(state["builder"])

@@ -87,6 +87,25 @@ def test_each_learner_trains_on_whole_episodes(qmix):
     assert np.isfinite(trainer.history[-1]["td_loss"])
 
 
+@pytest.mark.parametrize(
+    "qmix",
+    [
+        {"mixer": "qmix", "sequence_length": 8, "burn_in": 4},
+        {"mixer": "qmix", "weighting": "macpo", "sampler": "reuse", "sequence_length": 8, "burn_in": 4, "tbptt": 4},
+        {"mixer": "none", "sampler": "prioritized", "sequence_length": 6, "burn_in": 3},
+    ],
+    ids=["qmix", "accmer-tbptt", "iql-prioritized"],
+)
+def test_windows_from_transition_storage_train(qmix):
+    trainer = _train(_config(600, storage="transitions", buffer_size=300, **qmix))
+    (learner,) = trainer.learners.values()
+    assert learner.storage.size == 300  # transitions: the ring is full after 600 steps
+    assert learner.updates == learner.episodes  # a batch of 4 windows is stored before the first episode ends
+    assert np.isfinite(trainer.history[-1]["td_loss"])
+    if qmix.get("sampler") == "reuse":
+        assert not np.allclose(learner.sampler.weights, 1.0)  # each window's weight went back to its first step
+
+
 def test_accmer_weights_are_written_back_and_decay():
     trainer = _train(_config(400, mixer="qmix", weighting="macpo", sampler="reuse", reuse_decay=0.8))
     (learner,) = trainer.learners.values()
@@ -103,8 +122,9 @@ def test_prioritized_episodes_take_the_algorithm_weights_as_priorities():
     assert learner.updates > 0 and len(np.unique(stored)) > 2  # MAC-PO's per-episode weights, not one insert priority
 
 
-def test_resume_equals_an_uninterrupted_run(tmp_path):
-    config = _config(1200, weighting="macpo", sampler="reuse", reuse_decay=0.8)
+@pytest.mark.parametrize("storage", [{}, {"storage": "transitions", "buffer_size": 500, "sequence_length": 8, "burn_in": 4}], ids=["episodes", "transitions"])
+def test_resume_equals_an_uninterrupted_run(tmp_path, storage):
+    config = _config(1200, weighting="macpo", sampler="reuse", reuse_decay=0.8, **storage)
     straight = _train(config, tmp_path / "a")
     _train({**config, "total_steps": 400}, tmp_path / "b")
     resumed = _train(config, tmp_path / "b")
@@ -133,6 +153,7 @@ def test_qmix_learns_to_catch_stags():
         ({"qmix": {"batch_size": 64, "buffer_size": 32}}, "batch_size"),
         ({"sharing": {"select": "quantile"}}, "sharing.select=none"),
         ({"qmix": {"burn_in": 5}}, "sequence_length"),
+        ({"qmix": {"storage": "transitions"}}, "sequence_length"),
     ],
 )
 def test_bad_settings_are_refused_before_training(change, message):
