@@ -16,6 +16,7 @@ from relayrl.algos.qmix import ValueDecompositionConfig
 from relayrl.algos.dqn import DQNConfig
 from relayrl.arena.match import Match, check_match_syntax, default_match, match_policy_ids
 from relayrl.arena.policy import PolicyConfig
+from relayrl.arena.round import HooksConfig, RoundConfig
 from relayrl.core.errors import ConfigError
 from relayrl.core.settings import Strict
 from relayrl.envs.predator_prey import PredatorPreySettings
@@ -309,6 +310,8 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "qmix.storage": "episodes",
     "policies.*.qmix.storage": "episodes",
     "policies.*.qmix": {},
+    "rounds": [],
+    "hooks": {"on_round_start": [], "on_round_end": []},
 }
 
 
@@ -347,6 +350,10 @@ class RunConfig(Strict):
         default_factory=list, description="per env copy {group: policy id per entity}, repeated over the copies; default each group to its policy"
     )
     scale: int | None = Field(None, ge=1, description="repeats the match list: env.num_envs = len(match) x scale")
+    rounds: list[RoundConfig] = Field(
+        default_factory=list, description="the run as rounds, each with its env steps, env.settings changes and matches; total_steps is their sum"
+    )
+    hooks: HooksConfig = HooksConfig()
     report_group: str | None = Field(None, description="team whose summed reward is reported; default the first one a learning policy drives")
     eval: EvalConfig = EvalConfig()
     report_interval: int = Field(8000, ge=1, description="env steps between metrics rows (the paper's bin)")
@@ -354,6 +361,19 @@ class RunConfig(Strict):
     keep_checkpoints: int = Field(2, ge=1)
     device: str = Field("auto", description="auto (CUDA when present), cpu, cuda or cuda:N")
     torch_threads: int = Field(1, ge=0, description="0 = torch's default")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _round_budget(cls, data: Any) -> Any:
+        """With ``rounds``, ``total_steps`` is the sum of their steps (given, it must agree)."""
+        if not isinstance(data, dict) or not isinstance(data.get("rounds"), list):
+            return data
+        steps = [r.get("steps") if isinstance(r, dict) else getattr(r, "steps", None) for r in data["rounds"]]
+        if not steps or not all(isinstance(s, int) for s in steps):
+            return data  # the round validation names what is missing
+        if data.get("total_steps") not in (None, sum(steps)):
+            raise ValueError(f"total_steps={data['total_steps']} but the rounds add up to {sum(steps)}: change a round's steps, or drop total_steps")
+        return {**data, "total_steps": sum(steps)}
 
     @model_validator(mode="before")
     @classmethod
@@ -392,16 +412,29 @@ class RunConfig(Strict):
             raise ValueError(f"qmix stores whole episodes of up to max_episode_length={self.qmix.max_episode_length} steps, but episodes of {self.env.name} last up to {limit}: raise qmix.max_episode_length")
         self._check_recipe("", *self.algorithm(), self.sharing)
         check_match_syntax(self.match)
-        if self.match:
-            named = match_policy_ids(self.match)
+        for i, r in enumerate(self.rounds):
+            where = f"rounds[{i}]"
+            if r.match is not None:
+                try:
+                    check_match_syntax(r.match)
+                except ValueError as error:
+                    raise ValueError(f"{where}.{error}") from None
+            try:
+                self.round_env(i)
+            except ValidationError as error:
+                raise ValueError(f"{where}.env: " + _format_error(error).removeprefix("invalid configuration:\n  ")) from None
+        lists = [m for m in (self.match, *(r.match for r in self.rounds)) if m]
+        if lists:
+            named = match_policy_ids([m for matches in lists for m in matches])
             undeclared = [pid for pid in named if pid not in self.policies]
             if undeclared:
                 raise ValueError(f"match names policies {undeclared} that policies does not declare (declared: {sorted(self.policies)})")
             unused = [pid for pid in self.policies if pid not in named]
             if unused:
                 raise ValueError(f"policies {unused} drive no entity: give them slots in match, or remove them")
-            if self.env.num_envs % len(self.match):
-                raise ValueError(f"env.num_envs={self.env.num_envs} copies cannot repeat the {len(self.match)} matches evenly: set scale instead")
+            for matches in lists:
+                if self.env.num_envs % len(matches):
+                    raise ValueError(f"env.num_envs={self.env.num_envs} copies cannot repeat the {len(matches)} matches evenly: set scale instead")
         for pid, policy in self.policies.items():
             if policy.kind in ("learning", "frozen"):
                 self._check_recipe(pid, *self.recipe(pid))
@@ -463,15 +496,26 @@ class RunConfig(Strict):
             raise ValueError(f"policies.{pid}: " + _format_error(error).removeprefix("invalid configuration:\n  ")) from None
         return getattr(section, "algo", "dqn"), section, sharing
 
-    def matches(self, groups: list[str]) -> list[Match]:
-        """The match list over an env of these groups: the config's, else each group to the
-        policy of its name."""
+    def matches(self, groups: list[str], round_index: int | None = None) -> list[Match]:
+        """The match list over an env of these groups (in round ``round_index``: its own, where
+        it has one): the config's, else each group to the policy of its name."""
+        if round_index is not None and self.rounds and self.rounds[round_index].match:
+            return self.rounds[round_index].match
         return self.match or default_match(groups)
 
+    def round_env(self, index: int) -> EnvSection:
+        """The env section of round ``index``: the run's with the round's settings changed."""
+        changes = self.rounds[index].env
+        if not changes:
+            return self.env
+        return type(self.env).model_validate({**self.env.model_dump(), "settings": {**self.env.env_settings(), **changes}})
+
     def policy_configs(self, groups: list[str]) -> dict[str, PolicyConfig]:
-        """Every policy the matches name, in order of appearance: declared ones, and for a
-        group without a declared policy, a learning one named after it."""
-        return {pid: self.policies.get(pid, PolicyConfig()) for pid in match_policy_ids(self.matches(groups))}
+        """Every policy the matches of the run and its rounds name, in order of appearance:
+        declared ones, and for a group without a declared policy, a learning one named
+        after it."""
+        lists = [self.matches(groups)] + [r.match for r in self.rounds if r.match]
+        return {pid: self.policies.get(pid, PolicyConfig()) for pid in match_policy_ids([m for matches in lists for m in matches])}
 
     def config_hash(self) -> str:
         """Short hash of everything that changes the experiment: not the seed, the budget, or

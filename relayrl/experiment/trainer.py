@@ -32,12 +32,14 @@ from relayrl.algos.dqn import NetworkFactory
 from relayrl.algos.off_policy import learner_plan
 from relayrl.arena.match import compile_matches
 from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, Policy, PolicyBuild, PolicyConfig
+from relayrl.arena.round import RoundContext, RoundResults, end_episodes, load_hook, round_ends
 from relayrl.arena.rollout import Rollout
 from relayrl.core.device import configure_threads, resolve_device
 from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.resources import available_memory, human_bytes
 from relayrl.core.seeding import derive_seeds
+from relayrl.core.specs import GroupSpec
 from relayrl.envs.types import GroupObs, GroupStep
 from relayrl.envs.registry import EnvFactory, make_env_factory
 from relayrl.envs.vector_env import VectorEnv, make_vector_env
@@ -68,6 +70,7 @@ class Counters:
     next_checkpoint: int = 0
     wall_s: float = 0.0
     metric_rows: int | None = None  # rows in metrics.csv (None in checkpoints that predate the count)
+    round: int = 0  # the round the run is in (relayrl.arena.round)
 
 
 @dataclass
@@ -132,16 +135,16 @@ class Trainer:
             self._check_run_dir()
         configure_threads(config.torch_threads)
         self.device = resolve_device(config.device)
-        self.factory = env_factory or make_env_factory(config.env.name, config.env.env_settings())
-        try:
-            self.venv = make_vector_env(self.factory, config.env.num_envs, config.env.vector)
-        except (TypeError, ValueError) as error:  # settings the environment itself refuses
-            raise ConfigError(f"{config.env.name} could not be built from env.settings: {type(error).__name__}: {error}") from None
+        if env_factory is not None and any(r.env for r in config.rounds):
+            raise ConfigError("rounds change env.settings, which a given env_factory cannot apply: build the env by name, or drop the rounds' env")
+        self.user_factory = env_factory
+        self.factory, self.venv = self._build_env(0)
+        self.env_round = 0  # the round whose env settings the venv was built with
         self.timer = SectionTimer()  # enabled by relayrl bench's loop profile
         names = [g.name for g in self.venv.groups]
         if config.report_group is not None and config.report_group not in names:
             raise ConfigError(f"this environment's groups are {names}; report_group names {config.report_group!r}")
-        self.matches = config.matches(names)
+        self.matches = config.matches(names, 0)
         configs = config.policy_configs(names)
         strays = sorted(set(config.policies) - set(configs))
         if strays:  # a user env's groups are known only now (presets are checked by the config)
@@ -149,8 +152,7 @@ class Trainer:
                 f"policies {strays} drive no entity: without a match each policy drives the group of its name "
                 f"(groups of {config.env.name}: {names}); place the others with match"
             )
-        assignments = compile_matches(self.matches, self.venv.groups, self.venv.num_envs)
-        self.policy_specs = {pid: assignment.spec for pid, assignment in assignments.items()}
+        self.policy_specs = self._round_specs(names)
         self._check_memory(configs)
         self.policies: dict[str, Policy] = {}
         self.learners: dict[str, Learner] = {}
@@ -176,10 +178,79 @@ class Trainer:
         self.window = Window()
         self.recent_returns: deque[float] = deque(maxlen=100)  # RLlib's episode_reward_mean window
         self.rollout = Rollout(self.venv, self.policies, self.matches, self.timer, self._check_finite)
+        self.round_ends = round_ends(config.rounds)
+        self.round_returns: list[np.ndarray] = []  # the current round's episodes, [n_groups] each
+        self.hooks = {when: [load_hook(path) for path in getattr(config.hooks, when)] for when in ("on_round_start", "on_round_end")}
         self.metrics: MetricsWriter | None = None
         self.history: list[dict[str, float]] = []
         self.lock = RunLock(run_dir) if run_dir is not None else None
         self.eval_venv: VectorEnv | None = None
+
+    # ------------------------------------------------------------------ rounds
+    def _build_env(self, index: int) -> tuple[EnvFactory, VectorEnv]:
+        """The env factory and vector env of round ``index`` (the run's env without rounds)."""
+        section = self.config.round_env(index) if self.config.rounds else self.config.env
+        factory = self.user_factory or make_env_factory(section.name, section.env_settings())
+        try:
+            return factory, make_vector_env(factory, section.num_envs, section.vector)
+        except (TypeError, ValueError) as error:  # settings the environment itself refuses
+            where = f"rounds[{index}].env" if self.config.rounds and self.config.rounds[index].env else "env.settings"
+            raise ConfigError(f"{section.name} could not be built from {where}: {type(error).__name__}: {error}") from None
+
+    def _round_specs(self, names: list[str]) -> dict[str, GroupSpec]:
+        """Every policy's spec over all rounds, each round's env built once to check that a
+        policy keeps one kind of space from round to round (before anything trains)."""
+        specs: dict[str, GroupSpec] = {}
+        for index in range(max(1, len(self.config.rounds))):
+            venv = self.venv if index == 0 or not self.config.rounds[index].env else self._build_env(index)[1]
+            try:
+                compiled = compile_matches(self.config.matches(names, index), venv.groups, venv.num_envs)
+            finally:
+                if venv is not self.venv:
+                    venv.close()
+            for pid, assignment in compiled.items():
+                known = specs.setdefault(pid, assignment.spec)
+                if (known.obs_shape, known.n_agents, known.n_actions, known.action_shape) != (
+                    assignment.spec.obs_shape, assignment.spec.n_agents, assignment.spec.n_actions, assignment.spec.action_shape
+                ):
+                    raise ConfigError(
+                        f"rounds[{index}] gives policy {pid!r} {assignment.spec.n_agents} agents with {assignment.spec.obs_shape} "
+                        f"observations, where an earlier round gave {known.n_agents} with {known.obs_shape}: a policy's networks "
+                        "keep their shapes, so change the round's env or matches"
+                    )
+        return specs
+
+    def _enter_round(self, index: int) -> None:
+        """Builds round ``index``'s env (where its settings differ) and matches, and a fresh
+        rollout over them, reset with the round's seed."""
+        if self.config.rounds[index].env != self.config.rounds[self.env_round].env:
+            self.venv.close()
+            self.close_eval_envs()
+            self.factory, self.venv = self._build_env(index)
+            self.env_round = index
+        self.counters.round = index
+        self.matches = self.config.matches([g.name for g in self.venv.groups], index)
+        self.rollout = Rollout(self.venv, self.policies, self.matches, self.timer, self._check_finite)
+        self.rollout.reset(derive_seeds(self.config.seed, 1, f"round/{index}")[0])
+
+    def _round_context(self, results: RoundResults | None = None) -> RoundContext:
+        c = self.counters
+        return RoundContext(c.round, self.config.rounds[c.round], self.policies, c.env_steps, results)
+
+    def _end_round(self) -> None:
+        """The round's results go to the ``on_round_end`` hooks."""
+        c = self.counters
+        start = self.round_ends[c.round - 1] if c.round else 0
+        returns = np.array(self.round_returns).reshape(-1, len(self.venv.groups))
+        results = RoundResults(c.round, start, c.env_steps, returns, [g.name for g in self.venv.groups])
+        for hook in self.hooks["on_round_end"]:
+            hook(self._round_context(results))
+        self.round_returns = []
+
+    def _start_round(self, index: int) -> None:
+        self._enter_round(index)
+        for hook in self.hooks["on_round_start"]:
+            hook(self._round_context())
 
     def _check_run_dir(self) -> None:
         """Before anything is built: a run directory with checkpoint folders but no complete
@@ -287,6 +358,7 @@ class Trainer:
             "env": self.venv.get_state(),
             "observed": [asdict(seen) for seen in self.rollout.observed or []],
             "carry": self.rollout.carry,
+            "round_returns": [r.tolist() for r in self.round_returns],
         }
 
     def policy_dict(self) -> dict[str, Any]:
@@ -305,6 +377,9 @@ class Trainer:
         self.recent_returns = deque(state["recent_returns"], maxlen=100)
         for name, policy in self.policies.items():
             policy.load_state_dict(state["policies"][name])
+        if self.config.rounds:
+            self._enter_round(self.counters.round)
+            self.round_returns = [np.array(r) for r in state["round_returns"]]
         if state["env"] is not None:
             try:
                 self.venv.set_state(state["env"])
@@ -361,11 +436,15 @@ class Trainer:
         """Steps the vector env for one fragment; returns per-policy ``[T, W, N_p, ...]`` step arrays."""
         n_steps = max(1, self.fragment_length // self.venv.num_envs)
         steps = self.rollout.collect(n_steps, self.counters.env_steps)
+        collected = n_steps * self.venv.num_envs
+        if self.round_ends and self.counters.env_steps + collected >= self.round_ends[self.counters.round]:
+            for fragment in steps.values():  # the round ends with this fragment: so do its episodes
+                end_episodes(fragment)
         episodes = self.venv.drain_episodes()
         self.window.episode_returns += episodes.returns
         self.window.episode_lengths += episodes.lengths
         self.recent_returns.extend(float(r[self.reported]) for r in episodes.returns)
-        collected = n_steps * self.venv.num_envs
+        self.round_returns += episodes.returns
         self.counters.env_steps += collected
         self.window.env_steps += collected
         return steps
@@ -386,7 +465,8 @@ class Trainer:
         """Collect; every learner observes its policy's fragment, then learns (SPEC §1.1)."""
         fragments = self._collect()
         for name, learner in self.learners.items():
-            self.counters.agent_steps += learner.observe(fragments[name])
+            if name in fragments:  # a round may give a policy no entity
+                self.counters.agent_steps += learner.observe(fragments[name])
         for learner in self.learners.values():
             learner.learn(self.counters.env_steps)
         self.counters.iterations += 1
@@ -423,6 +503,8 @@ class Trainer:
             "updates_per_s": loss_window.updates / w.seconds if w.seconds > 0 else nan,
             "wall_s": c.wall_s,
         }
+        if self.config.rounds:
+            row["round"] = c.round
         if self._one_policy():
             for key in learner.metric_columns:
                 row[key] = loss_window.mean(key)
@@ -449,9 +531,11 @@ class Trainer:
         """The learner's columns after the standard ones (one policy on one group), or
         per-group rewards and per-learner losses."""
         names = [spec.name for spec in self.venv.groups]
+        rounds = ("round",) if self.config.rounds else ()
         if self._one_policy():
-            return self._reported_learner().metric_columns
+            return (*rounds, *self._reported_learner().metric_columns)
         return (
+            *rounds,
             *(f"episode_reward_mean/{n}" for n in names),
             *(f"eval_reward_mean/{n}" for n in names),
             *(f"td_loss/{n}" for n in self.learners),
@@ -518,6 +602,9 @@ class Trainer:
                 yaml.safe_dump([entry], handle, sort_keys=False)
         if self.rollout.observed is None:
             self.rollout.reset(self.config.seed)
+            if self.config.rounds:
+                for hook in self.hooks["on_round_start"]:
+                    hook(self._round_context())
         return resumed_at
 
     def _write_report(self) -> None:
@@ -575,14 +662,20 @@ class Trainer:
                 at_end = c.env_steps >= self.config.total_steps
                 report_due = c.env_steps >= c.next_report
                 checkpoint_due = c.env_steps >= c.next_checkpoint or at_end
-                if checkpoint_due and not report_due:
+                round_over = bool(self.round_ends) and c.env_steps >= self.round_ends[c.round]
+                if round_over:
+                    self._end_round()
+                next_round = round_over and not at_end  # entered after the report, then saved
+                if checkpoint_due and not report_due and not next_round:
                     # off the report grid (a budget's end): the checkpoint keeps the window
                     # unreported, so a resumed run writes the rows an uninterrupted one does
                     self._checkpoint()
                 if report_due or at_end:
                     with self.timer("logging"):
                         self._write_report()
-                if checkpoint_due and report_due:
+                if next_round:
+                    self._start_round(c.round + 1)
+                if (checkpoint_due and report_due) or next_round:
                     self._checkpoint()
                 tick = time.perf_counter()  # evaluation and saving are not training throughput
         except NonFiniteError as error:

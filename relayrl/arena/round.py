@@ -1,0 +1,98 @@
+"""Rounds: a run as a list of stretches of training, each with its env step budget, its
+env setting overrides and its matches (paper 004, sections 4.4 and 5; SPEC §2).
+
+Between two rounds the trainer ends every episode in flight as a truncation (the last step
+of the round gets ``truncated`` and ``over``, so n-step windows bootstrap, whole-episode
+replays store the episode, recurrent carries reset), runs the ``on_round_end`` hooks with
+the round's results, builds the next round's env and matches, runs ``on_round_start`` and
+saves a checkpoint: a run stopped anywhere resumes inside the round it was in. Episodes a
+round boundary cut are not counted in the returns.
+
+Hooks are callables named by import path (``package.module:function``), called with a
+``RoundContext``: the round, its policies by id, and (at the end) its results.
+"""
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from relayrl.core.settings import Strict
+
+
+class RoundConfig(Strict):
+    steps: int = Field(ge=1, description="env steps of the round (it ends at the first fragment that reaches them)")
+    env: dict[str, Any] = Field(default_factory=dict, description="env.settings keys that change for this round")
+    match: list[dict[str, Any]] | None = Field(None, description="this round's matches (default: the run's)")
+    name: str | None = Field(None, description="a label for tables and plots (default: its index)")
+
+
+def load_hook(path: str) -> Callable[..., Any]:
+    """The callable at ``package.module:function``; a clear error if there is none."""
+    module_name, _, attribute = path.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"hook {path!r} must name a callable as package.module:function")
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"hook {path!r} cannot be loaded ({type(error).__name__}: {error}): install its module or fix the path") from None
+    if not callable(found):
+        raise ValueError(f"hook {path!r} names {type(found).__name__}, not a callable")
+    return found
+
+
+class HooksConfig(Strict):
+    on_round_start: list[str] = Field(default_factory=list, description="package.module:function, called with a RoundContext")
+    on_round_end: list[str] = Field(default_factory=list, description="package.module:function, called with a RoundContext")
+
+    @field_validator("on_round_start", "on_round_end")
+    @classmethod
+    def _loadable(cls, paths: list[str]) -> list[str]:
+        for path in paths:
+            load_hook(path)
+        return paths
+
+
+@dataclass
+class RoundResults:
+    """What a round did: its episodes' returns per group (summed over the group's entities)."""
+
+    index: int
+    start: int  # env step the round began at
+    end: int  # and ended at
+    returns: np.ndarray  # [episodes, n_groups]
+    groups: list[str]
+
+    def mean_return(self, group: str) -> float:
+        column = self.returns[:, self.groups.index(group)] if len(self.returns) else np.zeros(0)
+        return float(column.mean()) if column.size else float("nan")
+
+
+@dataclass
+class RoundContext:
+    """What hooks see and may change: the policies by id (their learners, networks and
+    optimisers), the round's config, and its results once it ended."""
+
+    index: int
+    round: RoundConfig
+    policies: dict[str, Any]
+    env_steps: int
+    results: RoundResults | None = None
+
+
+def round_ends(rounds: list[RoundConfig]) -> list[int]:
+    """The env step at which each round's budget is spent."""
+    return list(np.cumsum([r.steps for r in rounds]).tolist())
+
+
+def end_episodes(fragment: dict[str, np.ndarray]) -> None:
+    """Ends every episode in flight at the fragment's last step as a truncation, in place:
+    ``over`` for every worker, ``truncated`` for every entity in the episode that neither
+    terminated nor truncated there."""
+    last = {name: fragment[name][-1] for name in ("valid", "terminated", "truncated", "over")}
+    running = ~last["over"]
+    last["truncated"] |= running[:, None] & last["valid"] & ~last["terminated"]
+    last["over"][:] = True

@@ -1,0 +1,150 @@
+"""Rounds: env settings and matches per round, hooks by import path with each round's
+results, episodes ended at the boundaries, a checkpoint at every boundary and an exact
+resume inside a round (small Predator-Prey, recurrent QMIX: the learner whose episode
+storage a boundary must not corrupt)."""
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from relayrl.arena.round import end_episodes
+from relayrl.arena.schemes.curriculum import curriculum
+from relayrl.core.errors import ConfigError
+from relayrl.experiment import Trainer, build_config
+
+SMALL_GAME = {"n_predators": 4, "n_stags": 2, "x_size": 5, "y_size": 5, "max_cycles": 40}
+HOOKS = '''
+import json, os
+
+def record(context):
+    results = context.results
+    entry = {"when": "end" if results else "start", "round": context.index, "env_steps": context.env_steps}
+    if results:
+        entry.update(start=results.start, end=results.end, episodes=len(results.returns), mean=results.mean_return("predator"))
+    with open(os.environ["RELAYRL_TEST_HOOKS"], "a") as handle:
+        handle.write(json.dumps(entry) + "\\n")
+'''
+
+
+@pytest.fixture
+def hooks(tmp_path, monkeypatch) -> Path:
+    """An importable hook module that appends what it sees to a file."""
+    (tmp_path / "round_hooks.py").write_text(HOOKS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    log = tmp_path / "hooks.jsonl"
+    monkeypatch.setenv("RELAYRL_TEST_HOOKS", str(log))
+    return log
+
+
+def _config(rounds: list[dict], **extra) -> dict:
+    return {
+        "preset": "tiny-rounds",
+        "env": {"name": "predator-prey", "num_envs": 2, "settings": SMALL_GAME},
+        "rounds": rounds,
+        "report_interval": 200,
+        "checkpoint_interval": 200,
+        "keep_checkpoints": 20,
+        "eval": {"interval": 0},
+        "qmix": {"max_episode_length": 40, "batch_size": 4, "buffer_size": 50, "epsilon_steps": 1000, "target_update_episodes": 5},
+        **extra,
+    }
+
+
+ROUNDS = curriculum(400, {"miscapture": [0.0, -1.5, -0.5], "n_stags": [2, 1, 2]})
+
+
+def _train(config: dict, run_dir: Path | None = None) -> Trainer:
+    trainer = Trainer(build_config(config), run_dir, verbose=False)
+    trainer.train()
+    trainer.close()
+    return trainer
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    with (run_dir / "metrics.csv").open() as handle:
+        return [{k: v for k, v in r.items() if k not in ("sps", "updates_per_s", "wall_s", "sample_share")} for r in csv.DictReader(handle)]
+
+
+def test_each_round_trains_on_its_env_and_hooks_see_its_results(tmp_path, hooks):
+    config = _config(ROUNDS, hooks={"on_round_start": ["round_hooks:record"], "on_round_end": ["round_hooks:record"]})
+    trainer = _train(config, tmp_path / "run")
+    assert trainer.counters.env_steps == 1200 == build_config(config).total_steps
+    assert trainer.venv.settings["miscapture"] == -0.5 and trainer.venv.settings["n_stags"] == 2  # the last round's env
+    seen = [json.loads(line) for line in hooks.read_text().splitlines()]
+    assert [(e["when"], e["round"]) for e in seen] == [("start", 0), ("end", 0), ("start", 1), ("end", 1), ("start", 2), ("end", 2)]
+    ends = [e for e in seen if e["when"] == "end"]
+    assert [(e["start"], e["end"]) for e in ends] == [(0, 400), (400, 800), (800, 1200)]
+    assert all(e["episodes"] > 0 for e in ends)
+    rows = _rows(tmp_path / "run")
+    assert [int(r["round"]) for r in rows] == [0, 0, 1, 1, 2, 2]
+    saved = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir() if p.is_dir())
+    assert saved == [f"step_{s:010d}" for s in (200, 400, 600, 800, 1000, 1200)]
+    (learner,) = trainer.learners.values()
+    assert learner.episodes >= 3 * 400 // (2 * 40)  # every episode ends by the limit or a boundary
+
+
+def test_a_run_stopped_inside_a_round_resumes_exactly(tmp_path, hooks):
+    config = _config(ROUNDS, hooks={"on_round_end": ["round_hooks:record"]})
+    straight = _train(config, tmp_path / "a")
+    _train(config, tmp_path / "b")
+    for late in (tmp_path / "b" / "checkpoints").glob("step_*"):
+        if int(late.name.removeprefix("step_")) > 600:  # as if the run had stopped at step 600, inside round 1
+            shutil.rmtree(late)
+    resumed = _train(config, tmp_path / "b")
+    assert _rows(tmp_path / "a") == _rows(tmp_path / "b")
+    (a,), (b,) = straight.learners.values(), resumed.learners.values()
+    for p, q in zip(a.algorithm.learned.parameters(), b.algorithm.learned.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+    seen = [json.loads(line) for line in hooks.read_text().splitlines()]
+    assert [e["round"] for e in seen] == [0, 1, 2, 0, 1, 2, 1, 2]  # a, b, then b's resume: rounds 1 and 2 end once more
+    assert seen[-2] == seen[1] and seen[-1] == seen[2]  # with the same results as the uninterrupted run
+
+
+def test_a_curriculum_is_a_list_per_setting_or_a_function_of_the_round():
+    assert curriculum(100, {"miscapture": [0.0, -1.0]}) == [{"steps": 100, "env": {"miscapture": 0.0}}, {"steps": 100, "env": {"miscapture": -1.0}}]
+    assert curriculum([10, 20], lambda i: {"n_stags": i + 1}) == [{"steps": 10, "env": {"n_stags": 1}}, {"steps": 20, "env": {"n_stags": 2}}]
+    with pytest.raises(ValueError, match="one value per round"):
+        curriculum([10, 20, 30], {"miscapture": [0.0, -1.0]})
+
+
+def test_the_last_step_of_a_round_ends_every_episode_in_flight():
+    t, w, n = 3, 3, 2
+    fragment = {
+        "valid": np.ones((t, w, n), bool),
+        "terminated": np.zeros((t, w, n), bool),
+        "truncated": np.zeros((t, w, n), bool),
+        "over": np.zeros((t, w), bool),
+    }
+    fragment["valid"][-1, 1, 1] = False  # entity 1 of copy 1 left its episode earlier
+    fragment["terminated"][-1, 2] = True  # copy 2's episode ended by itself
+    fragment["over"][-1, 2] = True
+    end_episodes(fragment)
+    assert fragment["over"][-1].all() and not fragment["over"][:-1].any()
+    np.testing.assert_array_equal(fragment["truncated"][-1], [[True, True], [True, False], [False, False]])
+    assert not fragment["truncated"][:-1].any()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"rounds": [{"steps": 400, "env": {"miscapture": 1.0}}]}, "rounds[0].env"),
+        ({"rounds": [{"steps": 400, "env": {"n_stag": 1}}]}, "rounds[0].env"),
+        ({"rounds": [{"steps": 400}], "total_steps": 500}, "add up to 400"),
+        ({"rounds": [{"steps": 400}], "hooks": {"on_round_end": ["relayrl.no_such_module:f"]}}, "cannot be loaded"),
+        ({"rounds": [{"steps": 400, "match": [{"predator": "other"}]}]}, "does not declare"),
+    ],
+)
+def test_bad_rounds_are_refused_before_training(change, message):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        build_config({**_config([]), **change})
+
+
+def test_a_round_that_changes_a_policys_shapes_is_refused_before_training():
+    config = build_config(_config([{"steps": 400}, {"steps": 400, "env": {"n_predators": 3}}]))
+    with pytest.raises(ConfigError, match="keep their shapes"):
+        Trainer(config, None, verbose=False)
