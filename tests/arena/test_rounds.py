@@ -148,3 +148,12 @@ def test_a_round_that_changes_a_policys_shapes_is_refused_before_training():
     config = build_config(_config([{"steps": 400}, {"steps": 400, "env": {"n_predators": 3}}]))
     with pytest.raises(ConfigError, match="keep their shapes"):
         Trainer(config, None, verbose=False)
+
+
+def test_the_curriculum_example_is_a_valid_config():
+    import yaml
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "predator_prey_curriculum.yaml"
+    config = build_config(yaml.safe_load(path.read_text()))
+    assert config.total_steps == 40_000
+    assert [config.round_env(i).settings.miscapture for i in range(4)] == [0.0, -0.5, -1.0, -1.5]
