@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from relayrl.arena.schemes.curriculum import curriculum
 from relayrl.core.errors import ConfigError
 from relayrl.experiment.config import RunConfig, build_config
 
@@ -261,6 +262,30 @@ def _predator_prey_presets() -> dict[str, tuple[str, dict[str, Any]]]:
     return table
 
 
+# Arena schemes (paper 004, section 5), each against a baseline with the same env steps.
+# Curriculum (Fig. 8 in spirit): the small Predator-Prey game whose miscapture punishment
+# rises round by round to the hard setting's -1.5, against 80k env steps at -1.5 from the
+# start (docs/results/arena/README.md).
+CURRICULUM_STEPS = 80_000
+CURRICULUM_PUNISHMENTS = [0.0, -0.5, -1.0, -1.5]
+
+
+def _arena_presets() -> dict[str, tuple[str, dict[str, Any]]]:
+    small = PREDATOR_PREY_SETTINGS["-small"]
+    _, env, learner, run = small
+    base = _merge(_merge(PREDATOR_PREY_RUN, run), {"env": {"settings": env}, "qmix": {**learner, **VALUE_DECOMPOSITION["qmix"][1]}})
+    base = _merge(base, {"total_steps": CURRICULUM_STEPS, "checkpoint_interval": CURRICULUM_STEPS // len(CURRICULUM_PUNISHMENTS)})
+    rounds = curriculum(CURRICULUM_STEPS // len(CURRICULUM_PUNISHMENTS), {"miscapture": CURRICULUM_PUNISHMENTS})
+    hard = _merge(base, {"env": {"settings": {"miscapture": -1.5}}})
+    return {
+        "predator-prey-small-hard-qmix": ("QMIX, small Predator-Prey, miscapture -1.5 from the start (the curriculum's baseline)", hard),
+        "predator-prey-small-curriculum-qmix": (
+            "QMIX, small Predator-Prey, miscapture 0, -0.5, -1.0, -1.5 over four rounds (curriculum)",
+            {**base, "rounds": rounds},
+        ),
+    }
+
+
 def _presets() -> dict[str, tuple[str, dict[str, Any]]]:
     table: dict[str, tuple[str, dict[str, Any]]] = {}
     for domain, base in DOMAINS.items():
@@ -284,6 +309,7 @@ def _presets() -> dict[str, tuple[str, dict[str, Any]]]:
     table["pursuit-quickstart"] = ("SUPER-quantile on a small Pursuit with a small network, under a minute", QUICKSTART)
     table.update(_gym_presets())
     table.update(_predator_prey_presets())
+    table.update(_arena_presets())
     return table
 
 
