@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field, field_validator
 
+from relayrl.arena.match import Match, match_policy_ids
 from relayrl.core.settings import Strict
 
 
@@ -58,17 +59,32 @@ class HooksConfig(Strict):
 
 @dataclass
 class RoundResults:
-    """What a round did: its episodes' returns per group (summed over the group's entities)."""
+    """What a round did: its episodes' returns per group (summed over the group's entities)
+    and the env copy each episode ran in, under the round's ``matches``."""
 
     index: int
     start: int  # env step the round began at
     end: int  # and ended at
     returns: np.ndarray  # [episodes, n_groups]
+    copies: np.ndarray  # [episodes]
     groups: list[str]
+    matches: list[Match]
 
     def mean_return(self, group: str) -> float:
         column = self.returns[:, self.groups.index(group)] if len(self.returns) else np.zeros(0)
         return float(column.mean()) if column.size else float("nan")
+
+    def policy_returns(self) -> dict[str, np.ndarray]:
+        """Per policy, the returns of the groups it drove alone (every entity of the group in
+        that episode's copy), episode by episode."""
+        found: dict[str, list[float]] = {}
+        for returns, copy in zip(self.returns, self.copies):
+            match = self.matches[int(copy) % len(self.matches)]
+            for g, group in enumerate(self.groups):
+                drivers = match_policy_ids([{group: match[group]}]) if group in match else []
+                if len(drivers) == 1:
+                    found.setdefault(drivers[0], []).append(float(returns[g]))
+        return {pid: np.array(values) for pid, values in found.items()}
 
 
 @dataclass

@@ -130,6 +130,7 @@ class GymCopiesEnv:
                 self._episodes.returns.append(np.array([self._returns[i]]))
                 self._episodes.lengths.append(int(self._lengths[i]))
                 self._episodes.agents.append(i % self.n_agents)
+                self._episodes.copies.append(i // self.n_agents)
                 self._returns[i], self._lengths[i] = 0, 0
                 self._logs[i] = EpisodeLog({"rng": env.unwrapped.np_random.bit_generator.state})
                 o, _ = env.reset()

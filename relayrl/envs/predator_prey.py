@@ -329,6 +329,7 @@ class PredatorPreyVectorEnv:
             ended = np.flatnonzero(over)
             self._episodes.returns.extend(self._returns[ended].copy())
             self._episodes.lengths.extend(self._lengths[ended].tolist())
+            self._episodes.copies.extend(ended.tolist())
             self._returns[ended] = 0
             self._lengths[ended] = 0
             cells = self.spawn_cells(self.num_envs) if respawn is None else respawn

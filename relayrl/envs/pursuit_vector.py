@@ -288,6 +288,7 @@ class PursuitVectorEnv:
             ended = np.flatnonzero(over)
             self._episodes.returns.extend(self._returns[ended].copy())
             self._episodes.lengths.extend(self._lengths[ended].tolist())
+            self._episodes.copies.extend(ended.tolist())
             self._returns[ended] = 0
             self._lengths[ended] = 0
             self._spawn(ended)

@@ -67,6 +67,7 @@ class SyncVectorEnv:
                 over[e] = True
                 self._episodes.returns.append(self._returns[e].copy())
                 self._episodes.lengths.append(int(self._lengths[e]))
+                self._episodes.copies.append(e)
                 self._returns[e] = 0
                 self._lengths[e] = 0
                 for s, first in zip(steps, env.reset()):
@@ -185,9 +186,11 @@ class SubprocVectorEnv:
 
     def drain_episodes(self) -> EpisodeStats:
         merged = EpisodeStats()
-        for stats in self._call("drain_episodes", [()] * len(self._conns)):
+        first_copy = np.cumsum([0, *self._sizes])
+        for k, stats in enumerate(self._call("drain_episodes", [()] * len(self._conns))):
             merged.returns += stats.returns
             merged.lengths += stats.lengths
+            merged.copies += [int(first_copy[k]) + e for e in stats.copies]
         return merged
 
     def get_state(self) -> dict[str, Any] | None:

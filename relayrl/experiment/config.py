@@ -17,6 +17,7 @@ from relayrl.algos.dqn import DQNConfig
 from relayrl.arena.match import Match, check_match_syntax, default_match, match_policy_ids
 from relayrl.arena.policy import PolicyConfig
 from relayrl.arena.round import HooksConfig, RoundConfig
+from relayrl.arena.schemes.pbt import PBTConfig
 from relayrl.core.errors import ConfigError
 from relayrl.core.settings import Strict
 from relayrl.envs.predator_prey import PredatorPreySettings
@@ -312,6 +313,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "policies.*.qmix": {},
     "rounds": [],
     "hooks": {"on_round_start": [], "on_round_end": []},
+    "pbt": None,
 }
 
 
@@ -354,6 +356,7 @@ class RunConfig(Strict):
         default_factory=list, description="the run as rounds, each with its env steps, env.settings changes and matches; total_steps is their sum"
     )
     hooks: HooksConfig = HooksConfig()
+    pbt: PBTConfig | None = Field(None, description="population-based training over the rounds (exploit and explore)")
     report_group: str | None = Field(None, description="team whose summed reward is reported; default the first one a learning policy drives")
     eval: EvalConfig = EvalConfig()
     report_interval: int = Field(8000, ge=1, description="env steps between metrics rows (the paper's bin)")
@@ -423,6 +426,12 @@ class RunConfig(Strict):
                 self.round_env(i)
             except ValidationError as error:
                 raise ValueError(f"{where}.env: " + _format_error(error).removeprefix("invalid configuration:\n  ")) from None
+        if self.pbt is not None:
+            if len(self.rounds) < 2:
+                raise ValueError("pbt exploits and explores between rounds: give the run at least 2 rounds")
+            strangers = [pid for pid in self.pbt.population if pid not in self.policies or not self.policies[pid].learns]
+            if strangers:
+                raise ValueError(f"pbt.population names {strangers}, which are not learning policies declared in policies")
         lists = [m for m in (self.match, *(r.match for r in self.rounds)) if m]
         if lists:
             named = match_policy_ids([m for matches in lists for m in matches])

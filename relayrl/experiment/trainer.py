@@ -8,6 +8,8 @@ scripted policies only act. Training intensity is fixed whatever the number of e
 update per agent per ``fragment_length`` env steps, counted over all copies.
 """
 
+import csv
+import io
 import math
 import os
 import platform
@@ -34,6 +36,7 @@ from relayrl.arena.match import compile_matches
 from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, Policy, PolicyBuild, PolicyConfig
 from relayrl.arena.round import RoundContext, RoundResults, end_episodes, load_hook, round_ends
 from relayrl.arena.rollout import Rollout
+from relayrl.arena.schemes.pbt import PopulationBasedTraining
 from relayrl.core.device import configure_threads, resolve_device
 from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
@@ -58,6 +61,15 @@ from relayrl.experiment.evaluation import evaluate
 from relayrl.experiment.metrics import MetricsWriter
 from relayrl.experiment.run_lock import RunLock
 from relayrl.replay import ReplayPlan, row_nbytes
+
+
+def _csv(rows: list[dict[str, Any]]) -> str:
+    """Rows of one set of keys as CSV text."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]) if rows else [])
+    writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue()
 
 
 @dataclass
@@ -180,7 +192,9 @@ class Trainer:
         self.rollout = Rollout(self.venv, self.policies, self.matches, self.timer, self._check_finite)
         self.round_ends = round_ends(config.rounds)
         self.round_returns: list[np.ndarray] = []  # the current round's episodes, [n_groups] each
+        self.round_copies: list[int] = []  # and the env copy each ran in
         self.hooks = {when: [load_hook(path) for path in getattr(config.hooks, when)] for when in ("on_round_start", "on_round_end")}
+        self.schemes = [PopulationBasedTraining(config.pbt, derive_seeds(config.seed, 1, "pbt")[0])] if config.pbt else []
         self.metrics: MetricsWriter | None = None
         self.history: list[dict[str, float]] = []
         self.lock = RunLock(run_dir) if run_dir is not None else None
@@ -242,15 +256,23 @@ class Trainer:
         c = self.counters
         start = self.round_ends[c.round - 1] if c.round else 0
         returns = np.array(self.round_returns).reshape(-1, len(self.venv.groups))
-        results = RoundResults(c.round, start, c.env_steps, returns, [g.name for g in self.venv.groups])
+        results = RoundResults(c.round, start, c.env_steps, returns, np.array(self.round_copies, np.int64), [g.name for g in self.venv.groups], self.matches)
+        context = self._round_context(results)
+        for scheme in self.schemes:
+            scheme.on_round_end(context)
+            if self.run_dir is not None:
+                write_atomically(self.run_dir / f"{scheme.name}.csv", _csv(scheme.rows))
         for hook in self.hooks["on_round_end"]:
-            hook(self._round_context(results))
-        self.round_returns = []
+            hook(context)
+        self.round_returns, self.round_copies = [], []
 
     def _start_round(self, index: int) -> None:
         self._enter_round(index)
+        context = self._round_context()
+        for scheme in self.schemes:
+            scheme.on_round_start(context)
         for hook in self.hooks["on_round_start"]:
-            hook(self._round_context())
+            hook(context)
 
     def _check_run_dir(self) -> None:
         """Before anything is built: a run directory with checkpoint folders but no complete
@@ -304,7 +326,7 @@ class Trainer:
         if self.config.report_group is not None:
             return names.index(self.config.report_group)
         first = compile_matches(self.matches[:1], self.venv.groups, 1)
-        driven = {s.group for pid in self.learners for s in first[pid].segments} if self.learners else set()
+        driven = {s.group for pid in self.learners if pid in first for s in first[pid].segments}
         return min(driven, default=0)
 
     @property
@@ -359,6 +381,8 @@ class Trainer:
             "observed": [asdict(seen) for seen in self.rollout.observed or []],
             "carry": self.rollout.carry,
             "round_returns": [r.tolist() for r in self.round_returns],
+            "round_copies": self.round_copies,
+            "schemes": {scheme.name: scheme.state_dict() for scheme in self.schemes},
         }
 
     def policy_dict(self) -> dict[str, Any]:
@@ -380,6 +404,9 @@ class Trainer:
         if self.config.rounds:
             self._enter_round(self.counters.round)
             self.round_returns = [np.array(r) for r in state["round_returns"]]
+            self.round_copies = list(state["round_copies"])
+            for scheme in self.schemes:
+                scheme.load_state_dict(state["schemes"][scheme.name])
         if state["env"] is not None:
             try:
                 self.venv.set_state(state["env"])
@@ -445,6 +472,7 @@ class Trainer:
         self.window.episode_lengths += episodes.lengths
         self.recent_returns.extend(float(r[self.reported]) for r in episodes.returns)
         self.round_returns += episodes.returns
+        self.round_copies += episodes.copies
         self.counters.env_steps += collected
         self.window.env_steps += collected
         return steps
@@ -603,8 +631,11 @@ class Trainer:
         if self.rollout.observed is None:
             self.rollout.reset(self.config.seed)
             if self.config.rounds:
+                context = self._round_context()
+                for scheme in self.schemes:
+                    scheme.on_round_start(context)
                 for hook in self.hooks["on_round_start"]:
-                    hook(self._round_context())
+                    hook(context)
         return resumed_at
 
     def _write_report(self) -> None:

@@ -1,0 +1,93 @@
+"""Population-based training (Jaderberg et al. 2017, "Population Based Training of Neural
+Networks", exploit and explore; paper 004, appendix A.1.1).
+
+At the end of every round the population's learning policies are ranked by the mean
+return of the round's episodes (each member's group return where it drove the whole
+group). Exploit: each member of the bottom ``fraction`` (at least one) takes the networks,
+targets and optimiser state of a member of the top ``fraction`` drawn uniformly (its own
+replay, exploration RNG and counters stay). Explore: its learning rates are then
+multiplied by a factor drawn from ``factors`` (Jaderberg et al.'s perturb: 0.8 or 1.2).
+Learning rates live in the optimisers' state, so a checkpoint keeps them; the lineage (who
+copied whom, each member's learning rate and return per round) is the scheme's table.
+"""
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch
+from pydantic import Field
+
+from relayrl.arena.round import RoundContext
+from relayrl.core.settings import Strict
+
+
+OWN = ("rng", "generator", "updates")  # what a member keeps of its own: exploration RNGs, update counter
+
+
+class PBTConfig(Strict):
+    population: list[str] = Field(min_length=2, description="ids of the learning policies that compete (same algorithm)")
+    fraction: float = Field(0.25, gt=0, le=0.5, description="bottom (replaced) and top (copied) share of the population")
+    factors: list[float] = Field(default_factory=lambda: [0.8, 1.2], min_length=1, description="learning-rate perturbations")
+
+
+def _optimizers(algorithm: Any) -> list[torch.optim.Optimizer]:
+    """Every optimiser the algorithm holds, in attribute order."""
+    return [value for value in vars(algorithm).values() if isinstance(value, torch.optim.Optimizer)]
+
+
+def learning_rate(algorithm: Any) -> float:
+    return float(_optimizers(algorithm)[0].param_groups[0]["lr"])
+
+
+class PopulationBasedTraining:
+    """The exploit-and-explore step of ``config`` over a run's policies."""
+
+    name = "pbt"
+
+    def __init__(self, config: PBTConfig, seed: int) -> None:
+        self.config = config
+        self.rng = np.random.default_rng(seed)
+        self.rows: list[dict[str, Any]] = []  # the lineage, one row per member and round
+
+    def on_round_start(self, context: RoundContext) -> None:
+        return None
+
+    def on_round_end(self, context: RoundContext) -> None:
+        assert context.results is not None
+        returns = context.results.policy_returns()
+        members = self.config.population
+        means = np.array([returns[m].mean() if m in returns and returns[m].size else -np.inf for m in members])
+        order = np.argsort(-means, kind="stable")  # best first; a member without episodes ranks last
+        k = max(1, int(len(members) * self.config.fraction))
+        top, bottom = order[:k], order[len(members) - k :]
+        algorithms = {m: context.policies[m].learner.algorithm for m in members}
+        sources = {members[b]: members[int(self.rng.choice(top))] for b in bottom}
+        for member, source in sources.items():
+            own = algorithms[member].state_dict()
+            # a deep copy: an optimiser's load_state_dict keeps the given state tensors, which
+            # the two members would then update in place together
+            taken = copy.deepcopy({key: value for key, value in algorithms[source].state_dict().items() if key not in OWN})
+            algorithms[member].load_state_dict({**own, **taken})
+            factor = float(self.rng.choice(self.config.factors))
+            for optimizer in _optimizers(algorithms[member]):
+                for group in optimizer.param_groups:
+                    group["lr"] *= factor
+        for m, mean in zip(members, means):
+            self.rows.append(
+                {
+                    "round": context.index,
+                    "member": m,
+                    "mean_return": float(mean) if np.isfinite(mean) else float("nan"),
+                    "episodes": int(returns[m].size) if m in returns else 0,
+                    "copied_from": sources.get(m, ""),
+                    "lr": learning_rate(algorithms[m]),
+                }
+            )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state, "rows": self.rows}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self.rows = list(state["rows"])

@@ -1,0 +1,121 @@
+"""Population-based training over rounds (exploit and explore): the bottom member takes a
+top member's networks and optimiser state, its learning rate is perturbed, the lineage is
+written per round, and a run stopped inside a round resumes exactly (small Predator-Prey,
+three QMIX teams, one env copy each)."""
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from relayrl.core.errors import ConfigError
+from relayrl.experiment import Trainer, build_config
+
+HOOKS = '''
+import json, os
+import torch
+
+def record(context):
+    """After the scheme: each member's learning rate and a fingerprint of its networks."""
+    entry = {}
+    for pid in ("a", "b", "c"):
+        algorithm = context.policies[pid].learner.algorithm
+        entry[pid] = {
+            "lr": algorithm.optimizer.param_groups[0]["lr"],
+            "weights": [float(p.detach().double().sum()) for p in algorithm.learned.parameters()],
+        }
+    with open(os.environ["RELAYRL_TEST_HOOKS"], "a") as handle:
+        handle.write(json.dumps(entry) + "\\n")
+'''
+SMALL_GAME = {"n_predators": 4, "n_stags": 2, "x_size": 5, "y_size": 5, "max_cycles": 40}
+
+
+@pytest.fixture
+def hooks(tmp_path, monkeypatch) -> Path:
+    (tmp_path / "pbt_hooks.py").write_text(HOOKS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    log = tmp_path / "hooks.jsonl"
+    monkeypatch.setenv("RELAYRL_TEST_HOOKS", str(log))
+    return log
+
+
+def _config(**extra) -> dict:
+    return {
+        "preset": "tiny-pbt",
+        "env": {"name": "predator-prey", "num_envs": 3, "settings": SMALL_GAME},
+        "policies": {"a": {}, "b": {}, "c": {}},
+        "match": [{"predator": "a"}, {"predator": "b"}, {"predator": "c"}],
+        "rounds": [{"steps": 600}, {"steps": 600}, {"steps": 600}],
+        "pbt": {"population": ["a", "b", "c"], "fraction": 0.34},
+        "report_interval": 300,
+        "checkpoint_interval": 300,
+        "keep_checkpoints": 20,
+        "eval": {"interval": 0},
+        "qmix": {"max_episode_length": 40, "batch_size": 4, "buffer_size": 50, "epsilon_steps": 1000, "target_update_episodes": 5},
+        **extra,
+    }
+
+
+def _train(config: dict, run_dir: Path) -> Trainer:
+    trainer = Trainer(build_config(config), run_dir, verbose=False)
+    trainer.train()
+    trainer.close()
+    return trainer
+
+
+def _lineage(run_dir: Path) -> list[dict]:
+    with (run_dir / "pbt.csv").open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_the_worst_member_takes_the_best_ones_networks_and_a_perturbed_learning_rate(tmp_path, hooks):
+    _train(_config(hooks={"on_round_end": ["pbt_hooks:record"]}), tmp_path / "run")
+    rows = _lineage(tmp_path / "run")
+    assert [int(r["round"]) for r in rows] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    seen = [json.loads(line) for line in hooks.read_text().splitlines()]
+    lr = {pid: 1e-3 for pid in "abc"}  # qmix's default
+    for index in range(3):
+        members = rows[3 * index : 3 * index + 3]
+        copied = [r for r in members if r["copied_from"]]
+        assert len(copied) == 1  # a third of three: one member replaced
+        (row,) = copied
+        means = {r["member"]: float(r["mean_return"]) for r in members}
+        assert means[row["member"]] == min(means.values()) and means[row["copied_from"]] == max(means.values())
+        after = seen[index]
+        assert after[row["member"]]["weights"] == after[row["copied_from"]]["weights"]  # the networks, copied
+        ratio = after[row["member"]]["lr"] / lr[row["copied_from"]]
+        assert ratio == pytest.approx(0.8) or ratio == pytest.approx(1.2)  # the optimiser state, copied and perturbed
+        lr = {pid: after[pid]["lr"] for pid in "abc"}
+        assert {pid: float(r["lr"]) for pid, r in zip("abc", sorted(members, key=lambda r: r["member"]))} == pytest.approx(lr)
+
+
+def test_a_population_stopped_inside_a_round_resumes_exactly(tmp_path):
+    config = _config()
+    straight = _train(config, tmp_path / "a")
+    _train(config, tmp_path / "b")
+    for late in (tmp_path / "b" / "checkpoints").glob("step_*"):
+        if int(late.name.removeprefix("step_")) > 900:  # as if stopped at step 900, inside round 1
+            shutil.rmtree(late)
+    resumed = _train(config, tmp_path / "b")
+    assert _lineage(tmp_path / "a") == _lineage(tmp_path / "b")
+    for pid in "abc":
+        a, b = straight.learners[pid].algorithm, resumed.learners[pid].algorithm
+        for p, q in zip(a.learned.parameters(), b.learned.parameters()):
+            torch.testing.assert_close(p, q, rtol=0, atol=0)
+        assert a.optimizer.param_groups[0]["lr"] == b.optimizer.param_groups[0]["lr"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"rounds": [{"steps": 600}]}, "at least 2 rounds"),
+        ({"pbt": {"population": ["a", "d"]}}, "not learning policies"),
+        ({"policies": {"a": {}, "b": {}, "c": {"kind": "random"}}, "pbt": {"population": ["a", "c"]}}, "not learning policies"),
+    ],
+)
+def test_bad_populations_are_refused_before_training(change, message):
+    with pytest.raises(ConfigError, match=message):
+        build_config({**_config(), **change})
