@@ -268,6 +268,12 @@ def _predator_prey_presets() -> dict[str, tuple[str, dict[str, Any]]]:
 # start (docs/results/arena/README.md).
 CURRICULUM_STEPS = 80_000
 CURRICULUM_PUNISHMENTS = [0.0, -0.5, -1.0, -1.5]
+# Population-based training (Fig. 13 in spirit): three QMIX teams on the small game, one env
+# copy each, started at learning rates 3e-4, 1e-3 and 3e-3, exploit and explore every 10k
+# env steps, against one QMIX team (learning rate 1e-3) on the same three copies.
+PBT_STEPS = 80_000
+PBT_ROUNDS = 8
+PBT_LEARNING_RATES = {"p0": 3e-4, "p1": 1e-3, "p2": 3e-3}
 
 
 def _arena_presets() -> dict[str, tuple[str, dict[str, Any]]]:
@@ -277,7 +283,17 @@ def _arena_presets() -> dict[str, tuple[str, dict[str, Any]]]:
     base = _merge(base, {"total_steps": CURRICULUM_STEPS, "checkpoint_interval": CURRICULUM_STEPS // len(CURRICULUM_PUNISHMENTS)})
     rounds = curriculum(CURRICULUM_STEPS // len(CURRICULUM_PUNISHMENTS), {"miscapture": CURRICULUM_PUNISHMENTS})
     hard = _merge(base, {"env": {"settings": {"miscapture": -1.5}}})
+    three = _merge(base, {"env": {"num_envs": len(PBT_LEARNING_RATES)}, "total_steps": PBT_STEPS, "checkpoint_interval": PBT_STEPS // PBT_ROUNDS})
+    population = {
+        **three,
+        "policies": {pid: {"qmix": {"lr": lr}} for pid, lr in PBT_LEARNING_RATES.items()},
+        "match": [{"predator": pid} for pid in PBT_LEARNING_RATES],
+        "rounds": [{"steps": PBT_STEPS // PBT_ROUNDS}] * PBT_ROUNDS,
+        "pbt": {"population": list(PBT_LEARNING_RATES), "fraction": 0.34},
+    }
     return {
+        "predator-prey-small-pbt-qmix": ("three QMIX teams, population-based training every 10k env steps (small Predator-Prey)", population),
+        "predator-prey-small-single-qmix": ("one QMIX team on the three env copies of the population run (its baseline)", three),
         "predator-prey-small-hard-qmix": ("QMIX, small Predator-Prey, miscapture -1.5 from the start (the curriculum's baseline)", hard),
         "predator-prey-small-curriculum-qmix": (
             "QMIX, small Predator-Prey, miscapture 0, -0.5, -1.0, -1.5 over four rounds (curriculum)",
