@@ -206,7 +206,19 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         with_dependencies,
     )
 
-    if args.paper == "accmer":
+    if args.examples and args.paper != "arena":
+        raise RelayRLError("--examples is an option of reproduce arena")
+    if args.paper == "arena":
+        from relayrl.experiment import arena_examples
+
+        if args.domains or args.tasks or args.settings or args.algos or args.steps or args.scale_switch_from:
+            raise RelayRLError("reproduce arena takes --examples and --seeds (each example's presets fix their steps)")
+        examples = args.examples or list(arena_examples.EXAMPLES)
+        unknown = sorted(set(examples) - set(arena_examples.EXAMPLES))
+        if unknown:
+            raise RelayRLError(f"unknown example(s) {unknown}; choose from {', '.join(arena_examples.EXAMPLES)}")
+        jobs = arena_examples.grid(examples, args.seeds)
+    elif args.paper == "accmer":
         from relayrl.experiment import accmer_paper
 
         if args.domains or args.tasks or args.scale_switch_from:
@@ -257,8 +269,13 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         if failed:
             print(f"{len(failed)} job(s) did not complete: {', '.join(failed)}", file=sys.stderr)
     copied = collect(jobs, root, results)
+    results.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y-%m-%d %H:%M %Z")
     (results / "status.md").write_text(f"# Progress of the selected jobs, {stamp}\n\n{status_table(jobs, root)}\n")
+    if args.paper == "arena":
+        written = arena_examples.write_report(results, args.seeds)
+        print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {', '.join(str(p) for p in written)}")
+        return
     if args.paper == "accmer":
         written = accmer_paper.write_report(results, tuple(settings), args.steps, args.seeds)
         print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {', '.join(str(p) for p in written)}")
@@ -339,10 +356,11 @@ def build_parser() -> argparse.ArgumentParser:
     quick.set_defaults(func=cmd_quickstart, seed=0)
 
     reproduce = sub.add_parser("reproduce", help="run a paper's experiment grid and write its tables and figures")
-    reproduce.add_argument("paper", choices=["super", "dase", "accmer"])
+    reproduce.add_argument("paper", choices=["super", "dase", "accmer", "arena"])
     reproduce.add_argument("--domains", nargs="+", help="super: pursuit, battle, adversarial-pursuit (default: all)")
     reproduce.add_argument("--tasks", nargs="+", help="dase: halfcheetah, swimmer, ant, lunarlander, ... (default: halfcheetah swimmer)")
     reproduce.add_argument("--settings", nargs="+", choices=["base", "hard", "hard10", "16", "32", "small"], help="accmer: Predator-Prey settings (default: base hard)")
+    reproduce.add_argument("--examples", nargs="+", help="arena: curriculum, pbt (default: both)")
     reproduce.add_argument("--algos", nargs="+", help="variants, e.g. ddqn super-quantile (default: the whole grid)")
     reproduce.add_argument("--seeds", type=_at_least(1), default=3)
     reproduce.add_argument("--steps", type=_at_least(1), help="env steps per run (default: super: the paper's per domain; dase: 300k per agent)")

@@ -245,7 +245,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def collect(jobs: list[Job], root: Path, results: Path) -> int:
-    """Copies each job's metrics and config into ``results/runs/<run dir>/<seed>/``; returns
+    """Copies each job's metrics, config and scheme table into ``results/runs/<run dir>/<seed>/``; returns
     how many runs were copied."""
     copied = 0
     seen: set[Path] = set()
@@ -257,7 +257,7 @@ def collect(jobs: list[Job], root: Path, results: Path) -> int:
             seen.add(run)
             dest = results / "runs" / run.parent.name / run.name
             dest.mkdir(parents=True, exist_ok=True)
-            for name in ("metrics.csv", "config.yaml", "provenance.yaml"):
+            for name in ("metrics.csv", "config.yaml", "provenance.yaml", "pbt.csv"):
                 if (run / name).is_file():
                     shutil.copy2(run / name, dest / name)
             copied += 1

@@ -1,0 +1,160 @@
+"""The Arena's training-scheme examples (paper 004, section 5), each against a baseline with
+the same env steps, and their report in docs/results/arena: a curriculum (Fig. 8 in spirit)
+and population-based training (Fig. 13 in spirit) on the small Predator-Prey game.
+"""
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+from relayrl.experiment.grid import Job, runs_of, table_cell
+from relayrl.experiment.plots import aggregate, mean_std, pyplot, save_if_drawn, seeds_label
+from relayrl.experiment.presets import load_preset
+
+# example -> (the scheme's preset, its baseline's), labels
+EXAMPLES = {
+    "curriculum": (
+        ("predator-prey-small-curriculum-qmix", "miscapture 0, -0.5, -1.0, -1.5 over four rounds"),
+        ("predator-prey-small-hard-qmix", "miscapture -1.5 from the start"),
+    ),
+    "pbt": (
+        ("predator-prey-small-pbt-qmix", "population of 3, PBT every 10k steps"),
+        ("predator-prey-small-single-qmix", "one learner on the same 3 copies"),
+    ),
+}
+LAST_EVALUATIONS = 5
+
+
+def grid(examples: list[str], seeds: int) -> list[Job]:
+    return [Job(preset, seed, load_preset(preset).total_steps) for seed in range(seeds) for e in examples for preset, _ in EXAMPLES[e]]
+
+
+def final_eval(rows: list[dict[str, float]], total: int) -> float:
+    """Mean of the last greedy evaluations of a finished run (NaN before its end)."""
+    evals = [r["eval_reward_mean"] for r in rows if not math.isnan(r["eval_reward_mean"])]
+    if not rows or rows[-1]["env_steps"] < total or not evals:
+        return math.nan
+    return float(np.mean(evals[-LAST_EVALUATIONS:]))
+
+
+def lineages(results: Path, preset: str) -> list[list[dict[str, str]]]:
+    """The PBT tables (``pbt.csv``) of the preset's runs kept under ``results/runs``."""
+    config_hash = load_preset(preset).config_hash()
+    found = []
+    for path in sorted((results / "runs").glob(f"*-{config_hash}/*/pbt.csv")):
+        with path.open() as handle:
+            found.append(list(csv.DictReader(handle)))
+    return found
+
+
+def best_per_round(lineage: list[dict[str, str]]) -> list[float]:
+    """The best member's mean training return in each round."""
+    rounds = sorted({int(r["round"]) for r in lineage})
+    return [max(float(r["mean_return"]) for r in lineage if int(r["round"]) == k) for k in rounds]
+
+
+def round_means(rows: list[dict[str, float]], rounds: int, total: int) -> list[float]:
+    """A run's mean training return over each of ``rounds`` equal stretches of its steps."""
+    size = total / rounds
+    return [
+        float(np.nanmean([r["episode_reward_mean"] for r in rows if k * size < r["env_steps"] <= (k + 1) * size] or [math.nan]))
+        for k in range(rounds)
+    ]
+
+
+def reward_table(results: Path, seeds: int) -> str:
+    lines = ["| example | run | final greedy reward (mean of the last 5 evaluations) |", "|---|---|---:|"]
+    for example, runs in EXAMPLES.items():
+        for preset, label in runs:
+            total = load_preset(preset).total_steps
+            found = runs_of(preset, results)
+            cell = table_cell([v for v in (final_eval(r, total) for r in found) if not math.isnan(v)], found, seeds)
+            lines.append(f"| {example} | `{preset}`: {label} | {cell} |")
+    return "\n".join(lines)
+
+
+def pbt_table(results: Path) -> str | None:
+    """Per round: the population's best member's training return against the single
+    learner's over the same env steps, mean (std) across seeds."""
+    (scheme, _), (baseline, _) = EXAMPLES["pbt"]
+    tables = lineages(results, scheme)
+    if not tables:
+        return None
+    config = load_preset(scheme)
+    best = [best_per_round(t) for t in tables]
+    single = [round_means(r, len(config.rounds), config.total_steps) for r in runs_of(baseline, results)]
+    lines = ["| round | env steps | best member's training return | single learner's training return |", "|---:|---:|---:|---:|"]
+    for k in range(len(config.rounds)):
+        ours = [b[k] for b in best if len(b) > k]
+        theirs = [s[k] for s in single if not math.isnan(s[k])]
+        if ours or theirs:
+            end = (k + 1) * config.total_steps // len(config.rounds)
+            lines.append(f"| {k} | {end:,} | {mean_std(ours) if ours else '-'} | {mean_std(theirs) if theirs else '-'} |")
+    return "\n".join(lines)
+
+
+def curves(results: Path, out: Path) -> Path | None:
+    """Greedy evaluation over env steps, scheme against baseline, one panel per example
+    (round boundaries dotted)."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(EXAMPLES), figsize=(6 * len(EXAMPLES), 4.2), squeeze=False)
+    drew = False
+    for ax, (example, runs) in zip(axes[0], EXAMPLES.items()):
+        for preset, label in runs:
+            steps, mean, std, count = aggregate(runs_of(preset, results), "eval_reward_mean", bin_size=1)
+            if len(steps):
+                ax.plot(steps, mean, label=seeds_label(label, steps, count))
+                ax.fill_between(steps, mean - std, mean + std, alpha=0.2)
+                drew = True
+        config = load_preset(runs[0][0])
+        for end in np.cumsum([r.steps for r in config.rounds])[:-1]:
+            ax.axvline(end, color="grey", linestyle=":", linewidth=0.8)
+        ax.set_title(f"{example} (small Predator-Prey, QMIX)")
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel("greedy evaluation reward")
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=8)
+    return save_if_drawn(plt, fig, out, drew, "Arena schemes against their baselines")
+
+
+def lineage_figure(results: Path, out: Path) -> Path | None:
+    """Seed 0's population: each member's learning rate over rounds, a marker where it
+    copied another member."""
+    tables = lineages(results, EXAMPLES["pbt"][0][0])
+    if not tables:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    rows = tables[0]
+    for member in sorted({r["member"] for r in rows}):
+        mine = [r for r in rows if r["member"] == member]
+        line = ax.plot([int(r["round"]) for r in mine], [float(r["lr"]) for r in mine], marker=".", label=member)[0]
+        copied = [r for r in mine if r["copied_from"]]
+        ax.scatter([int(r["round"]) for r in copied], [float(r["lr"]) for r in copied], s=80, facecolors="none", edgecolors=line.get_color())
+        for r in copied:
+            ax.annotate(f"<- {r['copied_from']}", (int(r["round"]), float(r["lr"])), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    ax.set_yscale("log")
+    ax.set_xlabel("round (learning rate after its exploit and explore)")
+    ax.set_ylabel("learning rate")
+    ax.set_title("PBT lineage, seed 0 (circles: copied a better member)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return save_if_drawn(plt, fig, out, True, "PBT lineage")
+
+
+def write_report(results: Path, seeds: int) -> list[Path]:
+    figures = results / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    text = ["# Arena schemes against their baselines (generated by `relayrl reproduce arena`)", "", reward_table(results, seeds), ""]
+    pbt = pbt_table(results)
+    if pbt is not None:
+        text += ["## Population-based training, round by round", "", pbt, ""]
+    written = [results / "tables.md"]
+    written[0].write_text("\n".join(text))
+    for path in (curves(results, figures / "eval_reward.png"), lineage_figure(results, figures / "pbt_lineage.png")):
+        if path is not None:
+            written.append(path)
+    return written

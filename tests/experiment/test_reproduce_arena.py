@@ -1,0 +1,38 @@
+"""relayrl reproduce arena: the examples' grid, their report from copied runs, the PBT
+table's best member per round."""
+
+import subprocess
+import sys
+
+from relayrl.experiment.arena_examples import EXAMPLES, best_per_round, grid, round_means
+
+
+def test_the_grid_runs_each_scheme_and_its_baseline_seed_by_seed():
+    jobs = grid(["curriculum", "pbt"], 2)
+    assert [j.preset for j in jobs[:4]] == [p for e in ("curriculum", "pbt") for p, _ in EXAMPLES[e]]
+    assert [j.seed for j in jobs] == [0] * 4 + [1] * 4
+    assert all(j.steps == 80_000 for j in jobs)
+
+
+def test_the_best_member_and_the_baselines_round_means():
+    lineage = [
+        {"round": "0", "member": "p0", "mean_return": "0.5"},
+        {"round": "0", "member": "p1", "mean_return": "1.5"},
+        {"round": "1", "member": "p0", "mean_return": "2.0"},
+        {"round": "1", "member": "p1", "mean_return": "nan"},
+    ]
+    assert best_per_round(lineage)[0] == 1.5
+    rows = [{"env_steps": s, "episode_reward_mean": r} for s, r in ((50, 1.0), (100, 3.0), (150, 5.0), (200, 7.0))]
+    assert round_means(rows, 2, 200) == [2.0, 6.0]
+
+
+def test_the_report_of_an_empty_grid_says_what_has_not_run(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "relayrl.cli", "reproduce", "arena", "--report-only", "--out", str(tmp_path / "runs"), "--results", str(tmp_path / "out")],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    table = (tmp_path / "out" / "tables.md").read_text()
+    assert table.count("not run") == 4 and "predator-prey-small-pbt-qmix" in table
+    refused = subprocess.run([sys.executable, "-m", "relayrl.cli", "reproduce", "super", "--examples", "pbt", "--dry-run"], capture_output=True, text=True)
+    assert refused.returncode != 0 and "--examples" in refused.stderr
