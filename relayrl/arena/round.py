@@ -86,6 +86,19 @@ class RoundResults:
                     found.setdefault(drivers[0], []).append(float(returns[g]))
         return {pid: np.array(values) for pid, values in found.items()}
 
+    def games(self, first: str, second: str) -> list[tuple[str, str, float, float]]:
+        """The episodes that pitted one policy driving all of group ``first`` against one
+        driving all of ``second``: (its id, the other's id, their returns), in the order
+        the episodes ended."""
+        a, b = self.groups.index(first), self.groups.index(second)
+        found = []
+        for returns, copy in zip(self.returns, self.copies):
+            match = self.matches[int(copy) % len(self.matches)]
+            sides = [match_policy_ids([{g: match[g]}]) if g in match else [] for g in (first, second)]
+            if all(len(side) == 1 for side in sides):
+                found.append((sides[0][0], sides[1][0], float(returns[a]), float(returns[b])))
+        return found
+
 
 @dataclass
 class RoundContext:

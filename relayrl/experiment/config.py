@@ -18,6 +18,7 @@ from relayrl.arena.match import Match, check_match_syntax, default_match, match_
 from relayrl.arena.policy import PolicyConfig
 from relayrl.arena.round import HooksConfig, RoundConfig
 from relayrl.arena.schemes.pbt import PBTConfig
+from relayrl.arena.schemes.tournament import TournamentConfig, round_robin
 from relayrl.core.errors import ConfigError
 from relayrl.core.settings import Strict
 from relayrl.envs.predator_prey import PredatorPreySettings
@@ -314,6 +315,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "rounds": [],
     "hooks": {"on_round_start": [], "on_round_end": []},
     "pbt": None,
+    "tournament": None,
 }
 
 
@@ -357,6 +359,7 @@ class RunConfig(Strict):
     )
     hooks: HooksConfig = HooksConfig()
     pbt: PBTConfig | None = Field(None, description="population-based training over the rounds (exploit and explore)")
+    tournament: TournamentConfig | None = Field(None, description="round-robin tournament: every pairing each round, Elo ratings")
     report_group: str | None = Field(None, description="team whose summed reward is reported; default the first one a learning policy drives")
     eval: EvalConfig = EvalConfig()
     report_interval: int = Field(8000, ge=1, description="env steps between metrics rows (the paper's bin)")
@@ -393,6 +396,18 @@ class RunConfig(Strict):
         if env.get("num_envs") not in (None, 1, copies):
             raise ValueError(f"scale={data['scale']} makes {copies} env copies but env.num_envs={env['num_envs']}: set one of them")
         return {**data, "env": {**env, "num_envs": copies}}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tournament_matches(cls, data: Any) -> Any:
+        """A tournament without ``match`` plays every ordered pairing of its policies (before
+        ``_scaled_copies`` counts them: pydantic runs "before" validators last-defined first)."""
+        if not isinstance(data, dict) or not isinstance(data.get("tournament"), dict) or data.get("match"):
+            return data
+        table = data["tournament"]
+        if not isinstance(table.get("policies"), list) or not isinstance(table.get("groups"), list) or len(table["groups"]) != 2:
+            return data  # the tournament's validation names what is wrong
+        return {**data, "match": round_robin(table["policies"], table["groups"])}
 
     @field_validator("device")
     @classmethod
@@ -432,6 +447,12 @@ class RunConfig(Strict):
             strangers = [pid for pid in self.pbt.population if pid not in self.policies or not self.policies[pid].learns]
             if strangers:
                 raise ValueError(f"pbt.population names {strangers}, which are not learning policies declared in policies")
+        if self.tournament is not None:
+            if not self.rounds:
+                raise ValueError("a tournament rates its policies round by round: give the run rounds")
+            strangers = [pid for pid in self.tournament.policies if pid not in self.policies]
+            if strangers:
+                raise ValueError(f"tournament.policies names {strangers}, which policies does not declare")
         lists = [m for m in (self.match, *(r.match for r in self.rounds)) if m]
         if lists:
             named = match_policy_ids([m for matches in lists for m in matches])

@@ -37,6 +37,7 @@ from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, Policy, PolicyBui
 from relayrl.arena.round import RoundContext, RoundResults, end_episodes, load_hook, round_ends
 from relayrl.arena.rollout import Rollout
 from relayrl.arena.schemes.pbt import PopulationBasedTraining
+from relayrl.arena.schemes.tournament import Tournament
 from relayrl.core.device import configure_threads, resolve_device
 from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
@@ -61,6 +62,11 @@ from relayrl.experiment.evaluation import evaluate
 from relayrl.experiment.metrics import MetricsWriter
 from relayrl.experiment.run_lock import RunLock
 from relayrl.replay import ReplayPlan, row_nbytes
+
+
+# built-in schemes, by their config section: each has on_round_start / on_round_end, a table
+# of rows (written to <run dir>/<name>.csv after every round) and a state in checkpoints
+SCHEMES = {"pbt": PopulationBasedTraining, "tournament": Tournament}
 
 
 def _csv(rows: list[dict[str, Any]]) -> str:
@@ -194,7 +200,9 @@ class Trainer:
         self.round_returns: list[np.ndarray] = []  # the current round's episodes, [n_groups] each
         self.round_copies: list[int] = []  # and the env copy each ran in
         self.hooks = {when: [load_hook(path) for path in getattr(config.hooks, when)] for when in ("on_round_start", "on_round_end")}
-        self.schemes = [PopulationBasedTraining(config.pbt, derive_seeds(config.seed, 1, "pbt")[0])] if config.pbt else []
+        self.schemes = [
+            scheme(getattr(config, name), derive_seeds(config.seed, 1, name)[0]) for name, scheme in SCHEMES.items() if getattr(config, name) is not None
+        ]
         self.metrics: MetricsWriter | None = None
         self.history: list[dict[str, float]] = []
         self.lock = RunLock(run_dir) if run_dir is not None else None
