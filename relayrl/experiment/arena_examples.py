@@ -1,6 +1,8 @@
 """The Arena's training-scheme examples (paper 004, section 5), each against a baseline with
 the same env steps, and their report in docs/results/arena: a curriculum (Fig. 8 in spirit)
-and population-based training (Fig. 13 in spirit) on the small Predator-Prey game.
+and population-based training (Fig. 13 in spirit) on the small Predator-Prey game, and a
+round-robin tournament (Fig. 5) on MAgent2 battle 2 v 2 whose baseline is a random team
+taking part in every round.
 """
 
 import csv
@@ -13,7 +15,7 @@ from relayrl.experiment.grid import Job, runs_of, table_cell
 from relayrl.experiment.plots import aggregate, mean_std, pyplot, save_if_drawn, seeds_label
 from relayrl.experiment.presets import load_preset
 
-# example -> (the scheme's preset, its baseline's), labels
+# example -> the scheme's preset and its baseline's (the tournament's baseline plays inside it), labels
 EXAMPLES = {
     "curriculum": (
         ("predator-prey-small-curriculum-qmix", "miscapture 0, -0.5, -1.0, -1.5 over four rounds"),
@@ -23,6 +25,7 @@ EXAMPLES = {
         ("predator-prey-small-pbt-qmix", "population of 3, PBT every 10k steps"),
         ("predator-prey-small-single-qmix", "one learner on the same 3 copies"),
     ),
+    "tournament": (("battle-2v2-round-robin", "four DDQN teams and a random one, all pairings each round"),),
 }
 LAST_EVALUATIONS = 5
 
@@ -39,11 +42,11 @@ def final_eval(rows: list[dict[str, float]], total: int) -> float:
     return float(np.mean(evals[-LAST_EVALUATIONS:]))
 
 
-def lineages(results: Path, preset: str) -> list[list[dict[str, str]]]:
-    """The PBT tables (``pbt.csv``) of the preset's runs kept under ``results/runs``."""
+def scheme_tables(results: Path, preset: str, scheme: str) -> list[list[dict[str, str]]]:
+    """The scheme's tables (``<scheme>.csv``) of the preset's runs kept under ``results/runs``."""
     config_hash = load_preset(preset).config_hash()
     found = []
-    for path in sorted((results / "runs").glob(f"*-{config_hash}/*/pbt.csv")):
+    for path in sorted((results / "runs").glob(f"*-{config_hash}/*/{scheme}.csv")):
         with path.open() as handle:
             found.append(list(csv.DictReader(handle)))
     return found
@@ -68,6 +71,8 @@ def reward_table(results: Path, seeds: int) -> str:
     lines = ["| example | run | final greedy reward (mean of the last 5 evaluations) |", "|---|---|---:|"]
     for example, runs in EXAMPLES.items():
         for preset, label in runs:
+            if not load_preset(preset).eval.interval:
+                continue  # the tournament's figure is its Elo table
             total = load_preset(preset).total_steps
             found = runs_of(preset, results)
             cell = table_cell([v for v in (final_eval(r, total) for r in found) if not math.isnan(v)], found, seeds)
@@ -79,7 +84,7 @@ def pbt_table(results: Path) -> str | None:
     """Per round: the population's best member's training return against the single
     learner's over the same env steps, mean (std) across seeds."""
     (scheme, _), (baseline, _) = EXAMPLES["pbt"]
-    tables = lineages(results, scheme)
+    tables = scheme_tables(results, scheme, "pbt")
     if not tables:
         return None
     config = load_preset(scheme)
@@ -95,13 +100,51 @@ def pbt_table(results: Path) -> str | None:
     return "\n".join(lines)
 
 
+def tournament_table(results: Path) -> str | None:
+    """Per round and policy: wins, draws, losses and Elo, mean (std) across seeds."""
+    (preset, _), = EXAMPLES["tournament"]
+    tables = scheme_tables(results, preset, "tournament")
+    if not tables:
+        return None
+    lines = ["| round | policy | wins | draws | losses | Elo |", "|---:|---|---:|---:|---:|---:|"]
+    keys = sorted({(int(r["round"]), r["policy"]) for t in tables for r in t})
+    for k, pid in keys:
+        rows = [r for t in tables for r in t if int(r["round"]) == k and r["policy"] == pid]
+        cells = [mean_std([float(r[c]) for r in rows]) for c in ("wins", "draws", "losses", "elo")]
+        lines.append(f"| {k} | {pid} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + f"\n\n{len(tables)} seed(s)."
+
+
+def elo_figure(results: Path, out: Path) -> Path | None:
+    """Each policy's Elo rating after every round, mean +- std across seeds."""
+    (preset, _), = EXAMPLES["tournament"]
+    tables = scheme_tables(results, preset, "tournament")
+    if not tables:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for pid in sorted({r["policy"] for r in tables[0]}):
+        rounds = sorted({int(r["round"]) for t in tables for r in t if r["policy"] == pid})
+        values = np.array([[next((float(r["elo"]) for r in t if r["policy"] == pid and int(r["round"]) == k), np.nan) for t in tables] for k in rounds])
+        mean, std = np.nanmean(values, axis=1), np.nanstd(values, axis=1)
+        ax.plot(rounds, mean, marker=".", label=pid)
+        ax.fill_between(rounds, mean - std, mean + std, alpha=0.2)
+    ax.set_xlabel("round")
+    ax.set_ylabel("Elo rating after the round")
+    ax.set_title(f"round-robin tournament, MAgent2 battle 2 v 2 ({len(tables)} seed(s))")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return save_if_drawn(plt, fig, out, True, "tournament Elo")
+
+
 def curves(results: Path, out: Path) -> Path | None:
     """Greedy evaluation over env steps, scheme against baseline, one panel per example
     (round boundaries dotted)."""
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(EXAMPLES), figsize=(6 * len(EXAMPLES), 4.2), squeeze=False)
+    shown = {e: runs for e, runs in EXAMPLES.items() if load_preset(runs[0][0]).eval.interval}
+    fig, axes = plt.subplots(1, len(shown), figsize=(6 * len(shown), 4.2), squeeze=False)
     drew = False
-    for ax, (example, runs) in zip(axes[0], EXAMPLES.items()):
+    for ax, (example, runs) in zip(axes[0], shown.items()):
         for preset, label in runs:
             steps, mean, std, count = aggregate(runs_of(preset, results), "eval_reward_mean", bin_size=1)
             if len(steps):
@@ -123,7 +166,7 @@ def curves(results: Path, out: Path) -> Path | None:
 def lineage_figure(results: Path, out: Path) -> Path | None:
     """Seed 0's population: each member's learning rate over rounds, a marker where it
     copied another member."""
-    tables = lineages(results, EXAMPLES["pbt"][0][0])
+    tables = scheme_tables(results, EXAMPLES["pbt"][0][0], "pbt")
     if not tables:
         return None
     plt = pyplot()
@@ -152,9 +195,13 @@ def write_report(results: Path, seeds: int) -> list[Path]:
     pbt = pbt_table(results)
     if pbt is not None:
         text += ["## Population-based training, round by round", "", pbt, ""]
+    tournament = tournament_table(results)
+    if tournament is not None:
+        text += ["## Round-robin tournament: the table after each round", "", tournament, ""]
     written = [results / "tables.md"]
     written[0].write_text("\n".join(text))
-    for path in (curves(results, figures / "eval_reward.png"), lineage_figure(results, figures / "pbt_lineage.png")):
+    drawn = (curves(results, figures / "eval_reward.png"), lineage_figure(results, figures / "pbt_lineage.png"), elo_figure(results, figures / "tournament_elo.png"))
+    for path in drawn:
         if path is not None:
             written.append(path)
     return written

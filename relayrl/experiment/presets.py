@@ -274,6 +274,12 @@ CURRICULUM_PUNISHMENTS = [0.0, -0.5, -1.0, -1.5]
 PBT_STEPS = 80_000
 PBT_ROUNDS = 8
 PBT_LEARNING_RATES = {"p0": 3e-4, "p1": 1e-3, "p2": 3e-3}
+# Round-robin tournament (Fig. 5): four independent-DDQN teams on MAgent2 battle 12x12 (2 v 2,
+# 200-step games) and a uniformly random team as the fixed baseline every rating is read
+# against; all 20 ordered pairings each round, 6 rounds of 20k env steps.
+TOURNAMENT_POLICIES = ["p1", "p2", "p3", "p4"]
+TOURNAMENT_ROUNDS = 6
+TOURNAMENT_ROUND_STEPS = 20_000
 
 
 def _arena_presets() -> dict[str, tuple[str, dict[str, Any]]]:
@@ -291,7 +297,21 @@ def _arena_presets() -> dict[str, tuple[str, dict[str, Any]]]:
         "rounds": [{"steps": PBT_STEPS // PBT_ROUNDS}] * PBT_ROUNDS,
         "pbt": {"population": list(PBT_LEARNING_RATES), "fraction": 0.34},
     }
+    entrants = [*TOURNAMENT_POLICIES, "random"]
+    tournament = {
+        "env": {"name": "battle", "settings": {"map_size": 12, "max_cycles": 200}},
+        "dqn": MAGENT_DQN,
+        "policies": {**{pid: {} for pid in TOURNAMENT_POLICIES}, "random": {"kind": "random"}},
+        "tournament": {"policies": entrants, "groups": ["red", "blue"]},
+        "scale": 1,
+        "rounds": [{"steps": TOURNAMENT_ROUND_STEPS}] * TOURNAMENT_ROUNDS,
+        "report_group": "blue",
+        "report_interval": 4000,
+        "checkpoint_interval": TOURNAMENT_ROUND_STEPS,
+        "eval": {"interval": 0},
+    }
     return {
+        "battle-2v2-round-robin": ("four DDQN teams and a random one, every pairing each round, Elo ratings (MAgent2 battle 2 v 2)", tournament),
         "predator-prey-small-pbt-qmix": ("three QMIX teams, population-based training every 10k env steps (small Predator-Prey)", population),
         "predator-prey-small-single-qmix": ("one QMIX team on the three env copies of the population run (its baseline)", three),
         "predator-prey-small-hard-qmix": ("QMIX, small Predator-Prey, miscapture -1.5 from the start (the curriculum's baseline)", hard),

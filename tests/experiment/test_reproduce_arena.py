@@ -8,10 +8,10 @@ from relayrl.experiment.arena_examples import EXAMPLES, best_per_round, grid, ro
 
 
 def test_the_grid_runs_each_scheme_and_its_baseline_seed_by_seed():
-    jobs = grid(["curriculum", "pbt"], 2)
-    assert [j.preset for j in jobs[:4]] == [p for e in ("curriculum", "pbt") for p, _ in EXAMPLES[e]]
-    assert [j.seed for j in jobs] == [0] * 4 + [1] * 4
-    assert all(j.steps == 80_000 for j in jobs)
+    jobs = grid(["curriculum", "pbt", "tournament"], 2)
+    assert [j.preset for j in jobs[:5]] == [p for e in ("curriculum", "pbt", "tournament") for p, _ in EXAMPLES[e]]
+    assert [j.seed for j in jobs] == [0] * 5 + [1] * 5
+    assert [j.steps for j in jobs[:5]] == [80_000] * 4 + [120_000]
 
 
 def test_the_best_member_and_the_baselines_round_means():
