@@ -101,6 +101,14 @@ def cmd_train(args: argparse.Namespace) -> None:
     _train(config, run_dir_for(config, Path(args.out)))
 
 
+def cmd_arena(args: argparse.Namespace) -> None:
+    """``train`` for a run of rounds: progress per round and each scheme's table at its end."""
+    config = _config_from(args.preset, args.overrides, args.seed)
+    if not config.rounds:
+        raise RelayRLError(f"{args.preset} has no rounds: give it rounds (and a scheme: pbt, tournament, or hooks), or use relayrl train")
+    _train(config, run_dir_for(config, Path(args.out)))
+
+
 def cmd_resume(args: argparse.Namespace) -> None:
     run_dir = Path(args.run_dir)
     _train(_config_of_run(run_dir, args.overrides), run_dir)
@@ -325,6 +333,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("preset", help="a preset name (relayrl list) or a config file, FILE.yaml")
     with_config_args(train)
     train.set_defaults(func=cmd_train)
+    arena = sub.add_parser("arena", help="train a run of rounds (a preset or FILE.yaml with rounds and a scheme), showing each round's table")
+    arena.add_argument("preset", help="a preset name or a config file, FILE.yaml")
+    with_config_args(arena)
+    arena.set_defaults(func=cmd_arena)
 
     resume = sub.add_parser("resume", help="continue a run from its latest checkpoint")
     resume.add_argument("run_dir")

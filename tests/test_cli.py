@@ -145,3 +145,16 @@ def test_quickstart_prints_its_summary_and_plot(tmp_path, capsys):
     for row in ("env steps", "updates per agent", "realised bandwidth", "greedy eval reward", "gap (trained - random)"):
         assert row in out
     assert (_run_dir(tmp_path) / "learning_curve.png").is_file()
+
+
+def test_arena_shows_each_rounds_scheme_table(tmp_path):
+    rounds = "rounds=[{steps: 600}, {steps: 600}]"
+    done = subprocess.run(
+        [sys.executable, "-m", "relayrl.cli", "arena", "predator-prey-small-pbt-qmix", rounds, "total_steps=1200", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "round 1/2 ended at env step 600" in done.stdout and "pbt, round 2" in done.stdout
+    assert (_run_dir(tmp_path) / "pbt.csv").is_file()
+    refused = subprocess.run([sys.executable, "-m", "relayrl.cli", "arena", "predator-prey-small-qmix", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert refused.returncode != 0 and "has no rounds" in refused.stderr

@@ -69,6 +69,18 @@ from relayrl.replay import ReplayPlan, row_nbytes
 SCHEMES = {"pbt": PopulationBasedTraining, "tournament": Tournament}
 
 
+def _table(rows: list[dict[str, Any]], title: str) -> str:
+    """Rows of one set of keys as a plain-text table for the progress display."""
+    if not rows:
+        return f"{title}: no rows"
+    keys = list(rows[0])
+    cells = [[f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()] for row in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
+    lines = [title, "  ".join(k.rjust(w) for k, w in zip(keys, widths))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
+
+
 def _csv(rows: list[dict[str, Any]]) -> str:
     """Rows of one set of keys as CSV text."""
     text = io.StringIO()
@@ -266,10 +278,16 @@ class Trainer:
         returns = np.array(self.round_returns).reshape(-1, len(self.venv.groups))
         results = RoundResults(c.round, start, c.env_steps, returns, np.array(self.round_copies, np.int64), [g.name for g in self.venv.groups], self.matches)
         context = self._round_context(results)
+        if self.verbose:
+            names = [g.name for g in self.venv.groups]
+            means = ", ".join(f"{name} {results.mean_return(name):.2f}" for name in names)
+            print(f"round {c.round + 1}/{len(self.config.rounds)} ended at env step {c.env_steps:,}: {len(returns)} episodes, mean return {means}")
         for scheme in self.schemes:
             scheme.on_round_end(context)
             if self.run_dir is not None:
                 write_atomically(self.run_dir / f"{scheme.name}.csv", _csv(scheme.rows))
+            if self.verbose:
+                print(_table([r for r in scheme.rows if r["round"] == c.round], f"{scheme.name}, round {c.round + 1}"))
         for hook in self.hooks["on_round_end"]:
             hook(context)
         self.round_returns, self.round_copies = [], []
@@ -603,6 +621,7 @@ class Trainer:
         eta = (total - c.env_steps) / sps if sps and sps > 0 else math.nan
         parts = [
             f"[{self.config.preset} s{self.config.seed}]",
+            *([f"round {c.round + 1}/{len(self.config.rounds)}"] if self.config.rounds else []),
             f"steps {c.env_steps:,}/{total:,} ({100 * c.env_steps / total:.1f}%)",
             f"{sps:,.0f} sps",
             f"{row['updates_per_s']:,.0f} upd/s",
