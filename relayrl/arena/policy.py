@@ -39,16 +39,19 @@ class PolicyConfig(Strict):
     ``frozen``: the same networks loaded from ``checkpoint`` (a run or checkpoint directory)
     or from the run of preset ``pretrained`` (seed ``pretrained_seed``) under the same runs
     root, learning off, acting with exploration ``explore``. ``random``: uniform actions.
+    ``snapshot``: the networks of learning policy ``of`` as a self-play scheme last loaded
+    them (``relayrl.arena.schemes.selfplay``), learning off, acting with ``explore``.
     ``scripted``: ``script: package.module.function``, called as
     ``fn(obs [W, N_p, ...], spec) -> actions [W, N_p, ...]``.
     """
 
-    kind: Literal["learning", "frozen", "random", "scripted"] = "learning"
+    kind: Literal["learning", "frozen", "snapshot", "random", "scripted"] = "learning"
     dqn: dict[str, Any] = Field(default_factory=dict, description="changes to the run's dqn section for this policy")
     actor_critic: dict[str, Any] = Field(default_factory=dict, description="changes to the run's actor_critic section")
     qmix: dict[str, Any] = Field(default_factory=dict, description="changes to the run's qmix section")
     sharing: dict[str, Any] = Field(default_factory=dict, description="changes to the run's sharing section")
     script: str | None = Field(None, description="scripted: the acting function's import path")
+    of: str | None = Field(None, description="snapshot: the learning policy whose snapshots it plays (self-play)")
     checkpoint: str | None = None
     pretrained: str | None = None
     pretrained_seed: int = 0
@@ -59,6 +62,8 @@ class PolicyConfig(Strict):
     @model_validator(mode="after")
     def _fields_of_kind(self) -> "PolicyConfig":
         frozen, scripted = self.kind == "frozen", self.kind == "scripted"
+        if (self.kind == "snapshot") != (self.of is not None):
+            raise ValueError("a snapshot policy needs of=<learning policy id>, and only a snapshot policy takes one")
         if frozen and (self.checkpoint is None) == (self.pretrained is None):
             raise ValueError("a frozen policy needs exactly one of checkpoint=PATH or pretrained=PRESET")
         if not frozen and (self.checkpoint or self.pretrained):
@@ -252,14 +257,18 @@ def _learning(build: PolicyBuild) -> LearningPolicy:
     return LearningPolicy(make_learner(build.spec, algo, section, sharing, build.device, build.seeds, build.timer, **build.options))
 
 
-def _frozen(build: PolicyBuild) -> FrozenPolicy:
+def _networks_without_learning(build: PolicyBuild) -> FrozenPolicy:
     _check_spaces(build)
     algo, section, _ = build.recipe
     if ALGORITHMS[algo].learner is not None:  # FrozenPolicy acts on parameter-set rows, as the off-policy algorithms do
-        raise ConfigError(f"policy {build.spec.name!r}: a frozen {algo} policy is not available; freeze a dqn or actor-critic policy")
+        raise ConfigError(f"policy {build.spec.name!r}: a {build.config.kind} {algo} policy is not available; use a dqn or actor-critic policy")
     layout = AgentLayout(build.spec.n_agents, section.off_policy().param_sharing)
     algorithm = ALGORITHMS[algo].make(build.spec, section, layout.n_sets, build.device, build.seeds[0], **build.options)
-    policy = FrozenPolicy(build.spec, algo, algorithm, layout, build.config.explore)
+    return FrozenPolicy(build.spec, algo, algorithm, layout, build.config.explore)
+
+
+def _frozen(build: PolicyBuild) -> FrozenPolicy:
+    policy = _networks_without_learning(build)
     policy.load_policy_state(*build.saved())
     return policy
 
@@ -267,5 +276,6 @@ def _frozen(build: PolicyBuild) -> FrozenPolicy:
 POLICY_KINDS: Registry[Callable[[PolicyBuild], Any]] = Registry("policy kind")
 POLICY_KINDS.add("learning", _learning)
 POLICY_KINDS.add("frozen", _frozen)
+POLICY_KINDS.add("snapshot", _networks_without_learning)  # its networks come from the self-play scheme
 POLICY_KINDS.add("random", lambda build: RandomPolicy(build.spec, build.seeds[0]))
 POLICY_KINDS.add("scripted", lambda build: ScriptedPolicy(build.spec, build.config.script or ""))

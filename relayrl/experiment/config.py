@@ -18,6 +18,7 @@ from relayrl.arena.match import Match, check_match_syntax, default_match, match_
 from relayrl.arena.policy import PolicyConfig
 from relayrl.arena.round import HooksConfig, RoundConfig
 from relayrl.arena.schemes.pbt import PBTConfig
+from relayrl.arena.schemes.selfplay import SelfPlayConfig
 from relayrl.arena.schemes.tournament import TournamentConfig, round_robin
 from relayrl.core.errors import ConfigError
 from relayrl.core.settings import Strict
@@ -316,6 +317,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "hooks": {"on_round_start": [], "on_round_end": []},
     "pbt": None,
     "tournament": None,
+    "selfplay": None,
 }
 
 
@@ -360,6 +362,7 @@ class RunConfig(Strict):
     hooks: HooksConfig = HooksConfig()
     pbt: PBTConfig | None = Field(None, description="population-based training over the rounds (exploit and explore)")
     tournament: TournamentConfig | None = Field(None, description="round-robin tournament: every pairing each round, Elo ratings")
+    selfplay: SelfPlayConfig | None = Field(None, description="self-play: the opponent plays snapshots of the learner, one drawn per round")
     report_group: str | None = Field(None, description="team whose summed reward is reported; default the first one a learning policy drives")
     eval: EvalConfig = EvalConfig()
     report_interval: int = Field(8000, ge=1, description="env steps between metrics rows (the paper's bin)")
@@ -453,6 +456,19 @@ class RunConfig(Strict):
             strangers = [pid for pid in self.tournament.policies if pid not in self.policies]
             if strangers:
                 raise ValueError(f"tournament.policies names {strangers}, which policies does not declare")
+        snapshots = [pid for pid, p in self.policies.items() if p.kind == "snapshot"]
+        if self.selfplay is not None:
+            sp = self.selfplay
+            if not self.rounds:
+                raise ValueError("self-play draws an opponent snapshot per round: give the run rounds")
+            if sp.learner not in self.policies or not self.policies[sp.learner].learns:
+                raise ValueError(f"selfplay.learner {sp.learner!r} is not a learning policy declared in policies")
+            opponent = self.policies.get(sp.opponent)
+            if opponent is None or opponent.kind != "snapshot" or opponent.of != sp.learner:
+                raise ValueError(f"selfplay.opponent {sp.opponent!r} must be declared as {{kind: snapshot, of: {sp.learner}}} in policies")
+        strays = [pid for pid in snapshots if self.selfplay is None or pid != self.selfplay.opponent]
+        if strays:
+            raise ValueError(f"snapshot policies {strays} get their networks from a self-play scheme: name one as selfplay.opponent")
         lists = [m for m in (self.match, *(r.match for r in self.rounds)) if m]
         if lists:
             named = match_policy_ids([m for matches in lists for m in matches])
@@ -468,6 +484,8 @@ class RunConfig(Strict):
         for pid, policy in self.policies.items():
             if policy.kind in ("learning", "frozen"):
                 self._check_recipe(pid, *self.recipe(pid))
+            if policy.of is not None and (policy.of not in self.policies or not self.policies[policy.of].learns):
+                raise ValueError(f"policies.{pid}.of names {policy.of!r}, which is not a learning policy declared in policies")
         names = self.env.group_names()
         if names is None:  # a user's env: its groups are checked once it is built
             return self
@@ -517,6 +535,8 @@ class RunConfig(Strict):
         config section and its sharing, each the run's changed by the policy's own keys."""
         algo, section = self.algorithm()
         policy = self.policies.get(pid, PolicyConfig())
+        if policy.of is not None:  # a snapshot has the networks of the policy it copies
+            return self.recipe(policy.of)
         changes = getattr(policy, self.algorithm_section())
         try:
             if changes:

@@ -37,6 +37,7 @@ from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, Policy, PolicyBui
 from relayrl.arena.round import RoundContext, RoundResults, end_episodes, load_hook, round_ends
 from relayrl.arena.rollout import Rollout
 from relayrl.arena.schemes.pbt import PopulationBasedTraining
+from relayrl.arena.schemes.selfplay import SelfPlay
 from relayrl.arena.schemes.tournament import Tournament
 from relayrl.core.device import configure_threads, resolve_device
 from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
@@ -66,7 +67,7 @@ from relayrl.replay import ReplayPlan, row_nbytes
 
 # built-in schemes, by their config section: each has on_round_start / on_round_end, a table
 # of rows (written to <run dir>/<name>.csv after every round) and a state in checkpoints
-SCHEMES = {"pbt": PopulationBasedTraining, "tournament": Tournament}
+SCHEMES = {"pbt": PopulationBasedTraining, "tournament": Tournament, "selfplay": SelfPlay}
 
 
 def _table(rows: list[dict[str, Any]], title: str) -> str:

@@ -1,0 +1,121 @@
+"""Self-play: the opponent plays snapshots of the learner (its networks when a round
+began), one drawn per round from the latest ``keep``, fixed while the round lasts; the
+table counts the learner's games against it; a run stopped inside a round resumes exactly
+(MAgent2 battle 2 v 2, DDQN)."""
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from relayrl.core.errors import ConfigError
+from relayrl.experiment import Trainer, build_config
+
+pytest.importorskip("magent2")
+
+HOOKS = '''
+import json, os
+import torch
+
+def _fingerprint(policy):
+    def walk(x):
+        if isinstance(x, torch.Tensor):
+            return float(x.double().sum())
+        if isinstance(x, dict):
+            return sum(walk(v) for v in x.values())
+        return 0.0
+    return round(walk(policy.policy_state()["networks"]), 6)
+
+def record(context):
+    entry = {"when": "end" if context.results else "start", "round": context.index,
+             "learner": _fingerprint(context.policies["blue"]), "opponent": _fingerprint(context.policies["red"])}
+    with open(os.environ["RELAYRL_TEST_HOOKS"], "a") as handle:
+        handle.write(json.dumps(entry) + "\\n")
+'''
+
+
+@pytest.fixture
+def hooks(tmp_path, monkeypatch) -> Path:
+    (tmp_path / "selfplay_hooks.py").write_text(HOOKS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    log = tmp_path / "hooks.jsonl"
+    monkeypatch.setenv("RELAYRL_TEST_HOOKS", str(log))
+    return log
+
+
+def _config(**extra) -> dict:
+    return {
+        "preset": "tiny-selfplay",
+        "env": {"name": "battle", "num_envs": 2, "settings": {"map_size": 12, "max_cycles": 30}},
+        "policies": {"blue": {}, "red": {"kind": "snapshot", "of": "blue"}},
+        "selfplay": {"learner": "blue", "opponent": "red", "groups": ["blue", "red"], "keep": 2},
+        "rounds": [{"steps": 240}] * 4,
+        "report_interval": 120,
+        "checkpoint_interval": 120,
+        "keep_checkpoints": 20,
+        "eval": {"interval": 0},
+        "dqn": {"learning_starts": 60, "buffer_size": 2000, "batch_size": 16},
+        **extra,
+    }
+
+
+def _train(config: dict, run_dir: Path) -> Trainer:
+    trainer = Trainer(build_config(config), run_dir, verbose=False)
+    trainer.train()
+    trainer.close()
+    return trainer
+
+
+def _table(run_dir: Path) -> list[dict]:
+    with (run_dir / "selfplay.csv").open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_the_opponent_plays_a_snapshot_of_the_learner_per_round(tmp_path, hooks):
+    _train(_config(hooks={"on_round_start": ["selfplay_hooks:record"], "on_round_end": ["selfplay_hooks:record"]}), tmp_path / "run")
+    seen = [json.loads(line) for line in hooks.read_text().splitlines()]
+    starts = {e["round"]: e for e in seen if e["when"] == "start"}
+    ends = {e["round"]: e for e in seen if e["when"] == "end"}
+    snapshots = {"blue@0": starts[0]["learner"], **{f"blue@{k + 1}": ends[k]["learner"] for k in ends}}
+    assert starts[0]["opponent"] == starts[0]["learner"]  # round 0: the learner's first networks
+    assert ends[3]["learner"] != starts[0]["learner"]  # the learner learned
+    table = _table(tmp_path / "run")
+    assert [int(r["round"]) for r in table] == [0, 1, 2, 3]
+    for k, row in enumerate(table):
+        assert starts[k]["opponent"] == snapshots[row["opponent"]] == ends[k]["opponent"]  # drawn, then fixed for the round
+        drawn = int(row["opponent"].removeprefix("blue@"))
+        assert max(0, k - 1) <= drawn <= k  # from the latest keep=2 snapshots
+        assert int(row["wins"]) + int(row["draws"]) + int(row["losses"]) >= 2 * 240 // (2 * 30)  # every copy's games counted
+    assert [int(r["pool"]) for r in table] == [1, 2, 2, 2]
+
+
+def test_self_play_stopped_inside_a_round_resumes_exactly(tmp_path):
+    config = _config(selfplay={"learner": "blue", "opponent": "red", "groups": ["blue", "red"], "keep": 2, "sampling": "wins"})
+    straight = _train(config, tmp_path / "a")
+    _train(config, tmp_path / "b")
+    for late in (tmp_path / "b" / "checkpoints").glob("step_*"):
+        if int(late.name.removeprefix("step_")) > 360:  # inside round 1
+            shutil.rmtree(late)
+    resumed = _train(config, tmp_path / "b")
+    assert _table(tmp_path / "a") == _table(tmp_path / "b")
+    for pid in ("blue", "red"):
+        a, b = straight.policies[pid].policy_state()["networks"], resumed.policies[pid].policy_state()["networks"]
+        for key in a:
+            torch.testing.assert_close(a[key], b[key], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"policies": {"blue": {}, "red": {"kind": "frozen", "checkpoint": "x"}}}, "kind: snapshot"),
+        ({"policies": {"blue": {}, "red": {"kind": "snapshot"}}}, "needs of="),
+        ({"selfplay": None}, "name one as selfplay.opponent"),
+        ({"rounds": [], "total_steps": 240}, "give the run rounds"),
+    ],
+)
+def test_bad_self_play_is_refused_before_training(change, message):
+    with pytest.raises(ConfigError, match=message):
+        build_config({**_config(), **change})
