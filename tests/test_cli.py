@@ -20,7 +20,7 @@ def test_list_and_show(capsys):
     out = capsys.readouterr().out
     assert "pursuit-super-quantile" in out and "pursuit-paramshare" in out
     assert "algorithms: ddpg, dqn, qmix, sac, td3" in out and "selection modes (sharing.select): quantile" in out
-    assert "policy kinds (policies.<id>.kind): learning, frozen, random, scripted" in out and "corrections (sharing.correction): dps, none" in out
+    assert "policy kinds (policies.<id>.kind): learning, frozen, snapshot, random, scripted" in out and "corrections (sharing.correction): dps, none" in out
     assert main(["show", "pursuit-super-gaussian", "sharing.bandwidth=0.01"]) == 0
     out = capsys.readouterr().out
     assert "bandwidth: 0.01" in out and "select: gaussian" in out
