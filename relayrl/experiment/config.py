@@ -289,6 +289,18 @@ class EvalConfig(Strict):
     interval: int = Field(50_000, ge=0, description="env steps between greedy evaluations; 0 = off")
     episodes: int = Field(5, ge=1)
     seed_offset: int = 10_000
+    policies: dict[str, PolicyConfig] = Field(
+        default_factory=dict, description="policies that only play evaluations (a held-out opponent): frozen, random or scripted"
+    )
+    match: list[Match] = Field(default_factory=list, description="the matches evaluations play (default: the run's, in its current round)")
+
+    @model_validator(mode="after")
+    def _held_out(self) -> "EvalConfig":
+        learning = [pid for pid, p in self.policies.items() if p.kind in ("learning", "snapshot")]
+        if learning:
+            raise ValueError(f"eval.policies {learning} would learn or follow a learner: evaluation-only policies are frozen, random or scripted")
+        check_match_syntax(self.match)
+        return self
 
 
 # Settings that do not change what is learned (up to float rounding across devices/threads).
@@ -310,6 +322,8 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "sharing.cov_regulariser": 1e-6,
     "sharing.jsd_samples": 256,
     "actor_critic.normalize_obs": False,
+    "eval.policies": {},
+    "eval.match": [],
     "qmix.storage": "episodes",
     "policies.*.qmix.storage": "episodes",
     "policies.*.qmix": {},
@@ -456,6 +470,17 @@ class RunConfig(Strict):
             strangers = [pid for pid in self.tournament.policies if pid not in self.policies]
             if strangers:
                 raise ValueError(f"tournament.policies names {strangers}, which policies does not declare")
+        clashes = sorted(set(self.eval.policies) & set(self.policies))
+        if clashes:
+            raise ValueError(f"eval.policies {clashes} are also run policies: give evaluation-only policies ids of their own")
+        if self.eval.match:
+            known = {*self.policies, *self.eval.policies, *(self.env.group_names() or [])}  # a group's own policy is its name
+            unknown = [pid for pid in match_policy_ids(self.eval.match) if pid not in known]
+            if unknown:
+                raise ValueError(f"eval.match names policies {unknown} that neither policies nor eval.policies declares")
+        for pid, policy in self.eval.policies.items():
+            if policy.kind == "frozen":
+                self._check_recipe(pid, *self.recipe(pid))
         snapshots = [pid for pid, p in self.policies.items() if p.kind == "snapshot"]
         if self.selfplay is not None:
             sp = self.selfplay
@@ -534,7 +559,7 @@ class RunConfig(Strict):
         """What policy ``pid`` learns (or was trained) with: the registered algorithm, its
         config section and its sharing, each the run's changed by the policy's own keys."""
         algo, section = self.algorithm()
-        policy = self.policies.get(pid, PolicyConfig())
+        policy = self.policies.get(pid) or self.eval.policies.get(pid) or PolicyConfig()
         if policy.of is not None:  # a snapshot has the networks of the policy it copies
             return self.recipe(policy.of)
         changes = getattr(policy, self.algorithm_section())

@@ -41,10 +41,10 @@ class Job:
         return load_preset(self.preset).model_copy(update={"seed": self.seed, "total_steps": self.steps})
 
     def dependencies(self) -> list["Job"]:
-        """Pretraining runs whose checkpoints drive this job's frozen policies."""
+        """Pretraining runs whose checkpoints drive this job's frozen policies (evaluation-only ones too)."""
         config = self.config()
         needs = []
-        for policy in config.policies.values():
+        for policy in [*config.policies.values(), *config.eval.policies.values()]:
             if policy.pretrained is not None:
                 needs.append(Job(policy.pretrained, policy.pretrained_seed, load_preset(policy.pretrained).total_steps))
         return needs

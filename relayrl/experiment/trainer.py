@@ -199,6 +199,7 @@ class Trainer:
             policy = self.policies[pid] = POLICY_KINDS[configs[pid].kind](build)
             if isinstance(policy, LearningPolicy):
                 self.learners[pid] = policy.learner
+        self.eval_policies = self._held_out_policies(options)
         self.fragment_length = min(learner.settings.fragment_length for learner in self.learners.values())
         self.reported = self._reported_index(names)
         self.counters = Counters(
@@ -300,6 +301,23 @@ class Trainer:
             scheme.on_round_start(context)
         for hook in self.hooks["on_round_start"]:
             hook(context)
+
+    def _held_out_policies(self, options: dict[str, Any]) -> dict[str, Policy]:
+        """The policies only evaluations play (``eval.policies``), on their slots of ``eval.match``."""
+        held_out = self.config.eval.policies
+        if not held_out:
+            return {}
+        compiled = compile_matches(self.config.eval.match or self.matches, self.venv.groups, self.venv.num_envs)
+        built: dict[str, Policy] = {}
+        for pid, policy in held_out.items():
+            if pid not in compiled:
+                raise ConfigError(f"eval.policies.{pid} drives no entity: give it slots in eval.match")
+            build = PolicyBuild(
+                compiled[pid].spec, policy, self.config.recipe(pid), self.device, derive_seeds(self.config.seed, 4, f"eval/{pid}"),
+                self.timer, options, lambda pid=pid, policy=policy: self._saved_policy(pid, policy),
+            )
+            built[pid] = POLICY_KINDS[policy.kind](build)
+        return built
 
     def _check_run_dir(self) -> None:
         """Before anything is built: a run directory with checkpoint folders but no complete
@@ -601,15 +619,16 @@ class Trainer:
         entities; for K copies of a single-agent env, each agent's ``episodes`` episodes
         without exploration noise, ``[episodes * K, 1]`` (paper 001, C.6)."""
         seed = self.config.seed + self.config.eval.seed_offset
-        policies = self.policies  # acting greedily: frozen ones with their own small exploration
+        policies = {**self.policies, **self.eval_policies}  # acting greedily: frozen ones with their own small exploration
+        matches = self.config.eval.match or self.matches
         if not self.venv.independent_episodes:
-            return evaluate(self.factory, policies, self.matches, episodes, seed)
+            return evaluate(self.factory, policies, matches, episodes, seed)
         # Gymnasium copies are kept between evaluations: building MuJoCo models costs more
         # than it does for the other envs, and a reset with the same seeds restarts them alike
         if self.eval_venv is None or self.eval_venv.num_envs != episodes:
             self.close_eval_envs()
             self.eval_venv = make_vector_env(self.factory, episodes)
-        return evaluate(self.factory, policies, self.matches, episodes, seed, self.eval_venv)
+        return evaluate(self.factory, policies, matches, episodes, seed, self.eval_venv)
 
     def close_eval_envs(self) -> None:
         if self.eval_venv is not None:
