@@ -326,6 +326,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "eval.match": [],
     "qmix.storage": "episodes",
     "policies.*.qmix.storage": "episodes",
+    "policies.*.of": None,
     "policies.*.qmix": {},
     "rounds": [],
     "hooks": {"on_round_start": [], "on_round_end": []},
