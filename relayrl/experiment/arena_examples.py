@@ -1,8 +1,9 @@
 """The Arena's training-scheme examples (paper 004, section 5), each against a baseline with
 the same env steps, and their report in docs/results/arena: a curriculum (Fig. 8 in spirit)
-and population-based training (Fig. 13 in spirit) on the small Predator-Prey game, and a
+and population-based training (Fig. 13 in spirit) on the small Predator-Prey game; a
 round-robin tournament (Fig. 5) on MAgent2 battle 2 v 2 whose baseline is a random team
-taking part in every round.
+taking part in every round; self-play on battle 2 v 2 against training versus a frozen
+pretrained opponent, both evaluated against the same held-out opponent.
 """
 
 import csv
@@ -26,6 +27,10 @@ EXAMPLES = {
         ("predator-prey-small-single-qmix", "one learner on the same 3 copies"),
     ),
     "tournament": (("battle-2v2-round-robin", "four DDQN teams and a random one, all pairings each round"),),
+    "selfplay": (
+        ("battle-2v2-selfplay", "blue against snapshots of itself"),
+        ("battle-2v2-vs-frozen", "blue against a frozen co-trained red"),
+    ),
 }
 LAST_EVALUATIONS = 5
 

@@ -280,6 +280,11 @@ PBT_LEARNING_RATES = {"p0": 3e-4, "p1": 1e-3, "p2": 3e-3}
 TOURNAMENT_POLICIES = ["p1", "p2", "p3", "p4"]
 TOURNAMENT_ROUNDS = 6
 TOURNAMENT_ROUND_STEPS = 20_000
+# Self-play (section 5): blue (independent DDQN, 2 v 2 battle) trains against snapshots of
+# itself, against training versus a frozen pretrained red (both teams co-trained, seed 0);
+# both are evaluated against the same held-out red (the co-trained red of seed 1).
+SELFPLAY_STEPS = 100_000
+SELFPLAY_ROUNDS = 5
 
 
 def _arena_presets() -> dict[str, tuple[str, dict[str, Any]]]:
@@ -310,7 +315,37 @@ def _arena_presets() -> dict[str, tuple[str, dict[str, Any]]]:
         "checkpoint_interval": TOURNAMENT_ROUND_STEPS,
         "eval": {"interval": 0},
     }
+    small_battle = {
+        "env": {"name": "battle", "num_envs": 4, "settings": {"map_size": 12, "max_cycles": 200}},
+        "dqn": MAGENT_DQN,
+        "total_steps": SELFPLAY_STEPS,
+        "report_group": "blue",
+        "report_interval": 4000,
+        "checkpoint_interval": SELFPLAY_STEPS // SELFPLAY_ROUNDS,
+    }
+    held_out = {
+        "interval": 10_000,
+        "episodes": 32,
+        "policies": {"held-out": {"kind": "frozen", "pretrained": "battle-2v2-pretrain", "pretrained_seed": 1, "pretrained_policy": "red", "dqn": DDQN_OPPONENT["dqn"]}},
+        "match": [{"blue": "blue", "red": "held-out"}],
+    }
+    pretrain = {**small_battle, "policies": {"red": DDQN_OPPONENT}, "eval": {"interval": 0}}
+    selfplay = {
+        **small_battle,
+        "policies": {"blue": {}, "red": {"kind": "snapshot", "of": "blue"}},
+        "selfplay": {"learner": "blue", "opponent": "red", "groups": ["blue", "red"], "keep": 5},
+        "rounds": [{"steps": SELFPLAY_STEPS // SELFPLAY_ROUNDS}] * SELFPLAY_ROUNDS,
+        "eval": held_out,
+    }
+    frozen = {
+        **small_battle,
+        "policies": {"red": {"kind": "frozen", "pretrained": "battle-2v2-pretrain", "pretrained_seed": 0, "dqn": DDQN_OPPONENT["dqn"]}},
+        "eval": held_out,
+    }
     return {
+        "battle-2v2-pretrain": ("both teams independent DDQN on battle 2 v 2: the frozen and held-out reds of the self-play example", pretrain),
+        "battle-2v2-selfplay": ("blue DDQN against snapshots of itself, one drawn per 20k env steps (battle 2 v 2)", selfplay),
+        "battle-2v2-vs-frozen": ("blue DDQN against a frozen co-trained red (battle 2 v 2): self-play's baseline", frozen),
         "battle-2v2-round-robin": ("four DDQN teams and a random one, every pairing each round, Elo ratings (MAgent2 battle 2 v 2)", tournament),
         "predator-prey-small-pbt-qmix": ("three QMIX teams, population-based training every 10k env steps (small Predator-Prey)", population),
         "predator-prey-small-single-qmix": ("one QMIX team on the three env copies of the population run (its baseline)", three),
