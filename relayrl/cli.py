@@ -13,7 +13,7 @@ from relayrl.core.errors import RelayRLError
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.config import RunConfig, apply_overrides, build_config
 from relayrl.experiment.metrics import read_metrics
-from relayrl.experiment.plots import plot_runs, summary_table
+from relayrl.experiment.plots import plot_rounds, plot_runs, summary_table
 from relayrl.experiment.presets import PRESETS, config_dict
 from relayrl.experiment.trainer import Trainer, run_dir_for
 
@@ -147,6 +147,9 @@ def _existing(paths: list[str]) -> list[Path]:
 
 def cmd_plot(args: argparse.Namespace) -> None:
     _existing(args.runs)
+    if args.rounds:
+        print(f"wrote {plot_rounds([Path(p) for p in args.runs], Path(args.out))}")
+        return
     out = plot_runs([Path(p) for p in args.runs], Path(args.out), args.key, args.bin, None if args.alpha <= 0 else args.alpha)
     print(f"wrote {out}")
 
@@ -354,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--key", default="episode_reward_mean")
     plot.add_argument("--bin", type=_at_least(1), default=8000, help="bin size in env steps (paper: 8000 in Pursuit)")
     plot.add_argument("--alpha", type=float, default=0.3, help="display smoothing; 0 = none")
+    plot.add_argument("--rounds", action="store_true", help="the schemes' per-round tables (tournament Elo, PBT, self-play) instead")
     plot.set_defaults(func=cmd_plot)
 
     table = sub.add_parser("table", help="mean (std) across seeds at one step bin, as the paper's tables")

@@ -90,12 +90,15 @@ def test_console_script_is_installed():
     assert "pursuit-ddqn" in out.stdout
 
 
-@pytest.mark.parametrize("script", ["examples/custom_env_and_network.py"])
-def test_example_runs(script):
+@pytest.mark.parametrize(
+    ("script", "shows"),
+    [("examples/custom_env_and_network.py", "greedy reward per episode"), ("examples/arena_from_python.py", "'copied_from'")],
+)
+def test_example_runs(script, shows, tmp_path):
     root = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, str(root / script)], capture_output=True, text=True, timeout=900)
+    out = subprocess.run([sys.executable, str(root / script)], capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "greedy reward per episode" in out.stdout
+    assert shows in out.stdout
 
 
 def test_bench_writes_a_report_with_ratios(tmp_path, capsys):
@@ -156,5 +159,8 @@ def test_arena_shows_each_rounds_scheme_table(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "round 1/2 ended at env step 600" in done.stdout and "pbt, round 2" in done.stdout
     assert (_run_dir(tmp_path) / "pbt.csv").is_file()
+    drawn = subprocess.run([sys.executable, "-m", "relayrl.cli", "plot", "--rounds", str(_run_dir(tmp_path)), "--out", str(tmp_path / "rounds.png")], capture_output=True, text=True)
+    assert drawn.returncode == 0, drawn.stderr
+    assert (tmp_path / "rounds.png").stat().st_size > 10_000
     refused = subprocess.run([sys.executable, "-m", "relayrl.cli", "arena", "predator-prey-small-qmix", "--out", str(tmp_path)], capture_output=True, text=True)
     assert refused.returncode != 0 and "has no rounds" in refused.stderr

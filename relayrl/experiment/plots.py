@@ -107,6 +107,41 @@ def plot_runs(
     return out
 
 
+# scheme table (<run dir>/<name>.csv) -> (the column that names a line, the value drawn per round)
+ROUND_TABLES = {"tournament": ("policy", "elo"), "pbt": ("member", "mean_return"), "selfplay": (None, "wins")}
+
+
+def plot_rounds(runs: list[Path], out: Path) -> Path:
+    """The per-round tables of the schemes in these run directories: one panel per scheme,
+    one line per policy (tournament Elo, PBT members' mean returns) or per run (self-play
+    wins against the drawn snapshot)."""
+    import csv
+
+    plt = pyplot()
+    found = {name: [(run, run / f"{name}.csv") for experiment in runs for run in seed_dirs(experiment) if (run / f"{name}.csv").is_file()] for name in ROUND_TABLES}
+    found = {name: tables for name, tables in found.items() if tables}
+    if not found:
+        raise FileNotFoundError(f"no scheme table ({', '.join(f'{n}.csv' for n in ROUND_TABLES)}) in {', '.join(map(str, runs))}")
+    fig, axes = plt.subplots(1, len(found), figsize=(6 * len(found), 4.2), squeeze=False)
+    for ax, (name, tables) in zip(axes[0], found.items()):
+        by, value = ROUND_TABLES[name]
+        for run, path in tables:
+            with path.open() as handle:
+                rows = list(csv.DictReader(handle))
+            for line in sorted({r[by] for r in rows}) if by else [None]:
+                mine = [r for r in rows if by is None or r[by] == line]
+                label = f"{run.parent.name}/{run.name}" + (f" {line}" if line else "")
+                ax.plot([int(r["round"]) for r in mine], [float(r[value]) for r in mine], marker=".", label=label)
+        ax.set_title(name)
+        ax.set_xlabel("round")
+        ax.set_ylabel(value.replace("_", " "))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_if_drawn(plt, fig, out, True, "per-round tables")
+    return out
+
+
 def mean_std(values: list[float]) -> str:
     """"mean (std)" across seeds (population std); a single seed has no spread, so just its value."""
     if len(values) == 1:
