@@ -3,16 +3,15 @@ top member's networks and optimiser state, its learning rate is perturbed, the l
 written per round, and a run stopped inside a round resumes exactly (small Predator-Prey,
 three QMIX teams, one env copy each)."""
 
-import csv
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import torch
 
 from relayrl.core.errors import ConfigError
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import build_config
+from round_runs import hook_module, rows, stop_at, train
 
 HOOKS = '''
 import json, os
@@ -35,11 +34,7 @@ SMALL_GAME = {"n_predators": 4, "n_stags": 2, "x_size": 5, "y_size": 5, "max_cyc
 
 @pytest.fixture
 def hooks(tmp_path, monkeypatch) -> Path:
-    (tmp_path / "pbt_hooks.py").write_text(HOOKS)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    log = tmp_path / "hooks.jsonl"
-    monkeypatch.setenv("RELAYRL_TEST_HOOKS", str(log))
-    return log
+    return hook_module(tmp_path, monkeypatch, "pbt_hooks", HOOKS)
 
 
 def _config(**extra) -> dict:
@@ -59,20 +54,12 @@ def _config(**extra) -> dict:
     }
 
 
-def _train(config: dict, run_dir: Path) -> Trainer:
-    trainer = Trainer(build_config(config), run_dir, verbose=False)
-    trainer.train()
-    trainer.close()
-    return trainer
-
-
 def _lineage(run_dir: Path) -> list[dict]:
-    with (run_dir / "pbt.csv").open() as handle:
-        return list(csv.DictReader(handle))
+    return rows(run_dir / "pbt.csv")
 
 
 def test_the_worst_member_takes_the_best_ones_networks_and_a_perturbed_learning_rate(tmp_path, hooks):
-    _train(_config(hooks={"on_round_end": ["pbt_hooks:record"]}), tmp_path / "run")
+    train(_config(hooks={"on_round_end": ["pbt_hooks:record"]}), tmp_path / "run")
     rows = _lineage(tmp_path / "run")
     assert [int(r["round"]) for r in rows] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     seen = [json.loads(line) for line in hooks.read_text().splitlines()]
@@ -94,12 +81,10 @@ def test_the_worst_member_takes_the_best_ones_networks_and_a_perturbed_learning_
 
 def test_a_population_stopped_inside_a_round_resumes_exactly(tmp_path):
     config = _config()
-    straight = _train(config, tmp_path / "a")
-    _train(config, tmp_path / "b")
-    for late in (tmp_path / "b" / "checkpoints").glob("step_*"):
-        if int(late.name.removeprefix("step_")) > 900:  # as if stopped at step 900, inside round 1
-            shutil.rmtree(late)
-    resumed = _train(config, tmp_path / "b")
+    straight = train(config, tmp_path / "a")
+    train(config, tmp_path / "b")
+    stop_at(tmp_path / "b", 900)  # inside round 1
+    resumed = train(config, tmp_path / "b")
     assert _lineage(tmp_path / "a") == _lineage(tmp_path / "b")
     for pid in "abc":
         a, b = straight.learners[pid].algorithm, resumed.learners[pid].algorithm

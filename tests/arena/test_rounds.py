@@ -3,9 +3,7 @@ results, episodes ended at the boundaries, a checkpoint at every boundary and an
 resume inside a round (small Predator-Prey, recurrent QMIX: the learner whose episode
 storage a boundary must not corrupt)."""
 
-import csv
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +14,7 @@ from relayrl.arena.round import end_episodes
 from relayrl.arena.schemes.curriculum import curriculum
 from relayrl.core.errors import ConfigError
 from relayrl.experiment import Trainer, build_config
+from round_runs import hook_module, rows, stop_at, train
 
 SMALL_GAME = {"n_predators": 4, "n_stags": 2, "x_size": 5, "y_size": 5, "max_cycles": 40}
 HOOKS = '''
@@ -34,11 +33,7 @@ def record(context):
 @pytest.fixture
 def hooks(tmp_path, monkeypatch) -> Path:
     """An importable hook module that appends what it sees to a file."""
-    (tmp_path / "round_hooks.py").write_text(HOOKS)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    log = tmp_path / "hooks.jsonl"
-    monkeypatch.setenv("RELAYRL_TEST_HOOKS", str(log))
-    return log
+    return hook_module(tmp_path, monkeypatch, "round_hooks", HOOKS)
 
 
 def _config(rounds: list[dict], **extra) -> dict:
@@ -58,21 +53,13 @@ def _config(rounds: list[dict], **extra) -> dict:
 ROUNDS = curriculum(400, {"miscapture": [0.0, -1.5, -0.5], "n_stags": [2, 1, 2]})
 
 
-def _train(config: dict, run_dir: Path | None = None) -> Trainer:
-    trainer = Trainer(build_config(config), run_dir, verbose=False)
-    trainer.train()
-    trainer.close()
-    return trainer
-
-
 def _rows(run_dir: Path) -> list[dict]:
-    with (run_dir / "metrics.csv").open() as handle:
-        return [{k: v for k, v in r.items() if k not in ("sps", "updates_per_s", "wall_s", "sample_share")} for r in csv.DictReader(handle)]
+    return rows(run_dir / "metrics.csv", drop=("sps", "updates_per_s", "wall_s", "sample_share"))
 
 
 def test_each_round_trains_on_its_env_and_hooks_see_its_results(tmp_path, hooks):
     config = _config(ROUNDS, hooks={"on_round_start": ["round_hooks:record"], "on_round_end": ["round_hooks:record"]})
-    trainer = _train(config, tmp_path / "run")
+    trainer = train(config, tmp_path / "run")
     assert trainer.counters.env_steps == 1200 == build_config(config).total_steps
     assert trainer.venv.settings["miscapture"] == -0.5 and trainer.venv.settings["n_stags"] == 2  # the last round's env
     seen = [json.loads(line) for line in hooks.read_text().splitlines()]
@@ -90,12 +77,10 @@ def test_each_round_trains_on_its_env_and_hooks_see_its_results(tmp_path, hooks)
 
 def test_a_run_stopped_inside_a_round_resumes_exactly(tmp_path, hooks):
     config = _config(ROUNDS, hooks={"on_round_end": ["round_hooks:record"]})
-    straight = _train(config, tmp_path / "a")
-    _train(config, tmp_path / "b")
-    for late in (tmp_path / "b" / "checkpoints").glob("step_*"):
-        if int(late.name.removeprefix("step_")) > 600:  # as if the run had stopped at step 600, inside round 1
-            shutil.rmtree(late)
-    resumed = _train(config, tmp_path / "b")
+    straight = train(config, tmp_path / "a")
+    train(config, tmp_path / "b")
+    stop_at(tmp_path / "b", 600)  # inside round 1
+    resumed = train(config, tmp_path / "b")
     assert _rows(tmp_path / "a") == _rows(tmp_path / "b")
     (a,), (b,) = straight.learners.values(), resumed.learners.values()
     for p, q in zip(a.algorithm.learned.parameters(), b.algorithm.learned.parameters()):

@@ -3,16 +3,15 @@ began), one drawn per round from the latest ``keep``, fixed while the round last
 table counts the learner's games against it; a run stopped inside a round resumes exactly
 (MAgent2 battle 2 v 2, DDQN)."""
 
-import csv
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import torch
 
 from relayrl.core.errors import ConfigError
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import build_config
+from round_runs import hook_module, rows, stop_at, train
 
 pytest.importorskip("magent2")
 
@@ -39,11 +38,7 @@ def record(context):
 
 @pytest.fixture
 def hooks(tmp_path, monkeypatch) -> Path:
-    (tmp_path / "selfplay_hooks.py").write_text(HOOKS)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    log = tmp_path / "hooks.jsonl"
-    monkeypatch.setenv("RELAYRL_TEST_HOOKS", str(log))
-    return log
+    return hook_module(tmp_path, monkeypatch, "selfplay_hooks", HOOKS)
 
 
 def _config(**extra) -> dict:
@@ -62,20 +57,12 @@ def _config(**extra) -> dict:
     }
 
 
-def _train(config: dict, run_dir: Path) -> Trainer:
-    trainer = Trainer(build_config(config), run_dir, verbose=False)
-    trainer.train()
-    trainer.close()
-    return trainer
-
-
 def _table(run_dir: Path) -> list[dict]:
-    with (run_dir / "selfplay.csv").open() as handle:
-        return list(csv.DictReader(handle))
+    return rows(run_dir / "selfplay.csv")
 
 
 def test_the_opponent_plays_a_snapshot_of_the_learner_per_round(tmp_path, hooks):
-    _train(_config(hooks={"on_round_start": ["selfplay_hooks:record"], "on_round_end": ["selfplay_hooks:record"]}), tmp_path / "run")
+    train(_config(hooks={"on_round_start": ["selfplay_hooks:record"], "on_round_end": ["selfplay_hooks:record"]}), tmp_path / "run")
     seen = [json.loads(line) for line in hooks.read_text().splitlines()]
     starts = {e["round"]: e for e in seen if e["when"] == "start"}
     ends = {e["round"]: e for e in seen if e["when"] == "end"}
@@ -94,12 +81,10 @@ def test_the_opponent_plays_a_snapshot_of_the_learner_per_round(tmp_path, hooks)
 
 def test_self_play_stopped_inside_a_round_resumes_exactly(tmp_path):
     config = _config(selfplay={"learner": "blue", "opponent": "red", "groups": ["blue", "red"], "keep": 2, "sampling": "wins"})
-    straight = _train(config, tmp_path / "a")
-    _train(config, tmp_path / "b")
-    for late in (tmp_path / "b" / "checkpoints").glob("step_*"):
-        if int(late.name.removeprefix("step_")) > 360:  # inside round 1
-            shutil.rmtree(late)
-    resumed = _train(config, tmp_path / "b")
+    straight = train(config, tmp_path / "a")
+    train(config, tmp_path / "b")
+    stop_at(tmp_path / "b", 360)  # inside round 1
+    resumed = train(config, tmp_path / "b")
     assert _table(tmp_path / "a") == _table(tmp_path / "b")
     for pid in ("blue", "red"):
         a, b = straight.policies[pid].policy_state()["networks"], resumed.policies[pid].policy_state()["networks"]

@@ -1,0 +1,40 @@
+"""Helpers of the round and scheme tests: a run trained to its end, a CSV's rows, a run cut
+back to a step (as if it had stopped there), and a hook module the run imports."""
+
+import csv
+import shutil
+from pathlib import Path
+
+import pytest
+
+from relayrl.experiment import Trainer, build_config
+
+
+def train(config: dict, run_dir: Path | None = None) -> Trainer:
+    trainer = Trainer(build_config(config), run_dir, verbose=False)
+    trainer.train()
+    trainer.close()
+    return trainer
+
+
+def rows(path: Path, drop: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    """A CSV's rows, without the ``drop`` columns (timings)."""
+    with path.open() as handle:
+        return [{k: v for k, v in r.items() if k not in drop} for r in csv.DictReader(handle)]
+
+
+def stop_at(run_dir: Path, step: int) -> None:
+    """Removes the checkpoints after ``step``: the run resumes as if it had stopped there."""
+    for late in (run_dir / "checkpoints").glob("step_*"):
+        if int(late.name.removeprefix("step_")) > step:
+            shutil.rmtree(late)
+
+
+def hook_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text: str) -> Path:
+    """Writes an importable module ``name`` and points RELAYRL_TEST_HOOKS at the file its
+    hooks append to; returns that file."""
+    (tmp_path / f"{name}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    log = tmp_path / "hooks.jsonl"
+    monkeypatch.setenv("RELAYRL_TEST_HOOKS", str(log))
+    return log
