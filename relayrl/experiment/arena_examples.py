@@ -146,7 +146,9 @@ def curves(results: Path, out: Path) -> Path | None:
     """Greedy evaluation over env steps, scheme against baseline, one panel per example
     (round boundaries dotted)."""
     plt = pyplot()
-    shown = {e: runs for e, runs in EXAMPLES.items() if load_preset(runs[0][0]).eval.interval}
+    shown = {e: runs for e, runs in EXAMPLES.items() if load_preset(runs[0][0]).eval.interval and any(runs_of(p, results) for p, _ in runs)}
+    if not shown:
+        return None
     fig, axes = plt.subplots(1, len(shown), figsize=(6 * len(shown), 4.2), squeeze=False)
     drew = False
     for ax, (example, runs) in zip(axes[0], shown.items()):
@@ -159,7 +161,7 @@ def curves(results: Path, out: Path) -> Path | None:
         config = load_preset(runs[0][0])
         for end in np.cumsum([r.steps for r in config.rounds])[:-1]:
             ax.axvline(end, color="grey", linestyle=":", linewidth=0.8)
-        ax.set_title(f"{example} (small Predator-Prey, QMIX)")
+        ax.set_title(f"{example} ({config.env.name})")
         ax.set_xlabel("environment steps")
         ax.set_ylabel("greedy evaluation reward")
         ax.grid(alpha=0.3)
