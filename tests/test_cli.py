@@ -158,6 +158,7 @@ def test_arena_shows_each_rounds_scheme_table(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "round 1/2 ended at env step 600" in done.stdout and "pbt, round 2" in done.stdout
+    assert "round 2/2 from env step 600: the run's env; matches predator: p0" in done.stdout
     assert (_run_dir(tmp_path) / "pbt.csv").is_file()
     drawn = subprocess.run([sys.executable, "-m", "relayrl.cli", "plot", "--rounds", str(_run_dir(tmp_path)), "--out", str(tmp_path / "rounds.png")], capture_output=True, text=True)
     assert drawn.returncode == 0, drawn.stderr

@@ -294,8 +294,19 @@ class Trainer:
             hook(context)
         self.round_returns, self.round_copies = [], []
 
+    def _announce_round(self) -> None:
+        """The progress line of a round's start: its env changes and its matches."""
+        if not self.verbose:
+            return
+        c, r = self.counters, self.config.rounds[self.counters.round]
+        changes = ", ".join(f"{k}={v}" for k, v in r.env.items()) or "the run's env"
+        matches = "; ".join(", ".join(f"{g}: {ids}" for g, ids in m.items()) for m in self.matches[:4])
+        more = f" (+{len(self.matches) - 4} more)" if len(self.matches) > 4 else ""
+        print(f"round {c.round + 1}/{len(self.config.rounds)}{f' {r.name}' if r.name else ''} from env step {c.env_steps:,}: {changes}; matches {matches}{more}")
+
     def _start_round(self, index: int) -> None:
         self._enter_round(index)
+        self._announce_round()
         context = self._round_context()
         for scheme in self.schemes:
             scheme.on_round_start(context)
@@ -678,6 +689,7 @@ class Trainer:
         if self.rollout.observed is None:
             self.rollout.reset(self.config.seed)
             if self.config.rounds:
+                self._announce_round()
                 context = self._round_context()
                 for scheme in self.schemes:
                     scheme.on_round_start(context)
