@@ -9,7 +9,9 @@ one agent group. Versions: magent2 0.3.4 with pettingzoo 1.27.0 (the ``magent`` 
 
 from typing import Any
 
+import numpy as np
 from pettingzoo.utils.env import ParallelEnv
+from pettingzoo.utils.wrappers import BaseParallelWrapper
 
 from relayrl.core.errors import MissingExtraError
 
@@ -40,13 +42,36 @@ def _checked(settings: dict[str, Any], defaults: dict[str, Any], name: str) -> d
     return {**defaults, **settings}
 
 
+class WholeState(BaseParallelWrapper):
+    """MAgent2's global state, also once a team has no living agent: magent2 0.3.4's
+    ``state()`` unpacks every team's positions and raises on an empty team (a battle won
+    before the time limit). Then this builds the same planes itself: the map's walls, and
+    per team a presence plane and a plane of each agent's hit points (the centre cell of its
+    own view), an emptied team's planes left at zero."""
+
+    def state(self) -> np.ndarray:
+        game = self.env.unwrapped
+        if all(len(game.env.get_pos(handle)) for handle in game.handles):
+            return self.env.state()
+        if game.extra_features:
+            raise ValueError("the state of a MAgent2 env with extra_features=True and an emptied team is not available")
+        state = np.copy(game.base_state)
+        for handle in game.handles:
+            pos = np.asarray(game.env.get_pos(handle)).reshape(-1, 2)
+            if len(pos):
+                view, _ = game.env.get_observation(handle)
+                state[pos[:, 0], pos[:, 1], 1 + 2 * handle.value] = 1
+                state[pos[:, 0], pos[:, 1], 2 + 2 * handle.value] = view[:, view.shape[1] // 2, view.shape[2] // 2, 2]
+        return state
+
+
 def make_battle(**settings: Any) -> ParallelEnv:
     """A battle_v4 parallel env; ``settings`` override BATTLE_SETTINGS key by key."""
     try:
         from magent2.environments import battle_v4
     except ImportError as error:
         raise MissingExtraError("magent2", "magent") from error
-    return battle_v4.parallel_env(**_checked(settings, BATTLE_SETTINGS, "battle"))
+    return WholeState(battle_v4.parallel_env(**_checked(settings, BATTLE_SETTINGS, "battle")))
 
 
 def make_adversarial_pursuit(**settings: Any) -> ParallelEnv:
@@ -55,4 +80,4 @@ def make_adversarial_pursuit(**settings: Any) -> ParallelEnv:
         from magent2.environments import adversarial_pursuit_v4
     except ImportError as error:
         raise MissingExtraError("magent2", "magent") from error
-    return adversarial_pursuit_v4.parallel_env(**_checked(settings, ADVERSARIAL_PURSUIT_SETTINGS, "adversarial-pursuit"))
+    return WholeState(adversarial_pursuit_v4.parallel_env(**_checked(settings, ADVERSARIAL_PURSUIT_SETTINGS, "adversarial-pursuit")))

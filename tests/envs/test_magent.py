@@ -94,3 +94,25 @@ def test_dead_agents_leave_the_alive_mask_and_stay_out():
         if done:
             break
     assert deaths > 0, "no agent died: the test did not exercise removal"
+
+
+def test_the_state_is_there_when_a_team_has_no_living_agent():
+    env = make_battle(map_size=12, max_cycles=40)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        env.step({a: int(rng.integers(21)) for a in env.agents})
+    np.testing.assert_array_equal(env.state(), env.unwrapped.state())  # both teams alive: MAgent2's own state
+    game = env.unwrapped.env
+    red, blue = env.unwrapped.handles
+    before = env.state()
+    game.reset()  # the map empties; blue comes back where it was, red does not (as if it had lost)
+    pos = [[int(x), int(y), 0] for x, y in np.argwhere(before[:, :, 3] == 1)]
+    game.add_agents(blue, method="custom", pos=pos)
+    with pytest.raises(ValueError):
+        env.unwrapped.state()  # magent2 0.3.4 unpacks the empty team's positions
+    state = env.state()
+    assert not state[:, :, 1:3].any()  # red's planes: nobody
+    np.testing.assert_array_equal(state[:, :, 3], before[:, :, 3])  # blue's presence
+    np.testing.assert_array_equal(state[:, :, 0], before[:, :, 0])  # the walls
+    assert state[:, :, 4].max() > 0  # blue's hit points
