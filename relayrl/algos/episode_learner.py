@@ -95,11 +95,8 @@ class EpisodeLearner(LearnerReports):
     def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
         """``obs [W, N, ...]`` -> actions ``[W, N]`` with the exploration at ``env_steps``
         (greedy for None: evaluation); ``carry`` is the agents' recurrent state."""
-        explore = 0.0 if env_steps is None else self.algorithm.exploration(env_steps)
+        explore = 0.0 if env_steps is None else self.exploration(env_steps)
         return self.algorithm.act(obs, carry, explore, mask)
-
-    def exploration(self, env_steps: int) -> float:
-        return self.algorithm.exploration(env_steps)
 
     def observe(self, fragment: dict[str, np.ndarray]) -> int:
         """Stores a fragment ``[T, W, N, ...]`` (the episodes it finished, or its transitions)."""
@@ -164,6 +161,7 @@ class EpisodeLearner(LearnerReports):
             "rng": self.rng.bit_generator.state,
             "sampler": None if self.sampler is None else self.sampler.state_dict(),
             "window": asdict(self.window),
+            "exploration_scale": self.exploration_scale,
             "budget": {
                 "updates": self.updates,
                 "updates_owed": self.updates_owed,
@@ -181,6 +179,7 @@ class EpisodeLearner(LearnerReports):
         if self.sampler is not None:
             self.sampler.load_state_dict(state["sampler"])
         self.window = MetricWindow(**state["window"])
+        self.exploration_scale = state.get("exploration_scale", 1.0)  # absent from checkpoints before it existed
         budget = state["budget"]
         self.updates, self.updates_owed, self.episodes = budget["updates"], budget["updates_owed"], budget["episodes"]
         self.unlearned_episodes, self.last_target_sync = budget["unlearned_episodes"], budget["last_target_sync"]

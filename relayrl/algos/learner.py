@@ -25,13 +25,19 @@ class MetricWindow:
 
 
 class LearnerReports:
-    """``window`` (the metrics since the last report) and ``policy_state`` for a learner with
-    ``algo``, ``settings`` and ``algorithm``."""
+    """``window`` (the metrics since the last report), ``policy_state`` and the exploration
+    at an env step for a learner with ``algo``, ``settings`` and ``algorithm``.
+    ``exploration_scale`` multiplies the algorithm's schedule (epsilon, or the action
+    noise): 1 unless a scheme such as population-based training changes it."""
 
     window: MetricWindow
     algo: str
     settings: Any
     algorithm: Any
+    exploration_scale: float = 1.0
+
+    def exploration(self, env_steps: int) -> float:
+        return self.algorithm.exploration(env_steps) * self.exploration_scale
 
     def drain_window(self) -> MetricWindow:
         window, self.window = self.window, MetricWindow()

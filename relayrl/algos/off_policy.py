@@ -118,13 +118,10 @@ class OffPolicyLearner(LearnerReports):
         algorithm's exploration at ``env_steps``; greedy for ``env_steps=None`` (evaluation)."""
         if env_steps is not None and env_steps < self.settings.random_steps:
             return self.algorithm.random_actions(obs.shape[:2], mask), carry
-        explore = 0.0 if env_steps is None else self.algorithm.exploration(env_steps)
+        explore = 0.0 if env_steps is None else self.exploration(env_steps)
         sets_mask = None if mask is None else self.layout.to_sets(mask, 1)
         actions, carry = self.algorithm.act(self.layout.to_sets(obs, 1), carry, explore, sets_mask)
         return self.layout.to_entities(actions, obs.shape[:1]), carry
-
-    def exploration(self, env_steps: int) -> float:
-        return self.algorithm.exploration(env_steps)
 
     # ------------------------------------------------------------------ experience
     def observe(self, fragment: dict[str, np.ndarray]) -> int:
@@ -239,6 +236,7 @@ class OffPolicyLearner(LearnerReports):
             "replay": self.replay.state_dict(),
             "nstep": self.nstep.state_dict(),
             "window": asdict(self.window),
+            "exploration_scale": self.exploration_scale,
             "budget": {
                 "updates": self.updates,
                 "updates_owed": self.updates_owed,
@@ -257,6 +255,7 @@ class OffPolicyLearner(LearnerReports):
         self.replay.load_state_dict(state["replay"])
         self.nstep.load_state_dict(state["nstep"])
         self.window = MetricWindow(**state["window"])
+        self.exploration_scale = state.get("exploration_scale", 1.0)  # absent from checkpoints before it existed
         budget = state["budget"]
         self.updates, self.updates_owed = budget["updates"], budget["updates_owed"]
         self.unlearned_env_steps, self.last_target_sync = budget["unlearned_env_steps"], budget["last_target_sync"]

@@ -331,6 +331,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "rounds": [],
     "hooks": {"on_round_start": [], "on_round_end": []},
     "pbt": None,
+    "pbt.perturb": ["lr"],
     "tournament": None,
     "selfplay": None,
 }

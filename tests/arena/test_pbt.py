@@ -79,8 +79,24 @@ def test_the_worst_member_takes_the_best_ones_networks_and_a_perturbed_learning_
         assert {pid: float(r["lr"]) for pid, r in zip("abc", sorted(members, key=lambda r: r["member"]))} == pytest.approx(lr)
 
 
+def test_exploration_is_copied_and_perturbed_when_asked(tmp_path):
+    config = _config(pbt={"population": ["a", "b", "c"], "fraction": 0.34, "perturb": ["lr", "exploration"]})
+    trainer = train(config, tmp_path / "run")
+    table = _lineage(tmp_path / "run")
+    scales = {pid: 1.0 for pid in "abc"}
+    for index in range(3):
+        members = {r["member"]: r for r in table if int(r["round"]) == index}
+        (copied,) = [r for r in members.values() if r["copied_from"]]
+        ratio = float(copied["exploration_scale"]) / scales[copied["copied_from"]]
+        assert ratio == pytest.approx(0.8) or ratio == pytest.approx(1.2)
+        scales = {pid: float(r["exploration_scale"]) for pid, r in members.items()}
+    for pid, learner in trainer.learners.items():
+        assert learner.exploration_scale == pytest.approx(scales[pid])
+        assert learner.exploration(500) == pytest.approx(learner.algorithm.exploration(500) * scales[pid])
+
+
 def test_a_population_stopped_inside_a_round_resumes_exactly(tmp_path):
-    config = _config()
+    config = _config(pbt={"population": ["a", "b", "c"], "fraction": 0.34, "perturb": ["lr", "exploration"]})
     straight = train(config, tmp_path / "a")
     train(config, tmp_path / "b")
     stop_at(tmp_path / "b", 900)  # inside round 1
@@ -91,6 +107,7 @@ def test_a_population_stopped_inside_a_round_resumes_exactly(tmp_path):
         for p, q in zip(a.learned.parameters(), b.learned.parameters()):
             torch.testing.assert_close(p, q, rtol=0, atol=0)
         assert a.optimizer.param_groups[0]["lr"] == b.optimizer.param_groups[0]["lr"]
+        assert straight.learners[pid].exploration_scale == resumed.learners[pid].exploration_scale
 
 
 @pytest.mark.parametrize(

@@ -5,14 +5,16 @@ At the end of every round the population's learning policies are ranked by the m
 return of the round's episodes (each member's group return where it drove the whole
 group). Exploit: each member of the bottom ``fraction`` (at least one) takes the networks,
 targets and optimiser state of a member of the top ``fraction`` drawn uniformly (its own
-replay, exploration RNG and counters stay). Explore: its learning rates are then
-multiplied by a factor drawn from ``factors`` (Jaderberg et al.'s perturb: 0.8 or 1.2).
-Learning rates live in the optimisers' state, so a checkpoint keeps them; the lineage (who
-copied whom, each member's learning rate and return per round) is the scheme's table.
+replay, exploration RNG and counters stay), and its exploration scale. Explore: each
+hyperparameter in ``perturb`` (the learning rates; the scale of the exploration schedule,
+epsilon or action noise) is multiplied by a factor drawn from ``factors`` (Jaderberg et
+al.'s perturb: 0.8 or 1.2). Learning rates live in the optimisers' state and the
+exploration scale in the learner's, so a checkpoint keeps both; the lineage (who copied
+whom, each member's hyperparameters and return per round) is the scheme's table.
 """
 
 import copy
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -28,7 +30,10 @@ OWN = ("rng", "generator", "updates")  # what a member keeps of its own: explora
 class PBTConfig(Strict):
     population: list[str] = Field(min_length=2, description="ids of the learning policies that compete (same algorithm)")
     fraction: float = Field(0.25, gt=0, le=0.5, description="bottom (replaced) and top (copied) share of the population")
-    factors: list[float] = Field(default_factory=lambda: [0.8, 1.2], min_length=1, description="learning-rate perturbations")
+    factors: list[float] = Field(default_factory=lambda: [0.8, 1.2], min_length=1, description="perturbation factors")
+    perturb: list[Literal["lr", "exploration"]] = Field(
+        default_factory=lambda: ["lr"], min_length=1, description="what explore perturbs: the learning rates, the exploration's scale"
+    )
 
 
 def _optimizers(algorithm: Any) -> list[torch.optim.Optimizer]:
@@ -62,6 +67,7 @@ class PopulationBasedTraining:
         k = max(1, int(len(members) * self.config.fraction))
         top, bottom = order[:k], order[len(members) - k :]
         algorithms = {m: context.policies[m].learner.algorithm for m in members}
+        learners = {m: context.policies[m].learner for m in members}
         sources = {members[b]: members[int(self.rng.choice(top))] for b in bottom}
         for member, source in sources.items():
             own = algorithms[member].state_dict()
@@ -69,10 +75,14 @@ class PopulationBasedTraining:
             # the two members would then update in place together
             taken = copy.deepcopy({key: value for key, value in algorithms[source].state_dict().items() if key not in OWN})
             algorithms[member].load_state_dict({**own, **taken})
-            factor = float(self.rng.choice(self.config.factors))
-            for optimizer in _optimizers(algorithms[member]):
-                for group in optimizer.param_groups:
-                    group["lr"] *= factor
+            learners[member].exploration_scale = learners[source].exploration_scale
+            if "lr" in self.config.perturb:
+                factor = float(self.rng.choice(self.config.factors))
+                for optimizer in _optimizers(algorithms[member]):
+                    for group in optimizer.param_groups:
+                        group["lr"] *= factor
+            if "exploration" in self.config.perturb:
+                learners[member].exploration_scale *= float(self.rng.choice(self.config.factors))
         for m, mean in zip(members, means):
             self.rows.append(
                 {
@@ -82,6 +92,7 @@ class PopulationBasedTraining:
                     "episodes": int(returns[m].size) if m in returns else 0,
                     "copied_from": sources.get(m, ""),
                     "lr": learning_rate(algorithms[m]),
+                    **({"exploration_scale": learners[m].exploration_scale} if "exploration" in self.config.perturb else {}),
                 }
             )
 
