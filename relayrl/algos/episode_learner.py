@@ -71,11 +71,7 @@ class EpisodeLearner(LearnerReports):
         self.fields = plan.fields
         self.replay = plan.build(alpha=config.priority_alpha, beta=config.priority_beta, seed=seeds[1])
         self.prioritized = config.sampler == "prioritized"
-        c = config
-        if c.storage == "episodes":
-            self.storage = EpisodeStorage(self.replay, c.max_episode_length, c.sequence_length, c.burn_in, c.tbptt)
-        else:
-            self.storage = TransitionSequences(self.replay, c.sequence_length, c.burn_in, c.tbptt)
+        self.storage = STORAGES[config.storage].from_config(self.replay, config)
         alpha = config.reuse_ratio if config.sampler == "reuse" else 0.0
         self.sampler = None if self.prioritized else ReuseSampler(config.buffer_size, config.batch_size, alpha, config.reuse_decay, config.reuse_period, seed=seeds[2])
         self.window = MetricWindow()

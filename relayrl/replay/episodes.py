@@ -120,6 +120,11 @@ class EpisodeStorage:
         self.batch: dict[str, np.ndarray] | None = None
         self.gathered: np.ndarray | None = None  # slots of the reused rows the batch holds
 
+    @classmethod
+    def from_config(cls, replay: ReplayBuffer, config: Any) -> "EpisodeStorage":
+        """From a learner section with ``max_episode_length``, ``sequence_length``, ``burn_in`` and ``tbptt``."""
+        return cls(replay, config.max_episode_length, config.sequence_length, config.burn_in, config.tbptt)
+
     @property
     def size(self) -> int:
         return int(self.replay.size[0])

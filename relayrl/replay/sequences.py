@@ -57,6 +57,11 @@ class TransitionSequences:
         self.stamp = 0  # rollout steps written
         self.episode_step: np.ndarray | None = None  # [W]: each worker's step in its episode
 
+    @classmethod
+    def from_config(cls, replay: ReplayBuffer, config: Any) -> "TransitionSequences":
+        """From a learner section with ``sequence_length``, ``burn_in`` and ``tbptt``."""
+        return cls(replay, config.sequence_length, config.burn_in, config.tbptt)
+
     @property
     def size(self) -> int:
         return int(self.replay.size[0])
