@@ -304,8 +304,8 @@ class Trainer:
         more = f" (+{len(self.matches) - 4} more)" if len(self.matches) > 4 else ""
         print(f"round {c.round + 1}/{len(self.config.rounds)}{f' {r.name}' if r.name else ''} from env step {c.env_steps:,}: {changes}; matches {matches}{more}")
 
-    def _start_round(self, index: int) -> None:
-        self._enter_round(index)
+    def _begin_round(self) -> None:
+        """The round the run has entered starts: announced, then its schemes and hooks."""
         self._announce_round()
         context = self._round_context()
         for scheme in self.schemes:
@@ -689,12 +689,7 @@ class Trainer:
         if self.rollout.observed is None:
             self.rollout.reset(self.config.seed)
             if self.config.rounds:
-                self._announce_round()
-                context = self._round_context()
-                for scheme in self.schemes:
-                    scheme.on_round_start(context)
-                for hook in self.hooks["on_round_start"]:
-                    hook(context)
+                self._begin_round()
         return resumed_at
 
     def _write_report(self) -> None:
@@ -764,7 +759,8 @@ class Trainer:
                     with self.timer("logging"):
                         self._write_report()
                 if next_round:
-                    self._start_round(c.round + 1)
+                    self._enter_round(c.round + 1)
+                    self._begin_round()
                 if (checkpoint_due and report_due) or next_round:
                     self._checkpoint()
                 tick = time.perf_counter()  # evaluation and saving are not training throughput
