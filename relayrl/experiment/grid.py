@@ -257,7 +257,7 @@ def collect(jobs: list[Job], root: Path, results: Path) -> int:
             seen.add(run)
             dest = results / "runs" / run.parent.name / run.name
             dest.mkdir(parents=True, exist_ok=True)
-            for name in ("metrics.csv", "config.yaml", "provenance.yaml", "pbt.csv"):
+            for name in ("metrics.csv", "config.yaml", "provenance.yaml", "pbt.csv", "tournament.csv", "selfplay.csv"):
                 if (run / name).is_file():
                     shutil.copy2(run / name, dest / name)
             copied += 1
