@@ -5,6 +5,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from relayrl.sharing.selectors import Selector
+
 
 @dataclass
 class MetricWindow:
@@ -28,13 +30,15 @@ class LearnerReports:
     """``window`` (the metrics since the last report), ``policy_state`` and the exploration
     at an env step for a learner with ``algo``, ``settings`` and ``algorithm``.
     ``exploration_scale`` multiplies the algorithm's schedule (epsilon, or the action
-    noise): 1 unless a scheme such as population-based training changes it."""
+    noise): 1 unless a scheme such as population-based training changes it. ``selector``:
+    the sharing's selection rule where the learner relays (SUPER), else None."""
 
     window: MetricWindow
     algo: str
     settings: Any
     algorithm: Any
     exploration_scale: float = 1.0
+    selector: Selector | None = None
 
     def exploration(self, env_steps: int) -> float:
         return self.algorithm.exploration(env_steps) * self.exploration_scale

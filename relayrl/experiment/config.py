@@ -24,7 +24,7 @@ from relayrl.core.errors import ConfigError
 from relayrl.core.settings import Strict
 from relayrl.envs.predator_prey import PredatorPreySettings
 from relayrl.nets.qnetwork import ModelConfig
-from relayrl.sharing.config import SharingConfig
+from relayrl.sharing.config import BANDWIDTH_RULES, SharingConfig
 
 
 class PursuitSettings(Strict):
@@ -466,6 +466,13 @@ class RunConfig(Strict):
             strangers = [pid for pid in self.pbt.population if pid not in self.policies or not self.policies[pid].learns]
             if strangers:
                 raise ValueError(f"pbt.population names {strangers}, which are not learning policies declared in policies")
+            if "bandwidth" in self.pbt.perturb:
+                silent = [pid for pid in self.pbt.population if not self.recipe(pid)[2].relays_by_bandwidth]
+                if silent:
+                    raise ValueError(
+                        f"pbt.perturb has 'bandwidth' but {silent} relay no transitions by a bandwidth: "
+                        f"give them a selection rule (sharing.select: {', '.join(BANDWIDTH_RULES)}) or drop 'bandwidth'"
+                    )
         if self.tournament is not None:
             if not self.rounds:
                 raise ValueError("a tournament rates its policies round by round: give the run rounds")

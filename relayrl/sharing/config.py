@@ -8,6 +8,9 @@ from pydantic import Field, model_validator
 from relayrl.core.settings import Strict
 
 
+BANDWIDTH_RULES = ("quantile", "gaussian", "stochastic", "uniform")  # the selection rules that relay a share b
+
+
 class SharingConfig(Strict):
     """What is shared and how the receiver corrects it (DESIGN.md §1: selection x correction).
 
@@ -37,6 +40,10 @@ class SharingConfig(Strict):
     )
     cov_regulariser: float = Field(1e-6, gt=0, description="added to the action-difference covariance's diagonal")
     jsd_samples: int = Field(256, ge=1, description="Monte-Carlo samples per distribution for divergence=jsd")
+
+    @property
+    def relays_by_bandwidth(self) -> bool:
+        return self.select in BANDWIDTH_RULES
 
     @model_validator(mode="after")
     def _shared_replay(self) -> "SharingConfig":

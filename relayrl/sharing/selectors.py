@@ -17,6 +17,10 @@ from relayrl.core.registry import Registry
 
 
 class Selector(Protocol):
+    """``bandwidth``: the target share b of transitions relayed, settable between two
+    fragments (population-based training perturbs it); rules that ignore b (``all``,
+    ``none``) have none."""
+
     def select(self, td_abs: np.ndarray, valid: np.ndarray) -> np.ndarray: ...
     def state_dict(self) -> dict[str, Any]: ...
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
@@ -64,10 +68,11 @@ class QuantileSelector:
         return valid & (td_abs > self.threshold()[:, None])
 
     def state_dict(self) -> dict[str, Any]:
-        return self.window.state_dict()
+        return {"bandwidth": self.bandwidth, "window": self.window.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.window.load_state_dict(state)
+        self.bandwidth = state["bandwidth"]
+        self.window.load_state_dict(state["window"])
 
 
 class GaussianSelector:
@@ -82,7 +87,7 @@ class GaussianSelector:
     def __init__(self, n_senders: int, bandwidth: float, window: int, scale: str = "std", running: bool = False) -> None:
         if scale not in ("std", "variance"):
             raise ValueError(f"gaussian scale must be 'std' or 'variance', got {scale!r}")
-        self.c = float(norm.isf(bandwidth)) if bandwidth < 1.0 else -np.inf
+        self.bandwidth = bandwidth
         self.scale = scale
         self.running = running
         self.decay = 2.0 / (window + 1.0)
@@ -90,6 +95,16 @@ class GaussianSelector:
         self.mean = np.zeros(n_senders)
         self.var = np.zeros(n_senders)
         self.seen = np.zeros(n_senders, bool)
+
+    @property
+    def bandwidth(self) -> float:
+        return self._bandwidth
+
+    @bandwidth.setter
+    def bandwidth(self, value: float) -> None:
+        """b and the threshold's factor c = isf(b) it fixes (b >= 1: c = -inf, relay all)."""
+        self._bandwidth = value
+        self.c = float(norm.isf(value)) if value < 1.0 else -np.inf
 
     def _update_running(self, td_abs: np.ndarray, valid: np.ndarray) -> None:
         """Folds the fragment in as one block of k values: weight lambda = 1 - (1 - d)^k for
@@ -129,12 +144,13 @@ class GaussianSelector:
         return valid & (td_abs > self.threshold()[:, None])
 
     def state_dict(self) -> dict[str, Any]:
-        state = {"mean": self.mean.copy(), "var": self.var.copy(), "seen": self.seen.copy()}
+        state = {"bandwidth": self.bandwidth, "mean": self.mean.copy(), "var": self.var.copy(), "seen": self.seen.copy()}
         if self.window is not None:
             state["window"] = self.window.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.bandwidth = state["bandwidth"]
         self.mean, self.var, self.seen = state["mean"].copy(), state["var"].copy(), state["seen"].copy()
         if self.window is not None:
             self.window.load_state_dict(state["window"])
@@ -169,12 +185,13 @@ class StochasticSelector:
         return self.rng.random(td_abs.shape) < self.probabilities(td_abs, valid)
 
     def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {"rng": self.rng.bit_generator.state}
+        state: dict[str, Any] = {"bandwidth": self.bandwidth, "rng": self.rng.bit_generator.state}
         if self.window is not None:
             state["window"] = self.window.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.bandwidth = state["bandwidth"]
         self.rng.bit_generator.state = state["rng"]
         if self.window is not None:
             self.window.load_state_dict(state["window"])
@@ -191,9 +208,10 @@ class UniformSelector:
         return valid & (self.rng.random(td_abs.shape) < self.bandwidth)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"rng": self.rng.bit_generator.state}
+        return {"bandwidth": self.bandwidth, "rng": self.rng.bit_generator.state}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.bandwidth = state["bandwidth"]
         self.rng.bit_generator.state = state["rng"]
 
 

@@ -121,3 +121,57 @@ def test_a_population_stopped_inside_a_round_resumes_exactly(tmp_path):
 def test_bad_populations_are_refused_before_training(change, message):
     with pytest.raises(ConfigError, match=message):
         build_config({**_config(), **change})
+
+
+def _relaying_population(perturb: list[str], factors: list[float]) -> dict:
+    """Three SUPER teams (quantile selection) on the corridor, one env copy each."""
+    return {
+        "preset": "tiny-pbt-super",
+        "env": {"name": "corridor", "num_envs": 3, "settings": {"n_agents": 3, "length": 4, "max_steps": 12}},
+        "sharing": {"select": "quantile", "bandwidth": 0.5, "window": 50},
+        "policies": {"a": {}, "b": {}, "c": {}},
+        "match": [{"runner": "a"}, {"runner": "b"}, {"runner": "c"}],
+        "rounds": [{"steps": 300}] * 4,
+        "pbt": {"population": ["a", "b", "c"], "fraction": 0.34, "factors": factors, "perturb": perturb},
+        "report_interval": 150,
+        "checkpoint_interval": 150,
+        "keep_checkpoints": 20,
+        "eval": {"interval": 0},
+        "model": {"hiddens": [16], "head_hidden": 16},
+        "dqn": {"learning_starts": 60, "buffer_size": 500, "batch_size": 8},
+    }
+
+
+def test_the_sharing_bandwidth_is_copied_perturbed_and_kept_at_most_one(tmp_path):
+    trainer = train(_relaying_population(["bandwidth"], [2.5]), tmp_path / "run")
+    table = _lineage(tmp_path / "run")
+    bandwidths = {pid: 0.5 for pid in "abc"}
+    for index in range(4):
+        members = {r["member"]: r for r in table if int(r["round"]) == index}
+        (copied,) = [r for r in members.values() if r["copied_from"]]
+        source = bandwidths[copied["copied_from"]]
+        assert float(copied["bandwidth"]) == pytest.approx(min(1.0, 2.5 * source))
+        assert float(copied["lr"]) == float(members[copied["copied_from"]]["lr"])  # lr copied, not perturbed
+        bandwidths = {pid: float(r["bandwidth"]) for pid, r in members.items()}
+    assert 1.0 in bandwidths.values()  # 0.5 x 2.5 = 1.25: the cap
+    for pid, learner in trainer.learners.items():
+        assert learner.selector.bandwidth == pytest.approx(bandwidths[pid])
+
+
+def test_a_relaying_population_stopped_inside_a_round_resumes_with_its_bandwidths(tmp_path):
+    config = _relaying_population(["lr", "bandwidth"], [0.8, 1.2])
+    straight = train(config, tmp_path / "a")
+    train(config, tmp_path / "b")
+    stop_at(tmp_path / "b", 750)  # inside round 2
+    resumed = train(config, tmp_path / "b")
+    assert _lineage(tmp_path / "a") == _lineage(tmp_path / "b")
+    for pid in "abc":
+        assert straight.learners[pid].selector.bandwidth == resumed.learners[pid].selector.bandwidth
+    assert {straight.learners[pid].selector.bandwidth for pid in "abc"} != {0.5}
+
+
+def test_a_bandwidth_perturbation_needs_members_that_relay():
+    config = _relaying_population(["bandwidth"], [0.8, 1.2])
+    config["policies"] = {"a": {}, "b": {}, "c": {"sharing": {"select": "all"}}}
+    with pytest.raises(ConfigError, match=r"pbt.perturb has 'bandwidth' but \['c'\] relay no transitions by a bandwidth"):
+        build_config(config)

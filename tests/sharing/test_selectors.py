@@ -218,7 +218,7 @@ def test_gaussian_running_tracks_stationary_distribution_with_constant_memory(sc
     for _ in range(300):  # 19 200 values per sender, >> span
         td = rng.exponential(beta, size=(n, m))
         sel.select(td, np.ones_like(td, bool))
-    assert {k: np.shape(v) for k, v in sel.state_dict().items()} == sizes == {"mean": (n,), "var": (n,), "seen": (n,)}
+    assert {k: np.shape(v) for k, v in sel.state_dict().items()} == sizes == {"bandwidth": (), "mean": (n,), "var": (n,), "seen": (n,)}
     expected = beta + c * (beta if scale == "std" else beta**2)
     np.testing.assert_allclose(sel.threshold(), expected, rtol=0.08)
 
@@ -526,3 +526,28 @@ def test_state_dict_round_trip_gives_identical_selections(mode, kwargs):
     c = make_selector(mode, 3, bandwidth=0.25, window=24, seed=999, **kwargs)
     diverged = any((c.select(td, valid) != x).any() for (td, valid), x in zip(frags[5:], after_a))
     assert diverged
+
+
+@pytest.mark.parametrize("mode,kwargs", ROUND_TRIP)
+def test_a_bandwidth_changed_at_run_time_selects_as_one_built_with_it_and_is_saved(mode, kwargs):
+    """Population-based training sets b between fragments: the selector then agrees with one
+    built at that b (same history), and its state carries the new b to a resumed run."""
+    rng = np.random.default_rng(5)
+    frags = fragments(rng, 3, 12, 12, [1.0, 0.7, 0.4], dist="lognormal")
+    changed = make_selector(mode, 3, bandwidth=0.25, window=24, seed=3, **kwargs)
+    built = make_selector(mode, 3, bandwidth=0.4, window=24, seed=3, **kwargs)
+    for td, valid in frags[:4]:
+        changed.select(td, valid)
+        built.select(td, valid)
+    changed.bandwidth = 0.4
+    assert changed.bandwidth == 0.4
+    resumed = make_selector(mode, 3, bandwidth=0.25, window=24, seed=3, **kwargs)
+    resumed.load_state_dict(copy.deepcopy(changed.state_dict()))
+    assert resumed.bandwidth == 0.4
+    shared = 0
+    for td, valid in frags[4:]:
+        expected = built.select(td, valid)
+        np.testing.assert_array_equal(changed.select(td, valid), expected)
+        np.testing.assert_array_equal(resumed.select(td, valid), expected)
+        shared += int(expected.sum())
+    assert shared > 0

@@ -5,12 +5,14 @@ At the end of every round the population's learning policies are ranked by the m
 return of the round's episodes (each member's group return where it drove the whole
 group). Exploit: each member of the bottom ``fraction`` (at least one) takes the networks,
 targets and optimiser state of a member of the top ``fraction`` drawn uniformly (its own
-replay, exploration RNG and counters stay), and its exploration scale. Explore: each
-hyperparameter in ``perturb`` (the learning rates; the scale of the exploration schedule,
-epsilon or action noise) is multiplied by a factor drawn from ``factors`` (Jaderberg et
-al.'s perturb: 0.8 or 1.2). Learning rates live in the optimisers' state and the
-exploration scale in the learner's, so a checkpoint keeps both; the lineage (who copied
-whom, each member's hyperparameters and return per round) is the scheme's table.
+replay, exploration RNG and counters stay), its exploration scale and, where members relay
+(SUPER), its sharing bandwidth. Explore: each hyperparameter in ``perturb`` (the learning
+rates; the scale of the exploration schedule, epsilon or action noise; the bandwidth b,
+kept at most 1) is multiplied by a factor drawn from ``factors`` (Jaderberg et al.'s
+perturb: 0.8 or 1.2). Learning rates live in the optimisers' state, the exploration scale
+in the learner's and the bandwidth in its selector's, so a checkpoint keeps all three; the
+lineage (who copied whom, each member's hyperparameters and return per round) is the
+scheme's table.
 """
 
 import copy
@@ -22,6 +24,7 @@ from pydantic import Field
 
 from relayrl.arena.round import RoundContext
 from relayrl.core.settings import Strict
+from relayrl.sharing.selectors import FixedSelector, Selector
 
 
 OWN = ("rng", "generator", "updates")  # what a member keeps of its own: exploration RNGs, update counter
@@ -31,8 +34,10 @@ class PBTConfig(Strict):
     population: list[str] = Field(min_length=2, description="ids of the learning policies that compete (same algorithm)")
     fraction: float = Field(0.25, gt=0, le=0.5, description="bottom (replaced) and top (copied) share of the population")
     factors: list[float] = Field(default_factory=lambda: [0.8, 1.2], min_length=1, description="perturbation factors")
-    perturb: list[Literal["lr", "exploration"]] = Field(
-        default_factory=lambda: ["lr"], min_length=1, description="what explore perturbs: the learning rates, the exploration's scale"
+    perturb: list[Literal["lr", "exploration", "bandwidth"]] = Field(
+        default_factory=lambda: ["lr"],
+        min_length=1,
+        description="what explore perturbs: the learning rates, the exploration's scale, the sharing bandwidth (members that relay)",
     )
 
 
@@ -43,6 +48,11 @@ def _optimizers(algorithm: Any) -> list[torch.optim.Optimizer]:
 
 def learning_rate(algorithm: Any) -> float:
     return float(_optimizers(algorithm)[0].param_groups[0]["lr"])
+
+
+def _selector(learner: Any) -> Selector | None:
+    """The learner's selection rule where it relays a share b of its transitions, else None."""
+    return None if isinstance(learner.selector, FixedSelector) else learner.selector
 
 
 class PopulationBasedTraining:
@@ -76,6 +86,9 @@ class PopulationBasedTraining:
             taken = copy.deepcopy({key: value for key, value in algorithms[source].state_dict().items() if key not in OWN})
             algorithms[member].load_state_dict({**own, **taken})
             learners[member].exploration_scale = learners[source].exploration_scale
+            selector, source_selector = _selector(learners[member]), _selector(learners[source])
+            if selector is not None and source_selector is not None:
+                selector.bandwidth = source_selector.bandwidth
             if "lr" in self.config.perturb:
                 factor = float(self.rng.choice(self.config.factors))
                 for optimizer in _optimizers(algorithms[member]):
@@ -83,6 +96,8 @@ class PopulationBasedTraining:
                         group["lr"] *= factor
             if "exploration" in self.config.perturb:
                 learners[member].exploration_scale *= float(self.rng.choice(self.config.factors))
+            if "bandwidth" in self.config.perturb:
+                selector.bandwidth = min(1.0, selector.bandwidth * float(self.rng.choice(self.config.factors)))
         for m, mean in zip(members, means):
             self.rows.append(
                 {
@@ -93,6 +108,7 @@ class PopulationBasedTraining:
                     "copied_from": sources.get(m, ""),
                     "lr": learning_rate(algorithms[m]),
                     **({"exploration_scale": learners[m].exploration_scale} if "exploration" in self.config.perturb else {}),
+                    **({"bandwidth": _selector(learners[m]).bandwidth} if "bandwidth" in self.config.perturb else {}),
                 }
             )
 
