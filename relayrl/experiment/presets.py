@@ -274,6 +274,16 @@ CURRICULUM_PUNISHMENTS = [0.0, -0.5, -1.0, -1.5]
 PBT_STEPS = 80_000
 PBT_ROUNDS = 8
 PBT_LEARNING_RATES = {"p0": 3e-4, "p1": 1e-3, "p2": 3e-3}
+# The same two schemes on Pursuit: the quickstart's small game (8 pursuers, 4 evaders, 8x8,
+# 100-step episodes, the small Q-network) with SUPER-quantile teams. Curriculum: catches by
+# n_catch pursuers on an evader's cell (no surround), n_catch 3, 4, 5, 6 over four rounds
+# of 15k env steps, against 60k env steps at 6 from the start (from scratch, 30k steps
+# reach a greedy ~43 at 3 and ~-36 at 6). PBT: three teams starting at bandwidths 0.03, 0.1
+# and 0.3, learning rate, exploration and bandwidth perturbed, against one team at 0.1 on
+# the same three copies.
+PURSUIT_CURRICULUM_STEPS = 60_000
+PURSUIT_CATCHES = [3, 4, 5, 6]
+PURSUIT_PBT_BANDWIDTHS = {"p0": 0.03, "p1": 0.1, "p2": 0.3}
 # Round-robin tournament (Fig. 5): four independent-DDQN teams on MAgent2 battle 12x12 (2 v 2,
 # 200-step games) and a uniformly random team as the fixed baseline every rating is read
 # against; all 20 ordered pairings each round, 6 rounds of 20k env steps.
@@ -342,7 +352,43 @@ def _arena_presets() -> dict[str, tuple[str, dict[str, Any]]]:
         "policies": {"red": {"kind": "frozen", "pretrained": "battle-2v2-pretrain", "pretrained_seed": 0, "dqn": DDQN_OPPONENT["dqn"]}},
         "eval": held_out,
     }
+    catching = _merge(
+        QUICKSTART,
+        {
+            "env": {"settings": {"surround": False, "n_catch": PURSUIT_CATCHES[-1]}},
+            "total_steps": PURSUIT_CURRICULUM_STEPS,
+            "eval": {"interval": 3_000, "episodes": 10},
+            "checkpoint_interval": PURSUIT_CURRICULUM_STEPS // len(PURSUIT_CATCHES),
+        },
+    )
+    catch_rounds = curriculum(PURSUIT_CURRICULUM_STEPS // len(PURSUIT_CATCHES), {"n_catch": PURSUIT_CATCHES})
+    pursuit_three = _merge(
+        QUICKSTART,
+        {
+            "env": {"num_envs": len(PURSUIT_PBT_BANDWIDTHS)},
+            "total_steps": PBT_STEPS,
+            "eval": {"interval": 4_000, "episodes": 12},
+            "checkpoint_interval": PBT_STEPS // PBT_ROUNDS,
+        },
+    )
+    pursuit_population = {
+        **pursuit_three,
+        "policies": {pid: {"sharing": {"select": "quantile", "bandwidth": b}} for pid, b in PURSUIT_PBT_BANDWIDTHS.items()},
+        "match": [{"pursuer": pid} for pid in PURSUIT_PBT_BANDWIDTHS],
+        "rounds": [{"steps": PBT_STEPS // PBT_ROUNDS}] * PBT_ROUNDS,
+        "pbt": {"population": list(PURSUIT_PBT_BANDWIDTHS), "fraction": 0.34, "perturb": ["lr", "exploration", "bandwidth"]},
+    }
     return {
+        "pursuit-small-curriculum-super": (
+            "SUPER-quantile, small Pursuit, catches by 3, 4, 5, 6 pursuers over four rounds (curriculum)",
+            {**catching, "rounds": catch_rounds},
+        ),
+        "pursuit-small-catch6-super": ("SUPER-quantile, small Pursuit, catches by 6 pursuers from the start (the curriculum's baseline)", catching),
+        "pursuit-small-pbt-super": (
+            "three SUPER teams (bandwidths 0.03, 0.1, 0.3), population-based training of lr, exploration and bandwidth every 10k env steps (small Pursuit)",
+            pursuit_population,
+        ),
+        "pursuit-small-single-super": ("one SUPER team (bandwidth 0.1) on the three env copies of the population run (its baseline)", pursuit_three),
         "battle-2v2-pretrain": ("both teams independent DDQN on battle 2 v 2: the frozen and held-out reds of the self-play example", pretrain),
         "battle-2v2-selfplay": ("blue DDQN against snapshots of itself, one drawn per 20k env steps (battle 2 v 2)", selfplay),
         "battle-2v2-vs-frozen": ("blue DDQN against a frozen co-trained red (battle 2 v 2): self-play's baseline", frozen),
