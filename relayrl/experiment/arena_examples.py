@@ -1,6 +1,7 @@
 """The Arena's training-scheme examples (paper 004, section 5), each against a baseline with
 the same env steps, and their report in docs/results/arena: a curriculum (Fig. 8 in spirit)
-and population-based training (Fig. 13 in spirit) on the small Predator-Prey game; a
+and population-based training (Fig. 13 in spirit) on the small Predator-Prey game (QMIX) and
+on a small Pursuit (SUPER teams, the bandwidth among PBT's hyperparameters); a
 round-robin tournament (Fig. 5) on MAgent2 battle 2 v 2 whose baseline is a random team
 taking part in every round; self-play on battle 2 v 2 against training versus a frozen
 pretrained opponent, both evaluated against the same held-out opponent.
@@ -25,6 +26,14 @@ EXAMPLES = {
     "pbt": (
         ("predator-prey-small-pbt-qmix", "population of 3, PBT every 10k steps"),
         ("predator-prey-small-single-qmix", "one learner on the same 3 copies"),
+    ),
+    "curriculum-pursuit": (
+        ("pursuit-small-curriculum-super", "catches by 3, 4, 5, 6 pursuers over four rounds"),
+        ("pursuit-small-catch6-super", "catches by 6 from the start"),
+    ),
+    "pbt-pursuit": (
+        ("pursuit-small-pbt-super", "3 SUPER teams, PBT of lr, exploration, bandwidth"),
+        ("pursuit-small-single-super", "one SUPER team on the same 3 copies"),
     ),
     "tournament": (("battle-2v2-round-robin", "four DDQN teams and a random one, all pairings each round"),),
     "selfplay": (
@@ -85,10 +94,14 @@ def reward_table(results: Path, seeds: int) -> str:
     return "\n".join(lines)
 
 
-def pbt_table(results: Path) -> str | None:
+PBT_EXAMPLES = ("pbt", "pbt-pursuit")
+HYPERPARAMETERS = {"lr": "learning rate", "exploration_scale": "exploration scale", "bandwidth": "sharing bandwidth"}  # pbt.csv columns
+
+
+def pbt_table(results: Path, example: str) -> str | None:
     """Per round: the population's best member's training return against the single
     learner's over the same env steps, mean (std) across seeds."""
-    (scheme, _), (baseline, _) = EXAMPLES["pbt"]
+    (scheme, _), (baseline, _) = EXAMPLES[example]
     tables = scheme_tables(results, scheme, "pbt")
     if not tables:
         return None
@@ -149,9 +162,13 @@ def curves(results: Path, out: Path) -> Path | None:
     shown = {e: runs for e, runs in EXAMPLES.items() if load_preset(runs[0][0]).eval.interval and any(runs_of(p, results) for p, _ in runs)}
     if not shown:
         return None
-    fig, axes = plt.subplots(1, len(shown), figsize=(6 * len(shown), 4.2), squeeze=False)
+    columns = min(3, len(shown))
+    rows = math.ceil(len(shown) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(6 * columns, 4.2 * rows), squeeze=False)
+    for ax in axes.flat[len(shown) :]:
+        ax.set_visible(False)
     drew = False
-    for ax, (example, runs) in zip(axes[0], shown.items()):
+    for ax, (example, runs) in zip(axes.flat, shown.items()):
         for preset, label in runs:
             steps, mean, std, count = aggregate(runs_of(preset, results), "eval_reward_mean", bin_size=1)
             if len(steps):
@@ -170,44 +187,52 @@ def curves(results: Path, out: Path) -> Path | None:
     return save_if_drawn(plt, fig, out, drew, "Arena schemes against their baselines")
 
 
-def lineage_figure(results: Path, out: Path) -> Path | None:
-    """Seed 0's population: each member's learning rate over rounds, a marker where it
-    copied another member."""
-    tables = scheme_tables(results, EXAMPLES["pbt"][0][0], "pbt")
+def lineage_figure(results: Path, example: str, out: Path) -> Path | None:
+    """Seed 0's population: each member's hyperparameters over rounds (a panel per
+    hyperparameter the table records), a marker where it copied another member."""
+    (scheme, _), _ = EXAMPLES[example]
+    tables = scheme_tables(results, scheme, "pbt")
     if not tables:
         return None
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4.2))
     rows = tables[0]
-    for member in sorted({r["member"] for r in rows}):
-        mine = [r for r in rows if r["member"] == member]
-        line = ax.plot([int(r["round"]) for r in mine], [float(r["lr"]) for r in mine], marker=".", label=member)[0]
-        copied = [r for r in mine if r["copied_from"]]
-        ax.scatter([int(r["round"]) for r in copied], [float(r["lr"]) for r in copied], s=80, facecolors="none", edgecolors=line.get_color())
-        for r in copied:
-            ax.annotate(f"<- {r['copied_from']}", (int(r["round"]), float(r["lr"])), fontsize=7, xytext=(4, 4), textcoords="offset points")
-    ax.set_yscale("log")
-    ax.set_xlabel("round (learning rate after its exploit and explore)")
-    ax.set_ylabel("learning rate")
-    ax.set_title("PBT lineage, seed 0 (circles: copied a better member)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return save_if_drawn(plt, fig, out, True, "PBT lineage")
+    shown = [key for key in HYPERPARAMETERS if key in rows[0]]
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(shown), figsize=(6 * len(shown), 4.2), squeeze=False)
+    for ax, key in zip(axes[0], shown):
+        for member in sorted({r["member"] for r in rows}):
+            mine = [r for r in rows if r["member"] == member]
+            line = ax.plot([int(r["round"]) for r in mine], [float(r[key]) for r in mine], marker=".", label=member)[0]
+            copied = [r for r in mine if r["copied_from"]]
+            ax.scatter([int(r["round"]) for r in copied], [float(r[key]) for r in copied], s=80, facecolors="none", edgecolors=line.get_color())
+            for r in copied:
+                ax.annotate(f"<- {r['copied_from']}", (int(r["round"]), float(r[key])), fontsize=7, xytext=(4, 4), textcoords="offset points")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"round ({HYPERPARAMETERS[key]} after its exploit and explore)")
+        ax.set_ylabel(HYPERPARAMETERS[key])
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"PBT lineage, {load_preset(scheme).env.name}, seed 0 (circles: copied a better member)")
+    return save_if_drawn(plt, fig, out, True, f"PBT lineage ({example})")
 
 
 def write_report(results: Path, seeds: int) -> list[Path]:
     figures = results / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     text = ["# Arena schemes against their baselines (generated by `relayrl reproduce arena`)", "", reward_table(results, seeds), ""]
-    pbt = pbt_table(results)
-    if pbt is not None:
-        text += ["## Population-based training, round by round", "", pbt, ""]
+    for example in PBT_EXAMPLES:
+        pbt = pbt_table(results, example)
+        if pbt is not None:
+            text += [f"## Population-based training on {load_preset(EXAMPLES[example][0][0]).env.name}, round by round", "", pbt, ""]
     tournament = tournament_table(results)
     if tournament is not None:
         text += ["## Round-robin tournament: the table after each round", "", tournament, ""]
     written = [results / "tables.md"]
     written[0].write_text("\n".join(text))
-    drawn = (curves(results, figures / "eval_reward.png"), lineage_figure(results, figures / "pbt_lineage.png"), elo_figure(results, figures / "tournament_elo.png"))
+    drawn = (
+        curves(results, figures / "eval_reward.png"),
+        *(lineage_figure(results, e, figures / f"{e.replace('pbt', 'pbt_lineage')}.png") for e in PBT_EXAMPLES),
+        elo_figure(results, figures / "tournament_elo.png"),
+    )
     for path in drawn:
         if path is not None:
             written.append(path)
