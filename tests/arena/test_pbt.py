@@ -58,6 +58,17 @@ def _lineage(run_dir: Path) -> list[dict]:
     return rows(run_dir / "pbt.csv")
 
 
+def _straight_and_resumed(config: dict, tmp_path: Path, stop: int) -> tuple:
+    """The trainers of an uninterrupted run and of one cut back to ``stop`` and resumed,
+    after checking that both wrote the same lineage."""
+    straight = train(config, tmp_path / "a")
+    train(config, tmp_path / "b")
+    stop_at(tmp_path / "b", stop)
+    resumed = train(config, tmp_path / "b")
+    assert _lineage(tmp_path / "a") == _lineage(tmp_path / "b")
+    return straight, resumed
+
+
 def test_the_worst_member_takes_the_best_ones_networks_and_a_perturbed_learning_rate(tmp_path, hooks):
     train(_config(hooks={"on_round_end": ["pbt_hooks:record"]}), tmp_path / "run")
     rows = _lineage(tmp_path / "run")
@@ -97,11 +108,7 @@ def test_exploration_is_copied_and_perturbed_when_asked(tmp_path):
 
 def test_a_population_stopped_inside_a_round_resumes_exactly(tmp_path):
     config = _config(pbt={"population": ["a", "b", "c"], "fraction": 0.34, "perturb": ["lr", "exploration"]})
-    straight = train(config, tmp_path / "a")
-    train(config, tmp_path / "b")
-    stop_at(tmp_path / "b", 900)  # inside round 1
-    resumed = train(config, tmp_path / "b")
-    assert _lineage(tmp_path / "a") == _lineage(tmp_path / "b")
+    straight, resumed = _straight_and_resumed(config, tmp_path, 900)  # inside round 1
     for pid in "abc":
         a, b = straight.learners[pid].algorithm, resumed.learners[pid].algorithm
         for p, q in zip(a.learned.parameters(), b.learned.parameters()):
@@ -159,12 +166,7 @@ def test_the_sharing_bandwidth_is_copied_perturbed_and_kept_at_most_one(tmp_path
 
 
 def test_a_relaying_population_stopped_inside_a_round_resumes_with_its_bandwidths(tmp_path):
-    config = _relaying_population(["lr", "bandwidth"], [0.8, 1.2])
-    straight = train(config, tmp_path / "a")
-    train(config, tmp_path / "b")
-    stop_at(tmp_path / "b", 750)  # inside round 2
-    resumed = train(config, tmp_path / "b")
-    assert _lineage(tmp_path / "a") == _lineage(tmp_path / "b")
+    straight, resumed = _straight_and_resumed(_relaying_population(["lr", "bandwidth"], [0.8, 1.2]), tmp_path, 750)  # inside round 2
     for pid in "abc":
         assert straight.learners[pid].selector.bandwidth == resumed.learners[pid].selector.bandwidth
     assert {straight.learners[pid].selector.bandwidth for pid in "abc"} != {0.5}
