@@ -40,6 +40,16 @@ class LearnerReports:
     exploration_scale: float = 1.0
     selector: Selector | None = None
 
+    # what acting reads (``act`` of every learner): an env runner's copy keeps these only
+    ACTING_PARTS = ("spec", "name", "algo", "settings", "algorithm", "layout", "exploration_scale")
+
+    def acting_copy(self) -> "LearnerReports":
+        """This learner without its replay, sharing and counters: its ``act`` only, sharing
+        the networks (an env runner in another process receives a pickled copy)."""
+        clone = object.__new__(type(self))
+        clone.__dict__.update({key: value for key, value in vars(self).items() if key in self.ACTING_PARTS})
+        return clone
+
     def exploration(self, env_steps: int) -> float:
         return self.algorithm.exploration(env_steps) * self.exploration_scale
 

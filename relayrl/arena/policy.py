@@ -93,6 +93,11 @@ class Policy(Protocol):
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
+    def acting_copy(self) -> "Policy": ...  # what an env runner acts with: no learning machinery
+
+    @property
+    def acting_rng(self) -> np.random.Generator | None: ...  # the stream acting draws from (None: deterministic)
+
 
 class LearningPolicy:
     """Acts with its learner's exploration and learns from its entities' experience."""
@@ -117,6 +122,13 @@ class LearningPolicy:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.learner.load_state_dict(state)
+
+    def acting_copy(self) -> "LearningPolicy":
+        return LearningPolicy(self.learner.acting_copy())
+
+    @property
+    def acting_rng(self) -> np.random.Generator:
+        return self.learner.algorithm.rng
 
 
 class FrozenPolicy:
@@ -151,6 +163,13 @@ class FrozenPolicy:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.algorithm.load_state_dict(state["algorithm"])
 
+    def acting_copy(self) -> "FrozenPolicy":
+        return self
+
+    @property
+    def acting_rng(self) -> np.random.Generator:
+        return self.algorithm.rng
+
 
 class RandomPolicy:
     """Uniformly random actions: discrete choices, or vectors within the bounds (the
@@ -180,6 +199,13 @@ class RandomPolicy:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.rng.bit_generator.state = state["rng"]
+
+    def acting_copy(self) -> "RandomPolicy":
+        return self
+
+    @property
+    def acting_rng(self) -> np.random.Generator:
+        return self.rng
 
 
 def load_callable(path: str) -> Callable[..., Any]:
@@ -223,6 +249,13 @@ class ScriptedPolicy:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         pass
+
+    def acting_copy(self) -> "ScriptedPolicy":
+        return self
+
+    @property
+    def acting_rng(self) -> None:
+        return None
 
 
 @dataclass

@@ -17,7 +17,9 @@ import torch
 
 from relayrl.arena.match import Assignment, Match, compile_matches
 from relayrl.arena.policy import Policy
+from relayrl.core.errors import NonFiniteError
 from relayrl.core.profiler import SectionTimer
+from relayrl.core.specs import GroupSpec
 from relayrl.envs.types import GroupObs, GroupStep
 from relayrl.envs.vector_env import VectorEnv
 
@@ -35,6 +37,25 @@ def reset_carry(carry: Any, ended: np.ndarray) -> Any:
     if isinstance(carry, torch.Tensor):
         return carry * torch.as_tensor(keep, device=carry.device, dtype=carry.dtype)
     return carry * keep.astype(carry.dtype)
+
+
+def finite_check(groups: list[GroupSpec], first_copy: int = 0) -> Callable[[int, GroupStep], None]:
+    """A rollout's ``check``: NaN or inf from the environment is caught before it is stored
+    or learned from, naming the agent, its group and its env copy (copies counted from
+    ``first_copy``, where a runner steps a slice of the run's copies)."""
+
+    def check(g: int, step: GroupStep) -> None:
+        found = step.non_finite()
+        if found is None:
+            return
+        field_name, (e, i), value = found
+        spec = groups[g]
+        raise NonFiniteError(
+            f"the environment returned a non-finite {field_name} ({value}) for agent {spec.agent_ids[i]!r} "
+            f"of group {spec.name!r} in env copy {first_copy + e}"
+        )
+
+    return check
 
 
 class Rollout:

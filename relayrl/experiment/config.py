@@ -303,6 +303,20 @@ class EvalConfig(Strict):
         return self
 
 
+class BackendConfig(Strict):
+    """Where the env copies of one run step (DESIGN.md §3, backends). ``local``: in the
+    training process. ``ray``: ``runners`` Ray actors, each stepping a contiguous slice of
+    the copies with acting copies of the policies; the learners stay in the driver and
+    publish their networks to the runners once per fragment (one object in Ray's store).
+    One runner acts as the local backend does (same metrics for the same seed); with more,
+    each runner's copies and exploration draw from streams of their own."""
+
+    kind: Literal["local", "ray"] = "local"
+    runners: int = Field(1, ge=1, description="ray: env-runner actors (each takes env.num_envs / runners copies)")
+    address: str | None = Field(None, description="ray: the cluster to join (ray.init's address); None starts a local one")
+    runner_cpus: float = Field(1.0, ge=0, description="ray: CPUs each runner actor reserves")
+
+
 # Settings that do not change what is learned (up to float rounding across devices/threads).
 RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "device", "checkpoint_interval", "keep_checkpoints"}
 # What a resume may change: the budget and how the run executes (a seed names another run).
@@ -334,6 +348,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "pbt.perturb": ["lr"],
     "tournament": None,
     "selfplay": None,
+    "backend": {"kind": "local", "runners": 1, "address": None, "runner_cpus": 1.0},
 }
 
 
@@ -379,6 +394,7 @@ class RunConfig(Strict):
     pbt: PBTConfig | None = Field(None, description="population-based training over the rounds (exploit and explore)")
     tournament: TournamentConfig | None = Field(None, description="round-robin tournament: every pairing each round, Elo ratings")
     selfplay: SelfPlayConfig | None = Field(None, description="self-play: the opponent plays snapshots of the learner, one drawn per round")
+    backend: BackendConfig = BackendConfig()
     report_group: str | None = Field(None, description="team whose summed reward is reported; default the first one a learning policy drives")
     eval: EvalConfig = EvalConfig()
     report_interval: int = Field(8000, ge=1, description="env steps between metrics rows (the paper's bin)")
@@ -460,6 +476,11 @@ class RunConfig(Strict):
                 self.round_env(i)
             except ValidationError as error:
                 raise ValueError(f"{where}.env: " + _format_error(error).removeprefix("invalid configuration:\n  ")) from None
+        if self.backend.kind == "ray":
+            if self.rounds:
+                raise ValueError("backend ray runs without rounds so far (a round rebuilds the env in the driver): drop rounds, or use backend local")
+            if self.backend.runners > self.env.num_envs:
+                raise ValueError(f"backend.runners={self.backend.runners} but env.num_envs={self.env.num_envs}: each runner steps at least one env copy")
         if self.pbt is not None:
             if len(self.rounds) < 2:
                 raise ValueError("pbt exploits and explores between rounds: give the run at least 2 rounds")

@@ -35,7 +35,8 @@ from relayrl.algos.off_policy import learner_plan
 from relayrl.arena.match import compile_matches
 from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, Policy, PolicyBuild, PolicyConfig
 from relayrl.arena.round import RoundContext, RoundResults, end_episodes, load_hook, round_ends
-from relayrl.arena.rollout import Rollout
+from relayrl.arena.rollout import Rollout, finite_check
+from relayrl.arena.runners import RayRunners
 from relayrl.arena.schemes.pbt import PopulationBasedTraining
 from relayrl.arena.schemes.selfplay import SelfPlay
 from relayrl.arena.schemes.tournament import Tournament
@@ -45,7 +46,7 @@ from relayrl.core.profiler import SectionTimer
 from relayrl.core.resources import available_memory, human_bytes
 from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
-from relayrl.envs.types import GroupObs, GroupStep
+from relayrl.envs.types import GroupObs
 from relayrl.envs.registry import EnvFactory, make_env_factory
 from relayrl.envs.vector_env import VectorEnv, make_vector_env
 from relayrl.experiment.checkpoint import (
@@ -209,7 +210,7 @@ class Trainer:
         )
         self.window = Window()
         self.recent_returns: deque[float] = deque(maxlen=100)  # RLlib's episode_reward_mean window
-        self.rollout = Rollout(self.venv, self.policies, self.matches, self.timer, self._check_finite)
+        self.rollout = Rollout(self.venv, self.policies, self.matches, self.timer, finite_check(self.venv.groups))
         self.round_ends = round_ends(config.rounds)
         self.round_returns: list[np.ndarray] = []  # the current round's episodes, [n_groups] each
         self.round_copies: list[int] = []  # and the env copy each ran in
@@ -221,6 +222,12 @@ class Trainer:
         self.history: list[dict[str, float]] = []
         self.lock = RunLock(run_dir) if run_dir is not None else None
         self.eval_venv: VectorEnv | None = None
+        # backend ray: the env runners (started with the run, after a resume loaded the
+        # policies they copy) and the runner states a checkpoint held
+        self.runners: RayRunners | None = None
+        self.saved_runners: list[dict[str, Any]] | None = None
+        if config.backend.kind == "ray" and env_factory is not None:
+            raise ConfigError("backend ray builds each runner's env copies by env.name: give the env by name, not as an env_factory")
 
     # ------------------------------------------------------------------ rounds
     def _build_env(self, index: int) -> tuple[EnvFactory, VectorEnv]:
@@ -266,7 +273,7 @@ class Trainer:
             self.env_round = index
         self.counters.round = index
         self.matches = self.config.matches([g.name for g in self.venv.groups], index)
-        self.rollout = Rollout(self.venv, self.policies, self.matches, self.timer, self._check_finite)
+        self.rollout = Rollout(self.venv, self.policies, self.matches, self.timer, finite_check(self.venv.groups))
         self.rollout.reset(derive_seeds(self.config.seed, 1, f"round/{index}")[0])
 
     def _round_context(self, results: RoundResults | None = None) -> RoundContext:
@@ -433,13 +440,17 @@ class Trainer:
             "window": asdict(self.window),
             "recent_returns": list(self.recent_returns),
             "policies": {name: policy.state_dict() for name, policy in self.policies.items()},
-            "env": self.venv.get_state(),
-            "observed": [asdict(seen) for seen in self.rollout.observed or []],
-            "carry": self.rollout.carry,
+            **self._env_state(),
             "round_returns": [r.tolist() for r in self.round_returns],
             "round_copies": self.round_copies,
             "schemes": {scheme.name: scheme.state_dict() for scheme in self.schemes},
         }
+
+    def _env_state(self) -> dict[str, Any]:
+        """Where the env copies stand: this process's, or each runner's."""
+        if self.runners is not None:
+            return {"env": None, "observed": [], "carry": {}, "runners": self.runners.get_state()}
+        return {"env": self.venv.get_state(), "observed": [asdict(seen) for seen in self.rollout.observed or []], "carry": self.rollout.carry}
 
     def policy_dict(self) -> dict[str, Any]:
         return {name: policy.policy_state() for name, policy in self.policies.items()}
@@ -463,6 +474,9 @@ class Trainer:
             self.round_copies = list(state["round_copies"])
             for scheme in self.schemes:
                 scheme.load_state_dict(state["schemes"][scheme.name])
+        if self.config.backend.kind == "ray":
+            self.saved_runners = state["runners"]  # restored once the runners have started
+            return
         if state["env"] is not None:
             try:
                 self.venv.set_state(state["env"])
@@ -518,12 +532,14 @@ class Trainer:
     def _collect(self) -> dict[str, dict[str, np.ndarray]]:
         """Steps the vector env for one fragment; returns per-policy ``[T, W, N_p, ...]`` step arrays."""
         n_steps = max(1, self.fragment_length // self.venv.num_envs)
-        steps = self.rollout.collect(n_steps, self.counters.env_steps)
+        if self.runners is not None:
+            steps, episodes = self.runners.collect(n_steps, self.counters.env_steps)
+        else:
+            steps, episodes = self.rollout.collect(n_steps, self.counters.env_steps), self.venv.drain_episodes()
         collected = n_steps * self.venv.num_envs
         if self.round_ends and self.counters.env_steps + collected >= self.round_ends[self.counters.round]:
             for fragment in steps.values():  # the round ends with this fragment: so do its episodes
                 end_episodes(fragment)
-        episodes = self.venv.drain_episodes()
         self.window.episode_returns += episodes.returns
         self.window.episode_lengths += episodes.lengths
         self.recent_returns.extend(float(r[self.reported]) for r in episodes.returns)
@@ -532,18 +548,6 @@ class Trainer:
         self.counters.env_steps += collected
         self.window.env_steps += collected
         return steps
-
-    def _check_finite(self, g: int, step: GroupStep) -> None:
-        """NaN or inf from the environment is caught before it is stored or learned from."""
-        found = step.non_finite()
-        if found is None:
-            return
-        field_name, (e, i), value = found
-        spec = self.venv.groups[g]
-        raise NonFiniteError(
-            f"the environment returned a non-finite {field_name} ({value}) for agent {spec.agent_ids[i]!r} "
-            f"of group {spec.name!r} in env copy {e}"
-        )
 
     def iteration(self) -> None:
         """Collect; every learner observes its policy's fragment, then learns (SPEC §1.1)."""
@@ -686,11 +690,31 @@ class Trainer:
                 if self.frozen_sources:
                     entry["frozen_policies_from"] = self.frozen_sources
                 yaml.safe_dump([entry], handle, sort_keys=False)
-        if self.rollout.observed is None:
+        if self.config.backend.kind == "ray":
+            self._start_runners()
+        elif self.rollout.observed is None:
             self.rollout.reset(self.config.seed)
             if self.config.rounds:
                 self._begin_round()
         return resumed_at
+
+    def _start_runners(self) -> None:
+        """The Ray env runners, with copies of the policies as they are now; a resumed run's
+        runners continue from their saved states where the env's can be restored."""
+        b = self.config.backend
+        self.runners = RayRunners(self.config.env, self.matches, self.policies, b.runners, b.address, b.runner_cpus)
+        saved = self.saved_runners
+        if saved is None:
+            self.runners.reset(self.config.seed)
+            return
+        if len(saved) == b.runners and self.runners.set_state(saved):
+            return
+        print(
+            f"note: the runners' env states of this checkpoint cannot be restored ({len(saved)} saved for {b.runners} runners): "
+            "in-flight episodes restart from new resets (learners, replays, selectors and counters resume exactly)",
+            file=sys.stderr,
+        )
+        self.runners.reset(self.config.seed + self.counters.iterations)
 
     def _write_report(self) -> None:
         c = self.counters
@@ -794,3 +818,6 @@ class Trainer:
     def close(self) -> None:
         self.venv.close()
         self.close_eval_envs()
+        if self.runners is not None:
+            self.runners.close()
+            self.runners = None

@@ -1,0 +1,182 @@
+"""Env runners on Ray (paper 004, sections 4.1-4.2: env processes stepping their envs with
+the current policies, learners elsewhere): one run's E env copies split into K contiguous
+slices, each stepped by a Ray actor with acting copies of the policies.
+
+Per fragment the driver puts the learning policies' networks into Ray's object store once,
+every runner loads them, steps its copies ``n_steps`` times through the same ``Rollout`` as
+the local backend and returns its per-policy fragments and finished episodes; the driver
+joins the fragments along the worker axis in copy order, which is the order the local
+backend gives them (``compile_matches`` orders a policy's workers by copy), so the
+learners see the same arrays either way.
+
+Randomness: with one runner its copies reset with the run's seed and its policies continue
+the driver's exploration streams (the pickled copies carry them), so a run equals the local
+backend's; with K runners, runner k resets with the k-th of K seeds derived from the run's
+and reseeds its policies' exploration streams alike. Recurrent carries and env states live
+in the runners; a checkpoint takes them from there.
+"""
+
+import math
+import os
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from relayrl.arena.match import Match
+from relayrl.arena.policy import LearningPolicy, Policy
+from relayrl.arena.rollout import Rollout, finite_check
+from relayrl.core.device import configure_threads
+from relayrl.core.errors import ConfigError, MissingExtraError
+from relayrl.core.seeding import derive_seeds
+from relayrl.envs.episodes import EpisodeStats
+from relayrl.envs.registry import make_env_factory
+from relayrl.envs.types import GroupObs
+from relayrl.envs.vector_env import make_vector_env
+
+
+def slices(num_envs: int, runners: int) -> list[tuple[int, int]]:
+    """``(first copy, copies)`` of each runner: contiguous, sizes differing by at most one."""
+    sizes = [num_envs // runners + (k < num_envs % runners) for k in range(runners)]
+    firsts = np.cumsum([0, *sizes[:-1]])
+    return [(int(f), s) for f, s in zip(firsts, sizes)]
+
+
+def rotated(matches: list[Match], first: int) -> list[Match]:
+    """The match list seen from copy ``first``: its copy i plays the run's copy ``first + i``'s."""
+    return [matches[(first + i) % len(matches)] for i in range(len(matches))]
+
+
+STARTUP_S = 120  # how long runners may wait for the cluster's CPUs before the run stops
+
+
+class EnvRunner:
+    """Copies ``first`` to ``first + copies - 1`` of a run (a Ray actor's state)."""
+
+    def __init__(self, env: str, settings: dict[str, Any], vector: str, first: int, copies: int, matches: list[Match], policies: dict[str, Policy]) -> None:
+        configure_threads(1)
+        self.venv = make_vector_env(make_env_factory(env, settings), copies, vector)
+        self.first = first
+        self.policies = policies
+        self.learning = [pid for pid, p in policies.items() if isinstance(p, LearningPolicy)]
+        self.rollout = Rollout(self.venv, policies, matches, None, finite_check(self.venv.groups, first))
+
+    def ready(self) -> bool:
+        return True
+
+    def reset(self, seed: int, streams: dict[str, int] | None) -> None:
+        """Resets the copies with ``seed``; ``streams``: a new seed for each policy's exploration."""
+        for pid, stream in (streams or {}).items():
+            rng = self.policies[pid].acting_rng
+            if rng is not None:
+                rng.bit_generator.state = np.random.default_rng(stream).bit_generator.state
+        self.rollout.reset(seed)
+
+    def collect(self, n_steps: int, env_steps: int, networks: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, np.ndarray]], EpisodeStats]:
+        """Loads the learners' ``networks`` (their ``policy_state``), steps ``n_steps`` times."""
+        for pid, state in networks.items():
+            self.policies[pid].load_policy_state(state, "the driver")
+        steps = self.rollout.collect(n_steps, env_steps)
+        episodes = self.venv.drain_episodes()
+        episodes.copies = [self.first + c for c in episodes.copies]
+        return steps, episodes
+
+    def get_state(self) -> dict[str, Any]:
+        """The copies' env state (None where the env cannot save one), what the entities act
+        on next, the recurrent carries and each policy's exploration stream."""
+        rngs = {pid: p.acting_rng.bit_generator.state for pid, p in self.policies.items() if p.acting_rng is not None}
+        observed = [asdict(seen) for seen in self.rollout.observed or []]
+        return {"env": self.venv.get_state(), "observed": observed, "carry": self.rollout.carry, "rngs": rngs}
+
+    def set_state(self, state: dict[str, Any]) -> bool:
+        """Restores ``get_state``'s output; False where the env state cannot be restored
+        (the exploration streams are, and the caller resets the copies)."""
+        for pid, rng_state in state["rngs"].items():
+            self.policies[pid].acting_rng.bit_generator.state = rng_state
+        if state["env"] is None:
+            return False
+        self.venv.set_state(state["env"])
+        self.rollout.observed = [GroupObs(**seen) for seen in state["observed"]]
+        self.rollout.carry = state["carry"]
+        return True
+
+    def close(self) -> None:
+        self.venv.close()
+
+
+def start_ray(address: str | None, num_cpus: int | None) -> Any:
+    """Ray, joined to ``address`` or started locally with ``num_cpus`` logical CPUs (workers
+    at normal priority: Ray's default niceness 15 starves them on a busy machine)."""
+    try:
+        import ray
+    except ImportError:
+        raise MissingExtraError("ray", "ray") from None
+    if not ray.is_initialized():
+        if address is not None:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, _system_config={"worker_niceness": 0})
+    return ray
+
+
+class RayRunners:
+    """K ``EnvRunner`` actors over a run's copies, driven from the training process."""
+
+    def __init__(self, env: Any, matches: list[Match], policies: dict[str, Policy], runners: int, address: str | None, runner_cpus: float) -> None:
+        self.ray = ray = start_ray(address, max(os.cpu_count() or 1, math.ceil(runners * runner_cpus)))
+        total = ray.cluster_resources().get("CPU", 0.0)
+        need = f"backend.runners={runners} x runner_cpus={runner_cpus} needs {runners * runner_cpus:g} CPUs"
+        if runners * runner_cpus > total:
+            raise ConfigError(f"{need} but the Ray cluster has {total:g}: lower runners or runner_cpus, or join a larger cluster (backend.address)")
+        self.slices = slices(env.num_envs, runners)
+        self.policies = policies
+        self.learning = [pid for pid, p in policies.items() if isinstance(p, LearningPolicy)]
+        acting = {pid: p.acting_copy() for pid, p in policies.items()}
+        actor = ray.remote(num_cpus=runner_cpus)(EnvRunner)
+        settings = env.env_settings()
+        self.actors = [actor.remote(env.name, settings, env.vector, first, copies, rotated(matches, first), acting) for first, copies in self.slices]
+        _, waiting = ray.wait([a.ready.remote() for a in self.actors], num_returns=len(self.actors), timeout=STARTUP_S)
+        if waiting:
+            self.close()
+            raise ConfigError(f"{len(waiting)} of {runners} env runners did not start within {STARTUP_S} s: {need}; free CPUs of the cluster: "
+                              f"{ray.available_resources().get('CPU', 0.0):g} (other actors hold the rest)")
+
+    def reset(self, seed: int) -> None:
+        """One runner resets as the local backend does; K runners with K derived seeds and
+        exploration streams."""
+        k = len(self.actors)
+        if k == 1:
+            self.ray.get(self.actors[0].reset.remote(seed, None))
+            return
+        seeds = derive_seeds(seed, k, "runners")
+        streams = {pid: derive_seeds(seed, k, f"runners/{pid}") for pid, p in self.policies.items() if p.acting_rng is not None}
+        self.ray.get([a.reset.remote(seeds[i], {pid: s[i] for pid, s in streams.items()}) for i, a in enumerate(self.actors)])
+
+    def collect(self, n_steps: int, env_steps: int) -> tuple[dict[str, dict[str, np.ndarray]], EpisodeStats]:
+        """Every runner's ``n_steps`` steps with the learners' current networks, joined along
+        the worker axis in copy order; the finished episodes in runner order."""
+        networks = self.ray.put({pid: self.policies[pid].policy_state() for pid in self.learning})
+        results = self.ray.get([a.collect.remote(n_steps, env_steps, networks) for a in self.actors])
+        joined: dict[str, dict[str, list[np.ndarray]]] = {}
+        episodes = EpisodeStats()
+        for steps, stats in results:
+            for pid, fields in steps.items():
+                for name, value in fields.items():
+                    joined.setdefault(pid, {}).setdefault(name, []).append(value)
+            for name in ("returns", "lengths", "agents", "copies"):
+                getattr(episodes, name).extend(getattr(stats, name))
+        return {pid: {name: np.concatenate(parts, axis=1) for name, parts in fields.items()} for pid, fields in joined.items()}, episodes
+
+    def get_state(self) -> list[dict[str, Any]]:
+        return self.ray.get([a.get_state.remote() for a in self.actors])
+
+    def set_state(self, states: list[dict[str, Any]]) -> bool:
+        """Restores every runner (the same number as saved); False where an env state
+        could not be restored."""
+        return all(self.ray.get([a.set_state.remote(s) for a, s in zip(self.actors, states)]))
+
+    def close(self) -> None:
+        for actor in self.actors:
+            self.ray.get(actor.close.remote())
+            self.ray.kill(actor)
+        self.actors = []

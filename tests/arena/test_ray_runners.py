@@ -1,0 +1,103 @@
+"""backend ray: env runners as Ray actors (a local Ray instance). One runner equals the
+local backend; K runners split the copies, and a run stopped and resumed continues
+exactly from the runners' saved states; bad backends are refused before training."""
+
+import pytest
+import torch
+
+from relayrl.arena.runners import rotated, slices
+from relayrl.core.errors import ConfigError
+from relayrl.experiment import Trainer, build_config
+from round_runs import rows, stop_at
+
+ray = pytest.importorskip("ray")
+TIMING = ("sps", "updates_per_s", "wall_s")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _config(num_envs: int, **extra) -> dict:
+    return {
+        "preset": "ray-runners",
+        "env": {"name": "corridor", "num_envs": num_envs, "settings": {"n_agents": 3, "length": 4, "max_steps": 12}},
+        "total_steps": 800,
+        "sharing": {"select": "quantile"},
+        "report_interval": 200,
+        "checkpoint_interval": 400,
+        "keep_checkpoints": 5,
+        "eval": {"interval": 400, "episodes": 2},
+        "model": {"hiddens": [16], "head_hidden": 16},
+        "dqn": {"learning_starts": 100, "buffer_size": 1000, "batch_size": 8},
+        **extra,
+    }
+
+
+def _train(config: dict, run_dir) -> Trainer:
+    trainer = Trainer(build_config(config), run_dir, verbose=False)
+    trainer.train()
+    trainer.close()
+    return trainer
+
+
+def _same_networks(a: Trainer, b: Trainer) -> None:
+    for p, q in zip(a.learners["runner"].algorithm.online.parameters(), b.learners["runner"].algorithm.online.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+
+
+def test_slices_are_contiguous_and_rotated_matches_keep_each_copys_match():
+    assert slices(5, 2) == [(0, 3), (3, 2)] and slices(4, 4) == [(0, 1), (1, 1), (2, 1), (3, 1)]
+    matches = [{"g": "a"}, {"g": "b"}, {"g": "c"}]
+    for first, copies in slices(7, 3):
+        local = rotated(matches, first)
+        assert [local[i % 3] for i in range(copies)] == [matches[(first + i) % 3] for i in range(copies)]
+
+
+def test_one_runner_equals_the_local_backend(tmp_path):
+    local = _train(_config(2), tmp_path / "local")
+    remote = _train(_config(2, backend={"kind": "ray", "runners": 1}), tmp_path / "ray")
+    assert rows(tmp_path / "local" / "metrics.csv", TIMING) == rows(tmp_path / "ray" / "metrics.csv", TIMING)
+    _same_networks(local, remote)
+
+
+def test_two_runners_step_their_slices_and_resume_exactly(tmp_path):
+    config = _config(3, backend={"kind": "ray", "runners": 2})
+    straight = _train(config, tmp_path / "a")
+    table = rows(tmp_path / "a" / "metrics.csv", TIMING)
+    assert [int(r["env_steps"]) for r in table] == [201, 402, 600, 801]  # 3 copies (2 + 1 over the runners) a step
+    assert all(int(r["episodes"]) > 0 for r in table)
+    _train(config, tmp_path / "b")
+    stop_at(tmp_path / "b", 402)
+    resumed = _train(config, tmp_path / "b")
+    assert rows(tmp_path / "b" / "metrics.csv", TIMING) == table
+    _same_networks(straight, resumed)
+
+
+def test_two_runners_explore_apart_from_the_local_backend(tmp_path):
+    _train(_config(2), tmp_path / "local")
+    _train(_config(2, backend={"kind": "ray", "runners": 2}), tmp_path / "ray")
+    assert rows(tmp_path / "local" / "metrics.csv", TIMING) != rows(tmp_path / "ray" / "metrics.csv", TIMING)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"backend": {"kind": "ray", "runners": 3}}, "each runner steps at least one env copy"),
+        ({"backend": {"kind": "ray"}, "rounds": [{"steps": 400}, {"steps": 400}], "total_steps": None}, "without rounds"),
+    ],
+)
+def test_bad_backends_are_refused_before_training(change, message):
+    config = {k: v for k, v in {**_config(2), **change}.items() if v is not None}
+    with pytest.raises(ConfigError, match=message):
+        build_config(config)
+
+
+def test_more_runners_than_the_cluster_has_cpus_are_refused(tmp_path):
+    trainer = Trainer(build_config(_config(4, backend={"kind": "ray", "runners": 4})), tmp_path / "run", verbose=False)
+    with pytest.raises(ConfigError, match="needs 4 CPUs but the Ray cluster has 3"):
+        trainer.train()
+    trainer.close()
