@@ -315,6 +315,10 @@ class BackendConfig(Strict):
     runners: int = Field(1, ge=1, description="ray: env-runner actors (each takes env.num_envs / runners copies)")
     address: str | None = Field(None, description="ray: the cluster to join (ray.init's address); None starts a local one")
     runner_cpus: float = Field(1.0, ge=0, description="ray: CPUs each runner actor reserves")
+    fragment_steps: int | None = Field(
+        None, ge=1, description="steps of every env copy per fragment (default fragment_length / num_envs, at least 1): longer fragments "
+        "send fewer messages, and act on networks up to that many steps old (the learners' updates per env step stay the same)"
+    )
 
 
 # Settings that do not change what is learned (up to float rounding across devices/threads).
@@ -348,7 +352,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "pbt.perturb": ["lr"],
     "tournament": None,
     "selfplay": None,
-    "backend": {"kind": "local", "runners": 1, "address": None, "runner_cpus": 1.0},
+    "backend": {"kind": "local", "runners": 1, "address": None, "runner_cpus": 1.0, "fragment_steps": None},
 }
 
 

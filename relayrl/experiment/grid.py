@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relayrl.core.errors import MissingExtraError
+from relayrl.arena.runners import start_ray
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.config import RunConfig
 from relayrl.experiment.metrics import read_metrics
@@ -108,18 +108,8 @@ class RayBackend:
     """Each job as a Ray task (one CPU each) on the local or connected cluster."""
 
     def __init__(self, jobs: int) -> None:
-        try:
-            import ray
-        except ImportError:
-            raise MissingExtraError("ray", "ray") from None
-
+        ray, self.started = start_ray(None, jobs)
         self.ray = ray
-        self.started = not ray.is_initialized()
-        if self.started:
-            # Ray starts workers at niceness 15 by default: on a busy machine the training
-            # processes they launch then starve (measured 17x slower here), so a local
-            # cluster runs them at normal priority.
-            ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False, _system_config={"worker_niceness": 0})
 
         @ray.remote(num_cpus=1)
         def run(cmd: list[str], log: str) -> int:

@@ -531,7 +531,7 @@ class Trainer:
 
     def _collect(self) -> dict[str, dict[str, np.ndarray]]:
         """Steps the vector env for one fragment; returns per-policy ``[T, W, N_p, ...]`` step arrays."""
-        n_steps = max(1, self.fragment_length // self.venv.num_envs)
+        n_steps = self.config.backend.fragment_steps or max(1, self.fragment_length // self.venv.num_envs)
         if self.runners is not None:
             steps, episodes = self.runners.collect(n_steps, self.counters.env_steps)
         else:

@@ -1,0 +1,67 @@
+"""Env steps/s of one run with its env copies stepped by K Ray env runners, against the local
+backend in the same process (docs/results/ray.md).
+
+The run is ``pursuit-quickstart`` (SUPER-quantile, the small Pursuit and network) with E
+env copies, of the vectorised Pursuit (``--env pursuit``: one NumPy step for all copies) or of
+PettingZoo's (``--env pursuit-pz``: each copy stepped in turn). ``--mode collect`` puts learning past the budget, so the figure is acting and
+stepping (and for Ray, publishing the networks and joining the fragments); ``--mode train``
+learns as the preset does. Each row is one run of ``--steps`` env steps after a warm-up
+of one report; the ratios are against K = 1 runner and the local backend with the same
+fragments.
+
+    python benchmarks/ray_runners.py [--env pursuit] [--envs 8] [--runners 1 2 4 8] [--steps 8000] [--mode collect] [--fragment-steps 1 16 64]
+"""
+
+import argparse
+import csv
+import tempfile
+from pathlib import Path
+
+from relayrl.arena.runners import start_ray
+from relayrl.experiment import Trainer, build_config
+from relayrl.experiment.presets import preset_dict
+
+
+def run(env: str, envs: int, steps: int, mode: str, backend: dict) -> float:
+    """Env steps/s over the run after its first report (Ray's and the runners' start-up excluded)."""
+    config = preset_dict("pursuit-quickstart")
+    config.update(total_steps=steps, report_interval=steps // 4, checkpoint_interval=10 * steps, backend=backend)
+    config["env"]["num_envs"] = envs
+    config["env"]["name"] = env
+    config["eval"]["interval"] = 0
+    if mode == "collect":
+        config["dqn"]["learning_starts"] = 10 * steps
+    with tempfile.TemporaryDirectory() as root:
+        trainer = Trainer(build_config(config), Path(root) / "run", verbose=False)
+        trainer.train()
+        trainer.close()
+        with (Path(root) / "run" / "metrics.csv").open() as handle:
+            rows = list(csv.DictReader(handle))
+    timed = rows[1:]
+    return sum(float(r["env_steps"]) - float(p["env_steps"]) for p, r in zip(rows, timed)) / sum(float(r["wall_s"]) - float(p["wall_s"]) for p, r in zip(rows, timed))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", choices=["pursuit", "pursuit-pz"], default="pursuit", help="vectorised in NumPy, or PettingZoo's copies")
+    parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--runners", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--steps", type=int, default=8000)
+    parser.add_argument("--mode", choices=["collect", "train"], default="collect")
+    parser.add_argument("--fragment-steps", type=int, nargs="+", default=[1, 16, 64], help="steps of each copy per runner call")
+    args = parser.parse_args()
+    start_ray(None, max(args.runners))
+    print("| backend | runners | env copies | steps per fragment | env steps/s | ratio to 1 runner | ratio to local |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for fragment in args.fragment_steps:
+        local = run(args.env, args.envs, args.steps, args.mode, {"kind": "local", "fragment_steps": fragment})
+        print(f"| local | - | {args.env} x {args.envs} | {fragment} | {local:,.0f} | | 1.00 |", flush=True)
+        first = None
+        for k in args.runners:
+            sps = run(args.env, args.envs, args.steps, args.mode, {"kind": "ray", "runners": k, "fragment_steps": fragment})
+            first = first or sps
+            print(f"| ray | {k} | {args.env} x {args.envs} | {fragment} | {sps:,.0f} | {sps / first:.2f} | {sps / local:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
