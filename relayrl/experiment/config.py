@@ -481,8 +481,6 @@ class RunConfig(Strict):
             except ValidationError as error:
                 raise ValueError(f"{where}.env: " + _format_error(error).removeprefix("invalid configuration:\n  ")) from None
         if self.backend.kind == "ray":
-            if self.rounds:
-                raise ValueError("backend ray runs without rounds so far (a round rebuilds the env in the driver): drop rounds, or use backend local")
             if self.backend.runners > self.env.num_envs:
                 raise ValueError(f"backend.runners={self.backend.runners} but env.num_envs={self.env.num_envs}: each runner steps at least one env copy")
         if self.pbt is not None:

@@ -172,6 +172,7 @@ class Trainer:
         self.user_factory = env_factory
         self.factory, self.venv = self._build_env(0)
         self.env_round = 0  # the round whose env settings the venv was built with
+        self.round_seed = config.seed  # what the current round's env copies reset with
         self.timer = SectionTimer()  # enabled by relayrl bench's loop profile
         names = [g.name for g in self.venv.groups]
         if config.report_group is not None and config.report_group not in names:
@@ -274,7 +275,10 @@ class Trainer:
         self.counters.round = index
         self.matches = self.config.matches([g.name for g in self.venv.groups], index)
         self.rollout = Rollout(self.venv, self.policies, self.matches, self.timer, finite_check(self.venv.groups))
-        self.rollout.reset(derive_seeds(self.config.seed, 1, f"round/{index}")[0])
+        self.round_seed = derive_seeds(self.config.seed, 1, f"round/{index}")[0]
+        self.rollout.reset(self.round_seed)
+        if self.runners is not None:  # new ones start with the round, once its schemes and hooks have run
+            self._stop_runners()
 
     def _round_context(self, results: RoundResults | None = None) -> RoundContext:
         c = self.counters
@@ -319,6 +323,8 @@ class Trainer:
             scheme.on_round_start(context)
         for hook in self.hooks["on_round_start"]:
             hook(context)
+        if self.config.backend.kind == "ray":  # runners of the round's env and matches, the policies as they are now
+            self._start_runners(self.round_seed)
 
     def _held_out_policies(self, options: dict[str, Any]) -> dict[str, Policy]:
         """The policies only evaluations play (``eval.policies``), on their slots of ``eval.match``."""
@@ -691,21 +697,27 @@ class Trainer:
                     entry["frozen_policies_from"] = self.frozen_sources
                 yaml.safe_dump([entry], handle, sort_keys=False)
         if self.config.backend.kind == "ray":
-            self._start_runners()
-        elif self.rollout.observed is None:
-            self.rollout.reset(self.config.seed)
-            if self.config.rounds:
-                self._begin_round()
+            fresh = self.saved_runners is None
+            if not (fresh and self.config.rounds):  # a round's start starts them
+                self._start_runners(self.config.seed)
+        else:
+            fresh = self.rollout.observed is None
+            if fresh:
+                self.rollout.reset(self.config.seed)
+        if fresh and self.config.rounds:
+            self._begin_round()
         return resumed_at
 
-    def _start_runners(self) -> None:
-        """The Ray env runners, with copies of the policies as they are now; a resumed run's
-        runners continue from their saved states where the env's can be restored."""
+    def _start_runners(self, seed: int) -> None:
+        """The Ray env runners of the current round, with copies of the policies as they are
+        now, reset with ``seed``; a resumed run's runners continue from their saved states
+        where the env's can be restored."""
         b = self.config.backend
-        self.runners = RayRunners(self.config.env, self.matches, self.policies, b.runners, b.address, b.runner_cpus)
-        saved = self.saved_runners
+        env = self.config.round_env(self.counters.round) if self.config.rounds else self.config.env
+        self.runners = RayRunners(env, self.matches, self.policies, b.runners, b.address, b.runner_cpus)
+        saved, self.saved_runners = self.saved_runners, None
         if saved is None:
-            self.runners.reset(self.config.seed)
+            self.runners.reset(seed)
             return
         if len(saved) == b.runners and self.runners.set_state(saved):
             return
@@ -715,6 +727,17 @@ class Trainer:
             file=sys.stderr,
         )
         self.runners.reset(self.config.seed + self.counters.iterations)
+
+    def _stop_runners(self) -> None:
+        """Closes the runners; with one, the driver's policies take over its exploration
+        streams first (so that the next runners continue them, as the local backend does)."""
+        assert self.runners is not None
+        if len(self.runners.actors) == 1:
+            (state,) = self.runners.get_state()
+            for pid, rng_state in state["rngs"].items():
+                self.policies[pid].acting_rng.bit_generator.state = rng_state
+        self.runners.close()
+        self.runners = None
 
     def _write_report(self) -> None:
         c = self.counters
@@ -819,5 +842,4 @@ class Trainer:
         self.venv.close()
         self.close_eval_envs()
         if self.runners is not None:
-            self.runners.close()
-            self.runners = None
+            self._stop_runners()

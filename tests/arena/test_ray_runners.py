@@ -83,17 +83,48 @@ def test_two_runners_explore_apart_from_the_local_backend(tmp_path):
     assert rows(tmp_path / "local" / "metrics.csv", TIMING) != rows(tmp_path / "ray" / "metrics.csv", TIMING)
 
 
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        ({"backend": {"kind": "ray", "runners": 3}}, "each runner steps at least one env copy"),
-        ({"backend": {"kind": "ray"}, "rounds": [{"steps": 400}, {"steps": 400}], "total_steps": None}, "without rounds"),
-    ],
-)
-def test_bad_backends_are_refused_before_training(change, message):
-    config = {k: v for k, v in {**_config(2), **change}.items() if v is not None}
-    with pytest.raises(ConfigError, match=message):
-        build_config(config)
+def _population(**extra) -> dict:
+    """Three SUPER teams, one corridor copy each, population-based training over 3 rounds
+    (learning rate, exploration and bandwidth perturbed: the runners must act with each
+    round's exploration scales)."""
+    return {
+        **_config(3),
+        "total_steps": None,
+        "policies": {"a": {}, "b": {}, "c": {}},
+        "match": [{"runner": "a"}, {"runner": "b"}, {"runner": "c"}],
+        "rounds": [{"steps": 300}] * 3,
+        "pbt": {"population": ["a", "b", "c"], "fraction": 0.34, "perturb": ["lr", "exploration", "bandwidth"]},
+        "report_interval": 150,
+        "checkpoint_interval": 150,
+        "eval": {"interval": 0},
+        **extra,
+    }
+
+
+def _build(config: dict) -> dict:
+    return {k: v for k, v in config.items() if v is not None}
+
+
+def test_rounds_on_one_runner_equal_the_local_backend(tmp_path):
+    _train(_build(_population()), tmp_path / "local")
+    _train(_build(_population(backend={"kind": "ray", "runners": 1})), tmp_path / "ray")
+    for name in ("metrics.csv", "pbt.csv"):
+        assert rows(tmp_path / "local" / name, TIMING) == rows(tmp_path / "ray" / name, TIMING)
+
+
+def test_rounds_on_two_runners_resume_inside_a_round_exactly(tmp_path):
+    config = _build(_population(backend={"kind": "ray", "runners": 2}))
+    _train(config, tmp_path / "a")
+    _train(config, tmp_path / "b")
+    stop_at(tmp_path / "b", 450)  # inside round 1
+    _train(config, tmp_path / "b")
+    for name in ("metrics.csv", "pbt.csv"):
+        assert rows(tmp_path / "a" / name, TIMING) == rows(tmp_path / "b" / name, TIMING)
+
+
+def test_too_many_runners_are_refused_before_training():
+    with pytest.raises(ConfigError, match="each runner steps at least one env copy"):
+        build_config(_config(2, backend={"kind": "ray", "runners": 3}))
 
 
 def test_more_runners_than_the_cluster_has_cpus_are_refused(tmp_path):
