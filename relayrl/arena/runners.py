@@ -58,7 +58,6 @@ class EnvRunner:
         self.venv = make_vector_env(make_env_factory(env, settings), copies, vector)
         self.first = first
         self.policies = policies
-        self.learning = [pid for pid, p in policies.items() if isinstance(p, LearningPolicy)]
         self.rollout = Rollout(self.venv, policies, matches, None, finite_check(self.venv.groups, first))
 
     def ready(self) -> bool:
