@@ -5,7 +5,9 @@ Per iteration: collect a rollout fragment from every env copy, each entity actin
 its policy; every learning policy's learner observes its fragment (replay, relay) and then
 takes the gradient steps it has earned (``relayrl.algos.off_policy``). Frozen, random and
 scripted policies only act. Training intensity is fixed whatever the number of env copies: one
-update per agent per ``fragment_length`` env steps, counted over all copies.
+update per agent per ``fragment_length`` env steps, counted over all copies. With
+``backend: ray`` the copies step in Ray env runners (``relayrl.arena.runners``) and the
+learners stay here.
 """
 
 import csv
