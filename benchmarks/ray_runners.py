@@ -22,8 +22,9 @@ from relayrl.experiment import Trainer, build_config
 from relayrl.experiment.presets import preset_dict
 
 
-def run(env: str, envs: int, steps: int, mode: str, backend: dict) -> float:
-    """Env steps/s over the run after its first report (Ray's and the runners' start-up excluded)."""
+def run(env: str, envs: int, steps: int, mode: str, backend: dict) -> tuple[float, float]:
+    """Env steps/s and updates/s (of the reported learner's agents, each update one batch per
+    agent) over the run after its first report (Ray's and the runners' start-up excluded)."""
     config = preset_dict("pursuit-quickstart")
     config.update(total_steps=steps, report_interval=steps // 4, checkpoint_interval=10 * steps, backend=backend)
     config["env"]["num_envs"] = envs
@@ -37,8 +38,9 @@ def run(env: str, envs: int, steps: int, mode: str, backend: dict) -> float:
         trainer.close()
         with (Path(root) / "run" / "metrics.csv").open() as handle:
             rows = list(csv.DictReader(handle))
-    timed = rows[1:]
-    return sum(float(r["env_steps"]) - float(p["env_steps"]) for p, r in zip(rows, timed)) / sum(float(r["wall_s"]) - float(p["wall_s"]) for p, r in zip(rows, timed))
+    first, last = rows[0], rows[-1]
+    seconds = float(last["wall_s"]) - float(first["wall_s"])
+    return (float(last["env_steps"]) - float(first["env_steps"])) / seconds, (float(last["updates"]) - float(first["updates"])) / seconds
 
 
 def main() -> None:
@@ -51,17 +53,16 @@ def main() -> None:
     parser.add_argument("--fragment-steps", type=int, nargs="+", default=[1, 16, 64], help="steps of each copy per runner call")
     args = parser.parse_args()
     start_ray(None, max(args.runners))
-    print("| backend | runners | env copies | steps per fragment | env steps/s | ratio to 1 runner | ratio to local |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| backend | runners | env copies | steps per fragment | env steps/s | updates/s | env steps/s, ratio to 1 runner | ratio to local |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for fragment in args.fragment_steps:
-        local = run(args.env, args.envs, args.steps, args.mode, {"kind": "local", "fragment_steps": fragment})
-        print(f"| local | - | {args.env} x {args.envs} | {fragment} | {local:,.0f} | | 1.00 |", flush=True)
+        local, local_updates = run(args.env, args.envs, args.steps, args.mode, {"kind": "local", "fragment_steps": fragment})
+        print(f"| local | - | {args.env} x {args.envs} | {fragment} | {local:,.0f} | {local_updates:,.1f} | | 1.00 |", flush=True)
         first = None
         for k in args.runners:
-            sps = run(args.env, args.envs, args.steps, args.mode, {"kind": "ray", "runners": k, "fragment_steps": fragment})
+            sps, updates = run(args.env, args.envs, args.steps, args.mode, {"kind": "ray", "runners": k, "fragment_steps": fragment})
             first = first or sps
-            print(f"| ray | {k} | {args.env} x {args.envs} | {fragment} | {sps:,.0f} | {sps / first:.2f} | {sps / local:.2f} |", flush=True)
-
+            print(f"| ray | {k} | {args.env} x {args.envs} | {fragment} | {sps:,.0f} | {updates:,.1f} | {sps / first:.2f} | {sps / local:.2f} |", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -98,12 +98,22 @@ class EpisodeLearner(LearnerReports):
         """Stores a fragment ``[T, W, N, ...]`` (the episodes it finished, or its transitions)."""
         with self.timer("replay add"):
             steps = {k: v.astype(self.fields[k].dtype, copy=False) if k in self.fields else v for k, v in fragment.items()}
-            slots, finished = self.storage.add(steps)
-            if self.sampler is not None and len(slots):
-                self.sampler.written(slots)
-            self.episodes += finished
-            self.unlearned_episodes += finished
+            self._stored(*self.storage.add(steps))
         return int(fragment["valid"].sum())
+
+    def end_workers(self, workers: np.ndarray) -> None:
+        """The episodes in flight of ``workers`` (indices of the fragments' worker axis) end
+        as truncations at the last step observed, and count as finished: their env copies
+        were restarted elsewhere."""
+        with self.timer("replay add"):
+            self._stored(*self.storage.end_workers(workers))
+
+    def _stored(self, slots: np.ndarray, finished: int) -> None:
+        """``finished`` episodes ended, written into ``slots``."""
+        if self.sampler is not None and len(slots):
+            self.sampler.written(slots)
+        self.episodes += finished
+        self.unlearned_episodes += finished
 
     def learn(self, env_steps: int) -> None:
         """The gradient steps the finished episodes earned, once a batch is stored; then a

@@ -71,6 +71,18 @@ class NStepBuilder:
         discount = np.where(terminal_end, 0.0, self.gamma**taken).astype(np.float32)
         return Transitions(steps["obs"], steps["action"], ret.astype(np.float32), next_obs, discount, ready, successor)
 
+    def end_workers(self, workers: np.ndarray) -> None:
+        """The episodes in flight of ``workers`` end as truncations at the last step added
+        (their env copies restarted elsewhere, say a replaced env runner's): the steps still
+        waiting for their window bootstrap there when the next fragment comes, and never
+        reach into that fragment's new episodes."""
+        if self.pending is None or not len(workers):
+            return
+        last = {f: self.pending[f][-1, workers] for f in ("valid", "terminated", "truncated")}
+        truncated = self.pending["truncated"].copy()  # the pending steps may be views of a read-only fragment
+        truncated[-1, workers] = last["truncated"] | (last["valid"] & ~last["terminated"])
+        self.pending["truncated"] = truncated
+
     def state_dict(self) -> dict:
         return {"pending": self.pending}
 

@@ -140,6 +140,11 @@ class OffPolicyLearner(LearnerReports):
         self.unlearned_env_steps += fragment["reward"].shape[0] * fragment["reward"].shape[1]
         return int(fragment["valid"].sum())
 
+    def end_workers(self, workers: np.ndarray) -> None:
+        """The episodes in flight of ``workers`` (indices of the fragments' worker axis) end
+        as truncations at the last step observed: their env copies were restarted elsewhere."""
+        self.nstep.end_workers(workers)
+
     def _stored(self, t: Transitions) -> dict[str, np.ndarray]:
         data = {"obs": t.obs, "action": t.action, "reward": t.reward, "next_obs": t.next_obs, "discount": t.discount}
         data.update({k: v for k, v in t.successor.items() if k in self.fields})

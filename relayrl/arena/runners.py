@@ -14,10 +14,16 @@ the driver's exploration streams (the pickled copies carry them), so a run equal
 backend's; with K runners, runner k resets with the k-th of K seeds derived from the run's
 and reseeds its policies' exploration streams alike. Recurrent carries and env states live
 in the runners; a checkpoint takes them from there.
+
+Faults: a runner that died (its process or its node) is replaced by a new one over the same
+copies, reset with seeds of its own, and the driver's learners end those copies' episodes in
+flight as truncations (``Learner.end_workers``); what the dead runner held is lost, nothing
+else (docs/results/ray.md).
 """
 
 import math
 import os
+import sys
 from dataclasses import asdict
 from typing import Any
 
@@ -62,6 +68,12 @@ class EnvRunner:
 
     def ready(self) -> bool:
         return True
+
+    def node(self) -> str:
+        """The id of the Ray node this runner runs on."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
 
     def reset(self, seed: int, streams: dict[str, int] | None) -> None:
         """Resets the copies with ``seed``; ``streams``: a new seed for each policy's exploration."""
@@ -121,28 +133,79 @@ def start_ray(address: str | None, num_cpus: int | None) -> tuple[Any, bool]:
     return ray, True
 
 
-class RayRunners:
-    """K ``EnvRunner`` actors over a run's copies, driven from the training process."""
+REPLACEMENTS = 3  # new runners one call may take before the run stops
 
-    def __init__(self, env: Any, matches: list[Match], policies: dict[str, Policy], runners: int, address: str | None, runner_cpus: float) -> None:
+
+class RayRunners:
+    """K ``EnvRunner`` actors over a run's copies, driven from the training process. A
+    runner that dies (its process or node lost) is replaced by a new one over the same
+    copies, reset afresh; ``collect`` and ``revive`` name the copies that restarted, so that
+    the learners end those copies' episodes in flight."""
+
+    def __init__(self, env: Any, matches: list[Match], policies: dict[str, Policy], runners: int, address: str | None, runner_cpus: float, seed: int) -> None:
         ray, _ = start_ray(address, max(os.cpu_count() or 1, math.ceil(runners * runner_cpus)))
         self.ray = ray
         total = ray.cluster_resources().get("CPU", 0.0)
-        need = f"backend.runners={runners} x runner_cpus={runner_cpus} needs {runners * runner_cpus:g} CPUs"
+        self.need = f"backend.runners={runners} x runner_cpus={runner_cpus} needs {runners * runner_cpus:g} CPUs"
         if runners * runner_cpus > total:
-            raise ConfigError(f"{need} but the Ray cluster has {total:g}: lower runners or runner_cpus, or join a larger cluster (backend.address)")
+            raise ConfigError(f"{self.need} but the Ray cluster has {total:g}: lower runners or runner_cpus, or join a larger cluster (backend.address)")
         self.slices = slices(env.num_envs, runners)
         self.policies = policies
         self.learning = [pid for pid, p in policies.items() if isinstance(p, LearningPolicy)]
-        acting = {pid: p.acting_copy() for pid, p in policies.items()}
-        actor = ray.remote(num_cpus=runner_cpus)(EnvRunner)
-        settings = env.env_settings()
-        self.actors = [actor.remote(env.name, settings, env.vector, first, copies, rotated(matches, first), acting) for first, copies in self.slices]
-        _, waiting = ray.wait([a.ready.remote() for a in self.actors], num_returns=len(self.actors), timeout=STARTUP_S)
+        self.seed = seed  # replacements derive theirs from it
+        self.replaced = 0  # runners replaced so far
+        self.actor = ray.remote(num_cpus=runner_cpus)(EnvRunner)
+        self.arguments = (env.name, env.env_settings(), env.vector)
+        self.matches = matches
+        self.actors: list[Any] = []
+        self.actors = [self._start(first, copies) for first, copies in self.slices]
+        self._wait_ready(self.actors)
+
+    def _start(self, first: int, copies: int) -> Any:
+        acting = {pid: p.acting_copy() for pid, p in self.policies.items()}
+        return self.actor.remote(*self.arguments, first, copies, rotated(self.matches, first), acting)
+
+    def _wait_ready(self, actors: list[Any]) -> None:
+        _, waiting = self.ray.wait([a.ready.remote() for a in actors], num_returns=len(actors), timeout=STARTUP_S)
         if waiting:
             self.close()
-            raise ConfigError(f"{len(waiting)} of {runners} env runners did not start within {STARTUP_S} s: {need}; free CPUs of the cluster: "
-                              f"{ray.available_resources().get('CPU', 0.0):g} (other actors hold the rest)")
+            raise ConfigError(f"{len(waiting)} of {len(actors)} env runners did not start within {STARTUP_S} s: {self.need}; free CPUs of the cluster: "
+                              f"{self.ray.available_resources().get('CPU', 0.0):g} (other actors hold the rest)")
+
+    def _replace(self, k: int, env_steps: int, error: Exception) -> tuple[int, int]:
+        """A new runner for runner ``k``'s copies, with the policies as they are now, reset
+        with seeds of its own; returns its copies (first, count)."""
+        first, copies = self.slices[k]
+        print(f"warning: env runner {k} (copies {first}-{first + copies - 1}) died by env step {env_steps:,} ({type(error).__name__}): "
+              "a new one restarts its copies from new resets, and their episodes in flight end as truncations", file=sys.stderr)
+        self.ray.kill(self.actors[k])
+        self.actors[k] = self._start(first, copies)
+        self._wait_ready([self.actors[k]])
+        tag = f"runners/{k}/replaced at {env_steps}"
+        streams = {pid: derive_seeds(self.seed, 1, f"{tag}/{pid}")[0] for pid, p in self.policies.items() if p.acting_rng is not None}
+        self.ray.get(self.actors[k].reset.remote(derive_seeds(self.seed, 1, tag)[0], streams))
+        self.replaced += 1
+        return first, copies
+
+    def _call(self, method: str, env_steps: int, *args: Any) -> tuple[list[Any], list[tuple[int, int]]]:
+        """Every runner's ``method(*args)``; a runner that died is replaced and called again.
+        Returns the results in runner order and the copies that restarted."""
+        results: list[Any] = [None] * len(self.actors)
+        calling: list[int] = list(range(len(self.actors)))
+        restarted: list[tuple[int, int]] = []
+        for _ in range(REPLACEMENTS + 1):
+            refs = [getattr(self.actors[k], method).remote(*args) for k in calling]
+            dead = []
+            for k, ref in zip(calling, refs):
+                try:
+                    results[k] = self.ray.get(ref)
+                except self.ray.exceptions.RayActorError as error:
+                    dead.append((k, error))
+            if not dead:
+                return results, restarted
+            restarted += [self._replace(k, env_steps, error) for k, error in dead]
+            calling = [k for k, _ in dead]
+        raise RuntimeError(f"env runners {calling} died {REPLACEMENTS + 1} times within one {method}: see the Ray logs (/tmp/ray/session_latest/logs)")
 
     def reset(self, seed: int) -> None:
         """One runner resets as the local backend does; K runners with K derived seeds and
@@ -155,11 +218,12 @@ class RayRunners:
         streams = {pid: derive_seeds(seed, k, f"runners/{pid}") for pid, p in self.policies.items() if p.acting_rng is not None}
         self.ray.get([a.reset.remote(seeds[i], {pid: s[i] for pid, s in streams.items()}) for i, a in enumerate(self.actors)])
 
-    def collect(self, n_steps: int, env_steps: int) -> tuple[dict[str, dict[str, np.ndarray]], EpisodeStats]:
+    def collect(self, n_steps: int, env_steps: int) -> tuple[dict[str, dict[str, np.ndarray]], EpisodeStats, list[tuple[int, int]]]:
         """Every runner's ``n_steps`` steps with the learners' current networks, joined along
-        the worker axis in copy order; the finished episodes in runner order."""
+        the worker axis in copy order; the finished episodes in runner order; the copies
+        (first, count) that restarted because their runner died."""
         networks = self.ray.put({pid: self.policies[pid].policy_state() for pid in self.learning})
-        results = self.ray.get([a.collect.remote(n_steps, env_steps, networks) for a in self.actors])
+        results, restarted = self._call("collect", env_steps, n_steps, env_steps, networks)
         joined: dict[str, dict[str, list[np.ndarray]]] = {}
         episodes = EpisodeStats()
         for steps, stats in results:
@@ -168,7 +232,12 @@ class RayRunners:
                     joined.setdefault(pid, {}).setdefault(name, []).append(value)
             for name in ("returns", "lengths", "agents", "copies"):
                 getattr(episodes, name).extend(getattr(stats, name))
-        return {pid: {name: np.concatenate(parts, axis=1) for name, parts in fields.items()} for pid, fields in joined.items()}, episodes
+        fragments = {pid: {name: np.concatenate(parts, axis=1) for name, parts in fields.items()} for pid, fields in joined.items()}
+        return fragments, episodes, restarted
+
+    def revive(self, env_steps: int) -> list[tuple[int, int]]:
+        """Replaces the runners that died since the last call; returns their copies."""
+        return self._call("ready", env_steps)[1]
 
     def get_state(self) -> list[dict[str, Any]]:
         return self.ray.get([a.get_state.remote() for a in self.actors])
@@ -180,6 +249,9 @@ class RayRunners:
 
     def close(self) -> None:
         for actor in self.actors:
-            self.ray.get(actor.close.remote())
+            try:
+                self.ray.get(actor.close.remote())
+            except self.ray.exceptions.RayActorError:
+                pass  # it died: nothing of it to close
             self.ray.kill(actor)
         self.actors = []

@@ -442,6 +442,8 @@ class Trainer:
     def state_dict(self) -> dict[str, Any]:
         """Everything a resume needs, as data. Replay rows are views of the live buffers (no
         second copy in memory): write the state, as ``save`` does, before training on."""
+        if self.runners is not None:  # a runner that died since the last fragment: its copies' episodes end first
+            self._end_copies(self.runners.revive(self.counters.env_steps))
         return {
             "config": self.config.model_dump(mode="json"),
             "counters": asdict(self.counters),
@@ -541,7 +543,8 @@ class Trainer:
         """Steps the vector env for one fragment; returns per-policy ``[T, W, N_p, ...]`` step arrays."""
         n_steps = self.config.backend.fragment_steps or max(1, self.fragment_length // self.venv.num_envs)
         if self.runners is not None:
-            steps, episodes = self.runners.collect(n_steps, self.counters.env_steps)
+            steps, episodes, restarted = self.runners.collect(n_steps, self.counters.env_steps)
+            self._end_copies(restarted)
         else:
             steps, episodes = self.rollout.collect(n_steps, self.counters.env_steps), self.venv.drain_episodes()
         collected = n_steps * self.venv.num_envs
@@ -716,7 +719,7 @@ class Trainer:
         where the env's can be restored."""
         b = self.config.backend
         env = self.config.round_env(self.counters.round) if self.config.rounds else self.config.env
-        self.runners = RayRunners(env, self.matches, self.policies, b.runners, b.address, b.runner_cpus)
+        self.runners = RayRunners(env, self.matches, self.policies, b.runners, b.address, b.runner_cpus, self.config.seed)
         saved, self.saved_runners = self.saved_runners, None
         if saved is None:
             self.runners.reset(seed)
@@ -729,6 +732,18 @@ class Trainer:
             file=sys.stderr,
         )
         self.runners.reset(self.config.seed + self.counters.iterations)
+
+    def _end_copies(self, copies: list[tuple[int, int]]) -> None:
+        """The learners end the episodes in flight of these copies (first, count): their env
+        runner died and a new one restarted them."""
+        for pid, where in self.rollout.assignments.items():
+            if pid not in self.learners:
+                continue
+            restarted = np.zeros(where.n_workers, bool)
+            for first, count in copies:
+                restarted |= (where.worker_copy >= first) & (where.worker_copy < first + count)
+            if restarted.any():
+                self.learners[pid].end_workers(np.flatnonzero(restarted))
 
     def _stop_runners(self) -> None:
         """Closes the runners; with one, the driver's policies take over its exploration

@@ -66,21 +66,46 @@ class EpisodeBuilder:
             for name, buffer in self.buffers.items():
                 buffer[workers, self.length] = fragment[name][k]
             self.length += 1
-            over = fragment["over"][k]
-            if over.any():
-                ended = np.flatnonzero(over)
-                for name, successor in SEEN.items():
-                    if name in self.buffers:
-                        self.buffers[name][ended, self.length[ended]] = fragment[successor][k][ended]
-                episodes = {name: buffer[ended].copy() for name, buffer in self.buffers.items()}
-                episodes["filled"] = np.arange(self.max_length)[None] < self.length[ended, None]
-                finished.append(episodes)
-                for buffer in self.buffers.values():
-                    buffer[ended] = 0
-                self.length[ended] = 0
+            ended = np.flatnonzero(fragment["over"][k])
+            if len(ended):
+                self._write_final(ended, fragment, k)
+                finished.append(self._finish(ended))
+        # the final observation so far, which the next step's own overwrites: an episode cut
+        # short (``end_workers``) keeps it
+        self._write_final(np.flatnonzero(self.length > 0), fragment, -1)
         if not finished:
             return None
         return {name: np.concatenate([f[name] for f in finished]) for name in finished[0]}
+
+    def _write_final(self, workers: np.ndarray, fragment: dict[str, np.ndarray], k: int) -> None:
+        """What ``workers`` saw after step ``k``, in the row after their last step."""
+        assert self.buffers is not None and self.length is not None
+        for name, successor in SEEN.items():
+            if name in self.buffers:
+                self.buffers[name][workers, self.length[workers]] = fragment[successor][k][workers]
+
+    def _finish(self, ended: np.ndarray) -> dict[str, np.ndarray]:
+        """The episodes of workers ``ended``, padded; their buffers start afresh."""
+        assert self.buffers is not None and self.length is not None
+        episodes = {name: buffer[ended].copy() for name, buffer in self.buffers.items()}
+        episodes["filled"] = np.arange(self.max_length)[None] < self.length[ended, None]
+        for buffer in self.buffers.values():
+            buffer[ended] = 0
+        self.length[ended] = 0
+        return episodes
+
+    def end_workers(self, workers: np.ndarray) -> dict[str, np.ndarray] | None:
+        """The episodes in flight of ``workers`` end as truncations at their last step (their
+        env copies restarted elsewhere); returns them as ``add`` returns finished ones."""
+        if self.buffers is None or self.length is None:
+            return None
+        running = np.asarray(workers)[self.length[workers] > 0]
+        if not len(running):
+            return None
+        last = self.length[running] - 1
+        valid, terminated = self.buffers["valid"][running, last], self.buffers["terminated"][running, last]
+        self.buffers["truncated"][running, last] |= valid & ~terminated
+        return self._finish(running)
 
     def state_dict(self) -> dict:
         return {"buffers": self.buffers, "length": self.length}
@@ -132,7 +157,14 @@ class EpisodeStorage:
     def add(self, fragment: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
         """Completes episodes from a fragment ``[T, W, ...]`` and stores the finished ones;
         returns the slots written and how many."""
-        finished = self.builder.add(fragment)
+        return self._store(self.builder.add(fragment))
+
+    def end_workers(self, workers: np.ndarray) -> tuple[np.ndarray, int]:
+        """Stores the episodes in flight of ``workers``, ended as truncations at their last
+        step; returns the slots written and how many."""
+        return self._store(self.builder.end_workers(workers))
+
+    def _store(self, finished: dict[str, np.ndarray] | None) -> tuple[np.ndarray, int]:
         if finished is None:
             return np.zeros(0, np.int64), 0
         k = len(finished["filled"])

@@ -85,6 +85,17 @@ class TransitionSequences:
         self.replay.add({name: value.reshape(t * w, *value.shape[2:])[None] for name, value in rows.items()})
         return slots, int(over.sum())
 
+    def end_workers(self, workers: np.ndarray) -> tuple[np.ndarray, int]:
+        """The episodes in flight of ``workers`` end at their last stored step (their env
+        copies restarted elsewhere): the next row of each starts a new episode, so no window
+        runs across, and one that reaches the last row bootstraps there. Returns no slots
+        (nothing is written) and the number of episodes ended."""
+        if self.episode_step is None:
+            return np.zeros(0, np.int64), 0
+        running = np.asarray(workers)[self.episode_step[workers] > 0]
+        self.episode_step[running] = 0
+        return np.zeros(0, np.int64), len(running)
+
     def gather(self, slots: np.ndarray, reused: int = 0) -> dict[str, np.ndarray]:
         """The span of each sampled slot (its window's first trained step)."""
         stored = {name: rows[0] for name, rows in self.replay.storage().items()}

@@ -69,3 +69,30 @@ def test_nstep_matches_direct_sum_across_fragments(n, as_terminal):
         assert got[key][0] == pytest.approx(ret, rel=1e-5, abs=1e-5)
         assert got[key][1] == pytest.approx(discount, rel=1e-6)
         np.testing.assert_array_equal(got[key][2], next_obs)
+
+
+
+def _emitted(builder, chunk, start):
+    """The transitions ``builder.add(chunk)`` emits, keyed by (step, env, agent); ``start``:
+    the chunk's first step in the whole record."""
+    out = builder.add(chunk)
+    base = start - (out.valid.shape[0] - chunk["reward"].shape[0])
+    return {(base + t, e, a): (out.reward[t, e, a], out.discount[t, e, a], out.next_obs[t, e, a].tobytes()) for t, e, a in zip(*np.nonzero(out.valid))}
+
+
+def test_ending_workers_equals_truncating_them_at_the_last_step_added():
+    rng = np.random.default_rng(5)
+    first, second = _random_steps(rng, 6, 3, 2), _random_steps(rng, 6, 3, 2)
+    cut = np.array([0, 2])
+    marked = {k: v.copy() for k, v in first.items()}
+    marked["truncated"][-1, cut] |= marked["valid"][-1, cut] & ~marked["terminated"][-1, cut]
+    reference = NStepBuilder(3, GAMMA)
+    expected = {**_emitted(reference, marked, 0), **_emitted(reference, second, 6)}
+
+    builder = NStepBuilder(3, GAMMA)
+    got = _emitted(builder, first, 0)
+    builder.end_workers(cut)
+    got.update(_emitted(builder, second, 6))
+    assert got == expected
+    # the cut windows bootstrap at the first fragment's end instead of reaching into the second
+    assert any(e in cut and t in (4, 5) and discount == np.float32(GAMMA ** (6 - t)) for (t, e, _), (_, discount, _) in got.items())

@@ -75,3 +75,31 @@ def test_an_episode_longer_than_max_length_is_named():
     with pytest.raises(ValueError, match="ran past max_length=5"):
         for _ in range(30):
             builder.add(rollout.collect(1, 0)["p"])
+
+
+def _truncated_at_the_end(fragment: dict, workers: np.ndarray) -> dict:
+    """The fragment with the episodes of ``workers`` ending as truncations at its last step."""
+    marked = {k: v.copy() for k, v in fragment.items()}
+    marked["truncated"][-1, workers] |= marked["valid"][-1, workers] & ~marked["terminated"][-1, workers]
+    marked["over"][-1, workers] = True
+    return marked
+
+
+def _by_content(episodes: list) -> list:
+    episodes = [e for e in episodes if e is not None]
+    rows = {name: np.concatenate([e[name] for e in episodes]) for name in episodes[0]}
+    return sorted(tuple(rows[name][i].tobytes() for name in sorted(rows)) for i in range(len(rows["filled"])))
+
+
+def test_ending_workers_stores_their_episodes_as_a_truncation_at_the_last_step_would():
+    _, rollout = _rollout(max_cycles=9)
+    fragments = [rollout.collect(4, 0)["p"] for _ in range(5)]
+    cut = np.array([1])
+    reference, builder = EpisodeBuilder(max_length=9), EpisodeBuilder(max_length=9)
+    expected = [reference.add(f) for f in fragments[:2]] + [reference.add(_truncated_at_the_end(fragments[2], cut))]
+    expected += [reference.add(f) for f in fragments[3:]]
+    got = [builder.add(f) for f in fragments[:3]] + [builder.end_workers(cut)]
+    assert builder.end_workers(cut) is None  # nothing in flight is left to end
+    got += [builder.add(f) for f in fragments[3:]]
+    assert got[3] is not None and len(got[3]["filled"]) == 1 and got[3]["truncated"][0].any()  # worker 1's episode
+    assert _by_content(got) == _by_content(expected)

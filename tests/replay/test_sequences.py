@@ -112,3 +112,29 @@ def test_an_overwritten_past_shortens_the_burn_in():
     np.testing.assert_array_equal(then["trained"][0, :3], [False, False, True])
     assert then["cut"][0, 2] and (then["previous"][0, 0] == -1).all()
     np.testing.assert_array_equal(then["obs"][0, 0], stored["obs"][oldest[w]])
+
+
+def test_ending_workers_stops_every_window_where_a_truncation_would():
+    spec, fragments = _fragments(6)
+    _, reference = _storages(spec, 1000, 4, 2, None)
+    _, transitions = _storages(spec, 1000, 4, 2, None)
+    cut = np.array([0])
+    marked = {k: v.copy() for k, v in fragments[2].items()}
+    marked["truncated"][-1, cut] |= marked["valid"][-1, cut] & ~marked["terminated"][-1, cut]
+    marked["over"][-1, cut] = True
+    for k, fragment in enumerate(fragments):
+        reference.add(marked if k == 2 else fragment)
+        transitions.add(fragment)
+        if k == 2:
+            _, ended = transitions.end_workers(cut)
+            assert ended == (fragment["over"][-1, 0] == 0)  # one episode was in flight, unless it had just ended
+    slots = np.arange(transitions.size)
+    expected, got = reference.gather(slots), transitions.gather(slots)
+    for name in got:
+        if name not in ("ends", "truncated"):
+            np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+    # only the cut step differs: marked as the end there, and every window through it stops after it
+    differs = expected["ends"] != got["ends"]
+    assert differs.any() and not got["ends"][differs].any()
+    last = got["exists"].sum(axis=1) - 1
+    assert (np.nonzero(differs)[1] == last[np.nonzero(differs)[0]]).all()

@@ -1,0 +1,132 @@
+"""backend ray on a local cluster of several nodes (``ray.cluster_utils.Cluster``): an env
+runner killed mid-run, or the node it ran on removed, is replaced and the run goes on with
+nothing lost but what the runner held (its copies' episodes in flight end as truncations);
+a driver killed mid-run resumes from its last checkpoint and ends as an uninterrupted run."""
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import yaml
+
+from relayrl.experiment import Trainer, build_config
+from relayrl.experiment.checkpoint import list_checkpoints
+from round_runs import rows
+
+ray = pytest.importorskip("ray")
+cluster_utils = pytest.importorskip("ray.cluster_utils")
+TIMING = ("sps", "updates_per_s", "wall_s")
+STORE = 80 * 1024**2  # each node's object store: fragments are small
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A head node without CPUs (the driver's) and three worker nodes of 2 CPUs."""
+    made = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": STORE})
+    nodes = [made.add_node(num_cpus=2, object_store_memory=STORE) for _ in range(3)]
+    made.wait_for_nodes()
+    ray.init(address=made.address, log_to_driver=False)
+    yield made, nodes
+    ray.shutdown()
+    made.shutdown()
+
+
+def _config(total_steps: int, **extra) -> dict:
+    """SUPER-quantile on the corridor, 3 copies over 2 runners of 2 CPUs (one node each)."""
+    return {
+        "preset": "ray-faults",
+        "env": {"name": "corridor", "num_envs": 3, "settings": {"n_agents": 3, "length": 4, "max_steps": 12}},
+        "total_steps": total_steps,
+        "sharing": {"select": "quantile"},
+        "report_interval": 300,
+        "checkpoint_interval": 600,
+        "eval": {"interval": 0},
+        "model": {"hiddens": [16], "head_hidden": 16},
+        "dqn": {"learning_starts": 100, "buffer_size": 5000, "batch_size": 8},
+        "backend": {"kind": "ray", "runners": 2, "runner_cpus": 2},
+        **extra,
+    }
+
+
+def _kill_when(trainer: Trainer, env_steps: int, kill) -> threading.Thread:
+    """Calls ``kill(runners)`` from another thread once the run passed ``env_steps``."""
+
+    def watch() -> None:
+        while trainer.runners is None or trainer.counters.env_steps < env_steps:
+            time.sleep(0.005)
+        kill(trainer.runners)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def _stored_and_pending(trainer: Trainer) -> int:
+    """The agent steps the learner holds: replay rows and n-step windows still waiting."""
+    learner = trainer.learners["runner"]
+    pending = learner.nstep.pending
+    return int(learner.replay.size.sum()) + (0 if pending is None else int(pending["valid"].sum()))
+
+
+def _train_with_a_kill(config: dict, run_dir, kill, capsys) -> tuple[Trainer, str]:
+    trainer = Trainer(build_config(config), run_dir, verbose=False)
+    watcher = _kill_when(trainer, 900, kill)
+    trainer.train()
+    watcher.join(timeout=5)
+    held = _stored_and_pending(trainer)
+    assert held == trainer.counters.agent_steps, "every delivered step is in the replay or waiting for its window"
+    trainer.close()
+    return trainer, capsys.readouterr().err
+
+
+def test_a_killed_runner_is_replaced_and_the_run_goes_on(cluster, tmp_path, capsys):
+    config = _config(3000, sharing={"select": "none"})  # no relay: each agent's replay holds its own steps only
+    trainer, err = _train_with_a_kill(config, tmp_path / "run", lambda runners: ray.kill(runners.actors[1]), capsys)
+    assert "env runner 1 (copies 2-2) died" in err and err.count("died") == 1
+    table = rows(tmp_path / "run" / "metrics.csv", TIMING)
+    assert [int(r["env_steps"]) for r in table] == [300 * k for k in range(1, 11)]  # every env step was delivered
+    assert all(int(r["episodes"]) > 0 for r in table[3:])  # and episodes go on finishing after the kill
+    assert trainer.counters.env_steps == 3000
+
+
+def test_a_lost_node_takes_its_runner_with_it_and_a_free_node_runs_the_new_one(cluster, tmp_path, capsys):
+    made, nodes = cluster
+
+    def remove_node_of_runner_0(runners) -> None:
+        node_id = ray.get(runners.actors[0].node.remote())
+        (node,) = [n for n in nodes if n.node_id == node_id]
+        made.remove_node(node)
+        nodes.remove(node)
+
+    config = _config(3000, sharing={"select": "none"})
+    _, err = _train_with_a_kill(config, tmp_path / "run", remove_node_of_runner_0, capsys)
+    assert "env runner 0 (copies 0-1) died" in err
+    alive = {n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) > 0}
+    assert len(alive) == 2
+
+
+def test_a_killed_driver_resumes_from_its_last_checkpoint_and_ends_as_an_uninterrupted_run(cluster, tmp_path):
+    made, _ = cluster
+    config = _config(3000, backend={"kind": "ray", "runners": 2, "runner_cpus": 1, "address": made.address})
+    straight = Trainer(build_config(config), tmp_path / "straight", verbose=False)
+    straight.train()
+    straight.close()
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    cmd = [sys.executable, "-m", "relayrl.cli", "train", str(path), "--out", str(tmp_path / "crashed")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and not list((tmp_path / "crashed").glob("*/0/checkpoints/step_*")):
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before its first checkpoint: nothing to kill"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    (run_dir,) = list((tmp_path / "crashed").glob("*/0"))
+    (checkpoint,) = list_checkpoints(run_dir / "checkpoints")
+    assert checkpoint.name != "step_3000"
+    resumed = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert rows(run_dir / "metrics.csv", TIMING) == rows(tmp_path / "straight" / "metrics.csv", TIMING)
