@@ -64,5 +64,6 @@ def main() -> None:
             first = first or sps
             print(f"| ray | {k} | {args.env} x {args.envs} | {fragment} | {sps:,.0f} | {updates:,.1f} | {sps / first:.2f} | {sps / local:.2f} |", flush=True)
 
+
 if __name__ == "__main__":
     main()

@@ -145,10 +145,7 @@ class RayRunners:
     def __init__(self, env: Any, matches: list[Match], policies: dict[str, Policy], runners: int, address: str | None, runner_cpus: float, seed: int) -> None:
         ray, _ = start_ray(address, max(os.cpu_count() or 1, math.ceil(runners * runner_cpus)))
         self.ray = ray
-        total = ray.cluster_resources().get("CPU", 0.0)
         self.need = f"backend.runners={runners} x runner_cpus={runner_cpus} needs {runners * runner_cpus:g} CPUs"
-        if runners * runner_cpus > total:
-            raise ConfigError(f"{self.need} but the Ray cluster has {total:g}: lower runners or runner_cpus, or join a larger cluster (backend.address)")
         self.slices = slices(env.num_envs, runners)
         self.policies = policies
         self.learning = [pid for pid, p in policies.items() if isinstance(p, LearningPolicy)]

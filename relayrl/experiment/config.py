@@ -304,17 +304,22 @@ class EvalConfig(Strict):
 
 
 class BackendConfig(Strict):
-    """Where the env copies of one run step (DESIGN.md §3, backends). ``local``: in the
-    training process. ``ray``: ``runners`` Ray actors, each stepping a contiguous slice of
-    the copies with acting copies of the policies; the learners stay in the driver and
-    publish their networks to the runners once per fragment (one object in Ray's store).
-    One runner acts as the local backend does (same metrics for the same seed); with more,
-    each runner's copies and exploration draw from streams of their own."""
+    """Where the env copies of one run step and its learners learn (DESIGN.md §3,
+    backends). ``local``: in the training process. ``ray``: ``runners`` Ray actors, each
+    stepping a contiguous slice of the copies with acting copies of the policies, which get
+    the learners' networks once per fragment (one object in Ray's store). One runner acts as
+    the local backend does (same metrics for the same seed); with more, each runner's copies
+    and exploration draw from streams of their own. The learners stay in the driver, or with
+    ``learners: actors`` learn in a Ray actor per learning policy (the same numbers)."""
 
     kind: Literal["local", "ray"] = "local"
     runners: int = Field(1, ge=1, description="ray: env-runner actors (each takes env.num_envs / runners copies)")
     address: str | None = Field(None, description="ray: the cluster to join (ray.init's address); None starts a local one")
     runner_cpus: float = Field(1.0, ge=0, description="ray: CPUs each runner actor reserves")
+    learners: Literal["driver", "actors"] = Field(
+        "driver", description="ray: 'actors' puts every learning policy's learner in a Ray actor of its own (the policies learn in parallel)"
+    )
+    learner_cpus: float = Field(1.0, ge=0, description="ray: CPUs each learner actor reserves")
     fragment_steps: int | None = Field(
         None, ge=1, description="steps of every env copy per fragment (default fragment_length / num_envs, at least 1): longer fragments "
         "send fewer messages, and act on networks up to that many steps old (the learners' updates per env step stay the same)"
@@ -343,6 +348,8 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "eval.policies": {},
     "eval.match": [],
     "qmix.storage": "episodes",
+    "backend.learners": "driver",
+    "backend.learner_cpus": 1.0,
     "policies.*.qmix.storage": "episodes",
     "policies.*.of": None,
     "policies.*.qmix": {},
@@ -480,6 +487,8 @@ class RunConfig(Strict):
                 self.round_env(i)
             except ValidationError as error:
                 raise ValueError(f"{where}.env: " + _format_error(error).removeprefix("invalid configuration:\n  ")) from None
+        if self.backend.learners == "actors" and self.backend.kind != "ray":
+            raise ValueError("backend.learners=actors puts the learners in Ray actors: set backend.kind=ray as well")
         if self.backend.kind == "ray":
             if self.backend.runners > self.env.num_envs:
                 raise ValueError(f"backend.runners={self.backend.runners} but env.num_envs={self.env.num_envs}: each runner steps at least one env copy")

@@ -6,8 +6,9 @@ its policy; every learning policy's learner observes its fragment (replay, relay
 takes the gradient steps it has earned (``relayrl.algos.off_policy``). Frozen, random and
 scripted policies only act. Training intensity is fixed whatever the number of env copies: one
 update per agent per ``fragment_length`` env steps, counted over all copies. With
-``backend: ray`` the copies step in Ray env runners (``relayrl.arena.runners``) and the
-learners stay here.
+``backend: ray`` the copies step in Ray env runners (``relayrl.arena.runners``), and the
+learners stay here or learn in Ray actors (``relayrl.arena.learners``); rounds, matches,
+schemes, evaluations and checkpoints stay here.
 """
 
 import csv
@@ -22,7 +23,7 @@ import sys
 import threading
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,8 @@ from relayrl.arena.match import compile_matches
 from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, Policy, PolicyBuild, PolicyConfig
 from relayrl.arena.round import RoundContext, RoundResults, end_episodes, load_hook, round_ends
 from relayrl.arena.rollout import Rollout, finite_check
-from relayrl.arena.runners import RayRunners
+from relayrl.arena.learners import RayLearners
+from relayrl.arena.runners import RayRunners, start_ray
 from relayrl.arena.schemes.pbt import PopulationBasedTraining
 from relayrl.arena.schemes.selfplay import SelfPlay
 from relayrl.arena.schemes.tournament import Tournament
@@ -83,6 +85,10 @@ def _table(rows: list[dict[str, Any]], title: str) -> str:
     lines = [title, "  ".join(k.rjust(w) for k, w in zip(keys, widths))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
     return "\n".join(lines)
+
+
+def _nothing_saved() -> tuple[dict[str, Any], str]:
+    raise AssertionError("a learning policy loads no saved policy file")
 
 
 def _csv(rows: list[dict[str, Any]]) -> str:
@@ -191,6 +197,7 @@ class Trainer:
         self._check_memory(configs)
         self.policies: dict[str, Policy] = {}
         self.learners: dict[str, Learner] = {}
+        self.learner_builds: dict[str, PolicyBuild] = {}
         self.frozen_sources: dict[str, str] = {}  # policy id -> checkpoint its networks came from
         options = {"model": config.model, "network_factory": network_factory}  # what the DQN builds its networks from
         for index, (pid, spec) in enumerate(self.policy_specs.items()):
@@ -203,6 +210,7 @@ class Trainer:
             policy = self.policies[pid] = POLICY_KINDS[configs[pid].kind](build)
             if isinstance(policy, LearningPolicy):
                 self.learners[pid] = policy.learner
+                self.learner_builds[pid] = replace(build, saved=_nothing_saved)  # what a learner actor builds it from
         self.eval_policies = self._held_out_policies(options)
         self.fragment_length = min(learner.settings.fragment_length for learner in self.learners.values())
         self.reported = self._reported_index(names)
@@ -228,6 +236,7 @@ class Trainer:
         # backend ray: the env runners (started with the run, after a resume loaded the
         # policies they copy) and the runner states a checkpoint held
         self.runners: RayRunners | None = None
+        self.learner_actors: RayLearners | None = None  # backend.learners=actors, while the learners are away
         self.saved_runners: list[dict[str, Any]] | None = None
         if config.backend.kind == "ray" and env_factory is not None:
             raise ConfigError("backend ray builds each runner's env copies by env.name: give the env by name, not as an env_factory")
@@ -326,7 +335,7 @@ class Trainer:
         for hook in self.hooks["on_round_start"]:
             hook(context)
         if self.config.backend.kind == "ray":  # runners of the round's env and matches, the policies as they are now
-            self._start_runners(self.round_seed)
+            self._start_actors(self.round_seed)
 
     def _held_out_policies(self, options: dict[str, Any]) -> dict[str, Policy]:
         """The policies only evaluations play (``eval.policies``), on their slots of ``eval.match``."""
@@ -444,6 +453,8 @@ class Trainer:
         second copy in memory): write the state, as ``save`` does, before training on."""
         if self.runners is not None:  # a runner that died since the last fragment: its copies' episodes end first
             self._end_copies(self.runners.revive(self.counters.env_steps))
+        if self.learners_away():  # the learners' state comes home, where it is saved from
+            self.learner_actors.bring_home()
         return {
             "config": self.config.model_dump(mode="json"),
             "counters": asdict(self.counters),
@@ -568,6 +579,9 @@ class Trainer:
                 self.counters.agent_steps += learner.observe(fragments[name])
         for learner in self.learners.values():
             learner.learn(self.counters.env_steps)
+        if self.learner_actors is not None:  # the networks the next fragment acts with
+            for pid, networks in self.learner_actors.settle().items():
+                self.policies[pid].load_policy_state(networks, "its learner actor")
         self.counters.iterations += 1
 
     def _report(self) -> dict[str, float]:
@@ -704,7 +718,7 @@ class Trainer:
         if self.config.backend.kind == "ray":
             fresh = self.saved_runners is None
             if not (fresh and self.config.rounds):  # a round's start starts them
-                self._start_runners(self.config.seed)
+                self._start_actors(self.config.seed)
         else:
             fresh = self.rollout.observed is None
             if fresh:
@@ -712,6 +726,45 @@ class Trainer:
         if fresh and self.config.rounds:
             self._begin_round()
         return resumed_at
+
+    def _start_actors(self, seed: int) -> None:
+        """Ray with the CPUs the run's actors reserve, its learner actors (with
+        ``backend.learners=actors``), then its env runners reset with ``seed``."""
+        b = self.config.backend
+        learners = len(self.learners) if b.learners == "actors" else 0
+        need = b.runners * b.runner_cpus + learners * b.learner_cpus
+        ray, _ = start_ray(b.address, max(os.cpu_count() or 1, math.ceil(need)))
+        total = ray.cluster_resources().get("CPU", 0.0)
+        if need > total:
+            raise ConfigError(
+                f"backend.runners={b.runners} x runner_cpus={b.runner_cpus:g} and {learners} learner actors x learner_cpus={b.learner_cpus:g} "
+                f"need {need:g} CPUs but the Ray cluster has {total:g}: lower them, or join a larger cluster (backend.address)"
+            )
+        if learners and self.learner_actors is None:
+            self.learner_actors = RayLearners(self.learners, self.learner_builds, ray, b.learner_cpus, self.config.torch_threads)
+        elif learners:  # a new round: the learners as its schemes and hooks left them
+            self.learner_actors.send_away()
+        if learners:
+            self.learners = dict(self.learner_actors.remote)
+        self._start_runners(seed)
+
+    def learners_away(self) -> bool:
+        """Whether the learners learn in their actors now (the trainer drives their proxies)."""
+        return self.learner_actors is not None and any(remote is self.learners.get(pid) for pid, remote in self.learner_actors.remote.items())
+
+    def _call_learners_home(self) -> None:
+        """Every learner actor's state into the driver's copies, which the trainer drives
+        until the actors take over again (a round's schemes and hooks work on them)."""
+        assert self.learner_actors is not None
+        self.learner_actors.bring_home()
+        self.learners = {pid: remote.home for pid, remote in self.learner_actors.remote.items()}
+
+    def _stop_learner_actors(self) -> None:
+        """Closes the learner actors; the driver's copies of the learners stay."""
+        assert self.learner_actors is not None
+        actors, self.learner_actors = self.learner_actors, None
+        actors.close()
+        self.learners = {pid: remote.home for pid, remote in actors.remote.items()}
 
     def _start_runners(self, seed: int) -> None:
         """The Ray env runners of the current round, with copies of the policies as they are
@@ -813,6 +866,8 @@ class Trainer:
                 checkpoint_due = c.env_steps >= c.next_checkpoint or at_end
                 round_over = bool(self.round_ends) and c.env_steps >= self.round_ends[c.round]
                 if round_over:
+                    if self.learner_actors is not None:  # schemes and hooks work on the learners at home
+                        self._call_learners_home()
                     self._end_round()
                 next_round = round_over and not at_end  # entered after the report, then saved
                 if checkpoint_due and not report_due and not next_round:
@@ -828,6 +883,10 @@ class Trainer:
                 if (checkpoint_due and report_due) or next_round:
                     self._checkpoint()
                 tick = time.perf_counter()  # evaluation and saving are not training throughput
+            if self.learners_away():
+                self._call_learners_home()
+            if self.learner_actors is not None:
+                self._stop_learner_actors()
         except NonFiniteError as error:
             last = list_checkpoints(self._checkpoint_dir()) if self.run_dir else []
             kept = f"the last checkpoint {last[-1].name} and the metrics so far are kept" if last else "no checkpoint was written"
@@ -844,6 +903,8 @@ class Trainer:
         finally:
             if handles_sigterm:
                 signal.signal(signal.SIGTERM, previous)
+            if self.learner_actors is not None:  # stopped on an error: the checkpoint on disk is the state
+                self._stop_learner_actors()
             self._close_run()
         return self.history
 

@@ -1,6 +1,8 @@
-"""backend ray: env runners as Ray actors (a local Ray instance). One runner equals the
-local backend; K runners split the copies, and a run stopped and resumed continues
-exactly from the runners' saved states; bad backends are refused before training."""
+"""backend ray: env runners and learner actors (a local Ray instance). One runner equals
+the local backend; K runners split the copies, and a run stopped and resumed continues
+exactly from the runners' saved states; learner actors equal the driver's learners (off-
+policy and episode learners, population-based training across rounds, a resume inside a
+round); bad backends are refused before training."""
 
 import pytest
 import torch
@@ -129,6 +131,54 @@ def test_too_many_runners_are_refused_before_training():
 
 def test_more_runners_than_the_cluster_has_cpus_are_refused(tmp_path):
     trainer = Trainer(build_config(_config(4, backend={"kind": "ray", "runners": 4})), tmp_path / "run", verbose=False)
-    with pytest.raises(ConfigError, match="needs 4 CPUs but the Ray cluster has 3"):
+    with pytest.raises(ConfigError, match="runners=4 x runner_cpus=1 and 0 learner actors x learner_cpus=1 need 4 CPUs but the Ray cluster has 3"):
         trainer.train()
     trainer.close()
+
+
+TWO_TEAMS = {"policies": {"a": {}, "b": {}}, "match": [{"runner": "a"}, {"runner": "b"}]}
+ACTORS = {"kind": "ray", "runners": 1, "learners": "actors", "learner_cpus": 0.5}
+
+
+def test_learner_actors_equal_the_drivers_learners(tmp_path):
+    driver = _train(_config(2, **TWO_TEAMS, backend={"kind": "ray", "runners": 1}), tmp_path / "driver")
+    actors = _train(_config(2, **TWO_TEAMS, backend=ACTORS), tmp_path / "actors")
+    assert rows(tmp_path / "driver" / "metrics.csv", TIMING) == rows(tmp_path / "actors" / "metrics.csv", TIMING)
+    for pid in ("a", "b"):  # home again after the run, with the actors' networks
+        assert type(actors.learners[pid]) is type(driver.learners[pid])
+        for p, q in zip(driver.learners[pid].algorithm.online.parameters(), actors.learners[pid].algorithm.online.parameters()):
+            torch.testing.assert_close(p, q, rtol=0, atol=0)
+
+
+def test_an_episode_learner_in_an_actor_equals_it_in_the_driver(tmp_path):
+    config = {
+        "preset": "ray-qmix",
+        "env": {"name": "predator-prey", "num_envs": 2, "settings": {"n_predators": 2, "n_stags": 1, "n_hares": 0, "x_size": 4, "y_size": 4, "max_cycles": 20}},
+        "total_steps": 600,
+        "report_interval": 200,
+        "checkpoint_interval": 300,
+        "eval": {"interval": 0},
+        "qmix": {"max_episode_length": 20, "batch_size": 4, "buffer_size": 30, "epsilon_steps": 300, "target_update_episodes": 5},
+    }
+    _train({**config, "backend": {"kind": "ray", "runners": 1}}, tmp_path / "driver")
+    _train({**config, "backend": ACTORS}, tmp_path / "actors")
+    table = rows(tmp_path / "driver" / "metrics.csv", (*TIMING, "sample_share"))  # a timing too
+    assert float(table[-1]["updates"]) > 0 and rows(tmp_path / "actors" / "metrics.csv", (*TIMING, "sample_share")) == table
+
+
+def test_learner_actors_under_population_based_training_equal_the_drivers_and_resume_inside_a_round(tmp_path):
+    fragments = {"fragment_steps": 4}  # fewer calls per env step: the same schedule on both sides
+    _train(_build(_population(backend={"kind": "ray", "runners": 1, **fragments})), tmp_path / "driver")
+    config = _build(_population(backend={**ACTORS, **fragments}))
+    _train(config, tmp_path / "actors")
+    _train(config, tmp_path / "resumed")
+    stop_at(tmp_path / "resumed", 450)  # inside round 1
+    _train(config, tmp_path / "resumed")
+    for name in ("metrics.csv", "pbt.csv"):
+        table = rows(tmp_path / "driver" / name, TIMING)
+        assert rows(tmp_path / "actors" / name, TIMING) == table and rows(tmp_path / "resumed" / name, TIMING) == table
+
+
+def test_learner_actors_need_the_ray_backend():
+    with pytest.raises(ConfigError, match="set backend.kind=ray as well"):
+        build_config(_config(2, backend={"learners": "actors"}))

@@ -1,0 +1,67 @@
+"""Env steps/s and updates/s of one run whose P learning policies learn in the driver, one
+after another, or in P learner actors, in parallel (``backend.learners``), in the same
+process (docs/results/ray.md).
+
+The run is ``pursuit-quickstart`` (SUPER-quantile, the small Pursuit and network) with P
+teams, each a policy of its own playing E / P of the E copies, stepped by K Ray env
+runners; every learner takes the preset's updates (one batch per agent every 4 of its env
+steps). Each row is one run of ``--steps`` env steps after a warm-up of one report; the
+ratio is against the driver's learners with the same runners and fragments.
+
+    python benchmarks/ray_learners.py [--policies 1 2 4] [--envs 8] [--runners 1] [--steps 8000] [--fragment-steps 16] [--learner-cpus 0.5]
+"""
+
+import argparse
+import csv
+import math
+import tempfile
+from pathlib import Path
+
+from relayrl.arena.runners import start_ray
+from relayrl.experiment import Trainer, build_config
+from relayrl.experiment.presets import preset_dict
+
+
+def run(policies: int, envs: int, steps: int, backend: dict) -> tuple[float, float]:
+    """Env steps/s and updates/s of every policy together, after the first report."""
+    config = preset_dict("pursuit-quickstart")
+    config.update(total_steps=steps, report_interval=steps // 4, checkpoint_interval=10 * steps, backend=backend)
+    config["env"]["num_envs"] = envs
+    config["eval"]["interval"] = 0
+    if policies > 1:
+        config["policies"] = {f"team{i}": {} for i in range(policies)}
+        config["match"] = [{"pursuer": f"team{i}"} for i in range(policies)]
+    with tempfile.TemporaryDirectory() as root:
+        trainer = Trainer(build_config(config), Path(root) / "run", verbose=False)
+        trainer.train()
+        trainer.close()
+        with (Path(root) / "run" / "metrics.csv").open() as handle:
+            rows = list(csv.DictReader(handle))
+    first, last = rows[0], rows[-1]
+    seconds = float(last["wall_s"]) - float(first["wall_s"])
+    updates = policies * (float(last["updates"]) - float(first["updates"]))  # the policies share one schedule
+    return (float(last["env_steps"]) - float(first["env_steps"])) / seconds, updates / seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policies", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--runners", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=8000)
+    parser.add_argument("--fragment-steps", type=int, default=16, help="steps of each copy per fragment")
+    parser.add_argument("--learner-cpus", type=float, default=0.5, help="CPUs each learner actor reserves")
+    args = parser.parse_args()
+    start_ray(None, math.ceil(max(args.policies) * args.learner_cpus + args.runners))
+    print("| policies | learners | runners | env steps/s | updates/s (all policies) | ratio to the driver's learners |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for p in args.policies:
+        base = {"kind": "ray", "runners": args.runners, "fragment_steps": args.fragment_steps}
+        driver, driver_updates = run(p, args.envs, args.steps, base)
+        print(f"| {p} | driver | {args.runners} | {driver:,.0f} | {driver_updates:,.1f} | 1.00 |", flush=True)
+        actors, actor_updates = run(p, args.envs, args.steps, {**base, "learners": "actors", "learner_cpus": args.learner_cpus})
+        print(f"| {p} | actors | {args.runners} | {actors:,.0f} | {actor_updates:,.1f} | {actors / driver:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

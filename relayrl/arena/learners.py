@@ -1,0 +1,190 @@
+"""Learners on Ray (paper 004, section 4.1: learners apart from the env processes): every
+learning policy's learner in an actor of its own, so that the policies of a run learn in
+parallel.
+
+An actor builds its learner from the policy's recipe, as the driver did, and loads the
+driver's learner state into it (what a checkpoint holds: the state is data, and a live
+learner's arrays are views of one another that pickling would separate). Per fragment the
+driver sends each learner actor its policy's fragment in one call, which stores it and
+takes the updates it earned, and gets back the learner's update count and acting networks;
+the driver loads those into its own copy of the learner, which the rollout, the env runners
+(one object in Ray's store) and evaluations act with. The learners, their schedule and
+their random streams are those of the driver's, so a run equals ``backend.learners:
+driver`` for the same seed.
+
+The driver's copy is the learner's home: it takes the actor's whole state at every
+checkpoint, at a round's end (the round's schemes and hooks work on the learners at home,
+which go back to their actors when the next round starts) and at the run's end. A learner actor that dies restarts from its home copy, so it loses what it
+learned and stored since its last checkpoint (or the round's start), nothing else.
+"""
+
+import pickle
+import sys
+from typing import Any
+
+import numpy as np
+
+from relayrl.algos.algorithm import Learner
+from relayrl.algos.learner import MetricWindow
+from relayrl.algos.off_policy import make_learner
+from relayrl.arena.policy import PolicyBuild
+from relayrl.arena.runners import STARTUP_S
+from relayrl.core.device import configure_threads
+from relayrl.core.errors import ConfigError
+from relayrl.core.profiler import SectionTimer
+from relayrl.sharing.relay import RelayStats
+
+
+class LearnerActor:
+    """One learning policy's learner (a Ray actor's state), built from ``build`` and loaded
+    with ``state``. States travel pickled both ways: the arrays Ray hands over as they are
+    are read-only views of its object store, and a learner writes into its buffers."""
+
+    def __init__(self, build: PolicyBuild, state: bytes, threads: int) -> None:
+        configure_threads(threads)
+        algo, section, sharing = build.recipe
+        self.learner = make_learner(build.spec, algo, section, sharing, build.device, build.seeds, SectionTimer(), **build.options)
+        self.learner.load_state_dict(pickle.loads(state))
+
+    def ready(self) -> bool:
+        return True
+
+    def step(self, fragment: dict[str, np.ndarray] | None, env_steps: int) -> tuple[int, dict[str, Any]]:
+        """Observes the fragment (None: the policy drove no entity), learns; returns the
+        update count and the acting networks."""
+        if fragment is not None:
+            self.learner.observe(fragment)
+        self.learner.learn(env_steps)
+        return self.learner.updates, self.learner.policy_state()
+
+    def end_workers(self, workers: np.ndarray) -> None:
+        self.learner.end_workers(workers)
+
+    def drain_window(self) -> MetricWindow:
+        return self.learner.drain_window()
+
+    def drain_relay(self) -> RelayStats:
+        return self.learner.relay.drain()
+
+    def state_dict(self) -> bytes:
+        return pickle.dumps(self.learner.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def load_state_dict(self, state: bytes) -> None:
+        self.learner.load_state_dict(pickle.loads(state))
+
+
+class RemoteRelay:
+    """The relay counters of a learner actor, drained as the driver's relay is."""
+
+    def __init__(self, remote: "RemoteLearner") -> None:
+        self.remote = remote
+
+    def drain(self) -> RelayStats:
+        return self.remote.call("drain_relay")
+
+
+class RemoteLearner:
+    """What the trainer drives while a learner is away in its actor: ``observe``, ``learn``,
+    ``end_workers``, ``drain_window`` and ``relay.drain`` go to the actor; what describes
+    the learner (name, algorithm, settings, exploration) is read from its home copy."""
+
+    def __init__(self, home: Learner, build: PolicyBuild, ray: Any, actor_class: Any, threads: int) -> None:
+        self.home, self.build, self.ray, self.actor_class, self.threads = home, build, ray, actor_class, threads
+        self.relay = RemoteRelay(self) if home.relay is not None else None
+        self.updates = home.updates
+        self.fragment: dict[str, np.ndarray] | None = None
+        self.stepping: tuple[Any, dict[str, np.ndarray] | None, int] | None = None  # the call in flight
+        self.actor = self._start()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.home, name)
+
+    def _start(self) -> Any:
+        state = pickle.dumps(self.home.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
+        actor = self.actor_class.remote(self.build, state, self.threads)
+        _, waiting = self.ray.wait([actor.ready.remote()], timeout=STARTUP_S)
+        if waiting:
+            raise ConfigError(f"the learner actor of policy {self.home.name!r} did not start within {STARTUP_S} s: "
+                              f"free CPUs of the cluster: {self.ray.available_resources().get('CPU', 0.0):g}; lower backend.learner_cpus")
+        return actor
+
+    def _restart(self, error: Exception) -> None:
+        print(f"warning: the learner actor of policy {self.home.name!r} died ({type(error).__name__}): a new one starts from its "
+              "last checkpoint (or its round's start); what it learned and stored since is lost", file=sys.stderr)
+        self.ray.kill(self.actor)
+        self.actor = self._start()
+
+    def call(self, method: str, *args: Any) -> Any:
+        """The actor's ``method(*args)``, once more on a restarted actor where it died."""
+        try:
+            return self.ray.get(getattr(self.actor, method).remote(*args))
+        except self.ray.exceptions.RayActorError as error:
+            self._restart(error)
+            return self.ray.get(getattr(self.actor, method).remote(*args))
+
+    def observe(self, fragment: dict[str, np.ndarray]) -> int:
+        self.fragment = fragment
+        return int(fragment["valid"].sum())
+
+    def learn(self, env_steps: int) -> None:
+        self.stepping = (self.actor.step.remote(self.fragment, env_steps), self.fragment, env_steps)
+        self.fragment = None
+
+    def settle(self) -> dict[str, Any]:
+        """Waits for the fragment's ``learn``; returns the acting networks after it."""
+        assert self.stepping is not None, "learn first"
+        ref, fragment, env_steps = self.stepping
+        try:
+            self.updates, networks = self.ray.get(ref)
+        except self.ray.exceptions.RayActorError as error:
+            self._restart(error)
+            self.updates, networks = self.ray.get(self.actor.step.remote(fragment, env_steps))
+        self.stepping = None
+        return networks
+
+    def end_workers(self, workers: np.ndarray) -> None:
+        self.actor.end_workers.remote(workers)
+
+    def drain_window(self) -> MetricWindow:
+        return self.call("drain_window")
+
+    def bring_home(self) -> None:
+        """The actor's whole state into the home copy (a checkpoint's, or the next start's)."""
+        self.home.load_state_dict(pickle.loads(self.call("state_dict")))
+
+    def send_away(self) -> None:
+        """The home copy's whole state into the actor (after the driver changed it)."""
+        self.call("load_state_dict", pickle.dumps(self.home.state_dict(), protocol=pickle.HIGHEST_PROTOCOL))
+
+    def close(self) -> None:
+        self.ray.kill(self.actor)
+
+
+class RayLearners:
+    """A learner actor for every learning policy of a run."""
+
+    def __init__(self, learners: dict[str, Learner], builds: dict[str, PolicyBuild], ray: Any, learner_cpus: float, threads: int) -> None:
+        actor_class = ray.remote(num_cpus=learner_cpus)(LearnerActor)
+        self.remote: dict[str, RemoteLearner] = {}
+        try:
+            for pid, learner in learners.items():
+                self.remote[pid] = RemoteLearner(learner, builds[pid], ray, actor_class, threads)
+        except BaseException:
+            self.close()
+            raise
+
+    def settle(self) -> dict[str, dict[str, Any]]:
+        """Waits for every learner's fragment; returns their acting networks by policy."""
+        return {pid: remote.settle() for pid, remote in self.remote.items()}
+
+    def bring_home(self) -> None:
+        for remote in self.remote.values():
+            remote.bring_home()
+
+    def send_away(self) -> None:
+        for remote in self.remote.values():
+            remote.send_away()
+
+    def close(self) -> None:
+        for remote in self.remote.values():
+            remote.close()
