@@ -12,35 +12,21 @@ ratio is against the driver's learners with the same runners and fragments.
 """
 
 import argparse
-import csv
 import math
-import tempfile
-from pathlib import Path
+
+from ray_runners import measure, quickstart  # this folder's
 
 from relayrl.arena.runners import start_ray
-from relayrl.experiment import Trainer, build_config
-from relayrl.experiment.presets import preset_dict
 
 
 def run(policies: int, envs: int, steps: int, backend: dict) -> tuple[float, float]:
     """Env steps/s and updates/s of every policy together, after the first report."""
-    config = preset_dict("pursuit-quickstart")
-    config.update(total_steps=steps, report_interval=steps // 4, checkpoint_interval=10 * steps, backend=backend)
-    config["env"]["num_envs"] = envs
-    config["eval"]["interval"] = 0
+    config = quickstart(envs, steps, backend)
     if policies > 1:
         config["policies"] = {f"team{i}": {} for i in range(policies)}
         config["match"] = [{"pursuer": f"team{i}"} for i in range(policies)]
-    with tempfile.TemporaryDirectory() as root:
-        trainer = Trainer(build_config(config), Path(root) / "run", verbose=False)
-        trainer.train()
-        trainer.close()
-        with (Path(root) / "run" / "metrics.csv").open() as handle:
-            rows = list(csv.DictReader(handle))
-    first, last = rows[0], rows[-1]
-    seconds = float(last["wall_s"]) - float(first["wall_s"])
-    updates = policies * (float(last["updates"]) - float(first["updates"]))  # the policies share one schedule
-    return (float(last["env_steps"]) - float(first["env_steps"])) / seconds, updates / seconds
+    sps, updates = measure(config)
+    return sps, policies * updates  # the policies share one schedule
 
 
 def main() -> None:

@@ -22,16 +22,10 @@ from relayrl.experiment import Trainer, build_config
 from relayrl.experiment.presets import preset_dict
 
 
-def run(env: str, envs: int, steps: int, mode: str, backend: dict) -> tuple[float, float]:
+def measure(config: dict) -> tuple[float, float]:
     """Env steps/s and updates/s (of the reported learner's agents, each update one batch per
-    agent) over the run after its first report (Ray's and the runners' start-up excluded)."""
-    config = preset_dict("pursuit-quickstart")
-    config.update(total_steps=steps, report_interval=steps // 4, checkpoint_interval=10 * steps, backend=backend)
-    config["env"]["num_envs"] = envs
-    config["env"]["name"] = env
-    config["eval"]["interval"] = 0
-    if mode == "collect":
-        config["dqn"]["learning_starts"] = 10 * steps
+    agent) of a run of ``config`` after its first report (Ray's and the actors' start-up
+    excluded)."""
     with tempfile.TemporaryDirectory() as root:
         trainer = Trainer(build_config(config), Path(root) / "run", verbose=False)
         trainer.train()
@@ -41,6 +35,23 @@ def run(env: str, envs: int, steps: int, mode: str, backend: dict) -> tuple[floa
     first, last = rows[0], rows[-1]
     seconds = float(last["wall_s"]) - float(first["wall_s"])
     return (float(last["env_steps"]) - float(first["env_steps"])) / seconds, (float(last["updates"]) - float(first["updates"])) / seconds
+
+
+def quickstart(envs: int, steps: int, backend: dict) -> dict:
+    """``pursuit-quickstart`` with ``envs`` copies for ``steps`` env steps, reported 4 times."""
+    config = preset_dict("pursuit-quickstart")
+    config.update(total_steps=steps, report_interval=steps // 4, checkpoint_interval=10 * steps, backend=backend)
+    config["env"]["num_envs"] = envs
+    config["eval"]["interval"] = 0
+    return config
+
+
+def run(env: str, envs: int, steps: int, mode: str, backend: dict) -> tuple[float, float]:
+    config = quickstart(envs, steps, backend)
+    config["env"]["name"] = env
+    if mode == "collect":
+        config["dqn"]["learning_starts"] = 10 * steps
+    return measure(config)
 
 
 def main() -> None:

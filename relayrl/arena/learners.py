@@ -14,8 +14,9 @@ driver`` for the same seed.
 
 The driver's copy is the learner's home: it takes the actor's whole state at every
 checkpoint, at a round's end (the round's schemes and hooks work on the learners at home,
-which go back to their actors when the next round starts) and at the run's end. A learner actor that dies restarts from its home copy, so it loses what it
-learned and stored since its last checkpoint (or the round's start), nothing else.
+which go back to their actors when the next round starts) and at the run's end. A learner
+actor that dies restarts from its home copy, so it loses what it learned and stored since
+its last checkpoint (or the round's start), nothing else.
 """
 
 import pickle
@@ -26,12 +27,10 @@ import numpy as np
 
 from relayrl.algos.algorithm import Learner
 from relayrl.algos.learner import MetricWindow
-from relayrl.algos.off_policy import make_learner
-from relayrl.arena.policy import PolicyBuild
+from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, PolicyBuild
 from relayrl.arena.runners import STARTUP_S
 from relayrl.core.device import configure_threads
 from relayrl.core.errors import ConfigError
-from relayrl.core.profiler import SectionTimer
 from relayrl.sharing.relay import RelayStats
 
 
@@ -42,8 +41,9 @@ class LearnerActor:
 
     def __init__(self, build: PolicyBuild, state: bytes, threads: int) -> None:
         configure_threads(threads)
-        algo, section, sharing = build.recipe
-        self.learner = make_learner(build.spec, algo, section, sharing, build.device, build.seeds, SectionTimer(), **build.options)
+        policy = POLICY_KINDS[build.config.kind](build)
+        assert isinstance(policy, LearningPolicy)
+        self.learner = policy.learner
         self.learner.load_state_dict(pickle.loads(state))
 
     def ready(self) -> bool:
@@ -97,6 +97,8 @@ class RemoteLearner:
         self.actor = self._start()
 
     def __getattr__(self, name: str) -> Any:
+        if name == "home":  # not set yet (never read before __init__ sets it)
+            raise AttributeError(name)
         return getattr(self.home, name)
 
     def _start(self) -> Any:
