@@ -6,9 +6,13 @@ The run is ``pursuit-quickstart`` (SUPER-quantile, the small Pursuit and network
 teams, each a policy of its own playing E / P of the E copies, stepped by K Ray env
 runners; every learner takes the preset's updates (one batch per agent every 4 of its env
 steps). Each row is one run of ``--steps`` env steps after a warm-up of one report; the
-ratio is against the driver's learners with the same runners and fragments.
+ratio is against the driver's learners with the same runners and fragments. ``--relay``
+measures instead what the SUPER relay between the P learner actors costs (``relay.between``
+all of them: every learner sends what its selection picked to every other one, one batch
+per sender and fragment): the same run with and without it, and the share of the loop's
+time the relay's messages and insertions add.
 
-    python benchmarks/ray_learners.py [--policies 1 2 4] [--envs 8] [--runners 1] [--steps 8000] [--fragment-steps 16] [--learner-cpus 0.5]
+    python benchmarks/ray_learners.py [--policies 1 2 4] [--envs 8] [--runners 1] [--steps 8000] [--fragment-steps 16] [--learner-cpus 0.5] [--relay]
 """
 
 import argparse
@@ -19,12 +23,14 @@ from ray_runners import measure, quickstart  # this folder's
 from relayrl.arena.runners import start_ray
 
 
-def run(policies: int, envs: int, steps: int, backend: dict) -> tuple[float, float]:
+def run(policies: int, envs: int, steps: int, backend: dict, relay: bool = False) -> tuple[float, float]:
     """Env steps/s and updates/s of every policy together, after the first report."""
     config = quickstart(envs, steps, backend)
     if policies > 1:
         config["policies"] = {f"team{i}": {} for i in range(policies)}
         config["match"] = [{"pursuer": f"team{i}"} for i in range(policies)]
+    if relay:
+        config["relay"] = {"between": list(config["policies"])}
     sps, updates = measure(config)
     return sps, policies * updates  # the policies share one schedule
 
@@ -37,8 +43,19 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8000)
     parser.add_argument("--fragment-steps", type=int, default=16, help="steps of each copy per fragment")
     parser.add_argument("--learner-cpus", type=float, default=0.5, help="CPUs each learner actor reserves")
+    parser.add_argument("--relay", action="store_true", help="learner actors with and without the relay between them")
     args = parser.parse_args()
     start_ray(None, math.ceil(max(args.policies) * args.learner_cpus + args.runners))
+    actors = {"kind": "ray", "runners": args.runners, "fragment_steps": args.fragment_steps, "learners": "actors", "learner_cpus": args.learner_cpus}
+    if args.relay:
+        print("| policies (learner actors) | relay | env steps/s | share of the loop's time the relay adds |")
+        print("|---:|---|---:|---:|")
+        for p in args.policies:
+            apart, _ = run(p, args.envs, args.steps, actors)
+            print(f"| {p} | none | {apart:,.0f} | |", flush=True)
+            relayed, _ = run(p, args.envs, args.steps, actors, relay=True)
+            print(f"| {p} | between all | {relayed:,.0f} | {1 - relayed / apart:.1%} |", flush=True)
+        return
     print("| policies | learners | runners | env steps/s | updates/s (all policies) | ratio to the driver's learners |")
     print("|---:|---|---:|---:|---:|---:|")
     for p in args.policies:

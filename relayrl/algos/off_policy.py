@@ -99,6 +99,8 @@ class OffPolicyLearner(LearnerReports):
                 seed=seeds[2],
             )
             self.relay = Relay(spec.n_agents, sharing.team)
+        self.exports = False  # whether the selected transitions also go to other learners (relay.between)
+        self.outbox: list[dict[str, np.ndarray]] = []
         self.window = MetricWindow()
         self.updates = 0  # gradient steps per agent
         self.updates_owed = 0.0
@@ -140,6 +142,27 @@ class OffPolicyLearner(LearnerReports):
         self.unlearned_env_steps += fragment["reward"].shape[0] * fragment["reward"].shape[1]
         return int(fragment["valid"].sum())
 
+    def outgoing(self) -> tuple[dict[str, np.ndarray] | None, int]:
+        """What this learner's agents selected since the last call, for the other learners of
+        ``relay.between`` (replay rows ``[K, ...]`` and the senders' |td| as ``priority``;
+        None if nothing), and K."""
+        if not self.outbox:
+            return None, 0
+        box, self.outbox = self.outbox, []
+        rows = {k: np.concatenate([b[k] for b in box]) for k in box[0]}
+        return rows, len(rows["priority"])
+
+    def incoming(self, parts: list[dict[str, np.ndarray]]) -> None:
+        """Transitions other learners relayed (their ``outgoing`` rows): stored in every
+        agent's replay, as a SUPER receiver stores its peers' (paper 000 section 4.1), at the
+        senders' |td| where ``sharing.priority`` is ``sender_td``."""
+        with self.timer("td + relay"):
+            rows = {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
+            data = {k: v for k, v in rows.items() if k != "priority"}
+            n, k = self.layout.n_sets, len(rows["priority"])
+            priorities = np.broadcast_to(rows["priority"][None], (n, k)) if self.sharing.priority == "sender_td" else None
+            self.replay.add(data, priorities=priorities)
+
     def end_workers(self, workers: np.ndarray) -> None:
         """The episodes in flight of ``workers`` (indices of the fragments' worker axis) end
         as truncations at the last step observed: their env copies were restarted elsewhere."""
@@ -166,10 +189,14 @@ class OffPolicyLearner(LearnerReports):
         td_abs = np.abs(self.algorithm.td_error(rows))
         selected = self.selector.select(td_abs, mask)
         receive = self.relay.route(selected, mask, self.bytes_per_transition)
-        if not receive.any():
-            return
         n, m = mask.shape
         shared = {k: v.reshape(n * m, *v.shape[2:]) for k, v in rows.items()}
+        if self.exports:
+            picked = (selected & mask & self.relay.members[:, None]).reshape(-1)
+            if picked.any():
+                self.outbox.append({**{k: v[picked] for k, v in shared.items()}, "priority": td_abs.reshape(-1)[picked]})
+        if not receive.any():
+            return
         priorities = None
         if self.sharing.priority == "sender_td":
             priorities = np.broadcast_to(td_abs.reshape(1, n * m), receive.shape)

@@ -39,23 +39,40 @@ class LearnerActor:
     with ``state``. States travel pickled both ways: the arrays Ray hands over as they are
     are read-only views of its object store, and a learner writes into its buffers."""
 
-    def __init__(self, build: PolicyBuild, state: bytes, threads: int) -> None:
+    def __init__(self, build: PolicyBuild, state: bytes, threads: int, exports: bool) -> None:
         configure_threads(threads)
         policy = POLICY_KINDS[build.config.kind](build)
         assert isinstance(policy, LearningPolicy)
         self.learner = policy.learner
         self.learner.load_state_dict(pickle.loads(state))
+        self.learner.exports = exports
 
     def ready(self) -> bool:
         return True
 
-    def step(self, fragment: dict[str, np.ndarray] | None, env_steps: int) -> tuple[int, dict[str, Any]]:
+    def step(self, fragment: dict[str, np.ndarray] | None, env_steps: int) -> tuple[tuple[int, dict[str, Any], int], Any]:
         """Observes the fragment (None: the policy drove no entity), learns; returns the
-        update count and the acting networks."""
+        update count, the acting networks and the number of transitions it relays to other
+        learners, and (a second object) those transitions."""
         if fragment is not None:
             self.learner.observe(fragment)
         self.learner.learn(env_steps)
-        return self.learner.updates, self.learner.policy_state()
+        box, sent = self.learner.outgoing() if self.learner.exports else (None, 0)
+        return (self.learner.updates, self.learner.policy_state(), sent), box
+
+    def incoming(self, boxes: list[Any]) -> None:
+        """Stores what other learner actors relayed (their ``step``'s second objects); a box
+        whose sender died before sending it is lost."""
+        import ray
+
+        parts = []
+        for box in boxes:
+            try:
+                parts.append(ray.get(box))
+            except ray.exceptions.RayError:
+                continue
+        if parts:
+            self.learner.incoming(parts)
 
     def end_workers(self, workers: np.ndarray) -> None:
         self.learner.end_workers(workers)
@@ -94,6 +111,8 @@ class RemoteLearner:
         self.updates = home.updates
         self.fragment: dict[str, np.ndarray] | None = None
         self.stepping: tuple[Any, dict[str, np.ndarray] | None, int] | None = None  # the call in flight
+        self.box: Any = None  # the transitions the last step relays to other learners (an object in Ray's store)
+        self.sent = 0
         self.actor = self._start()
 
     def __getattr__(self, name: str) -> Any:
@@ -103,7 +122,7 @@ class RemoteLearner:
 
     def _start(self) -> Any:
         state = pickle.dumps(self.home.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
-        actor = self.actor_class.remote(self.build, state, self.threads)
+        actor = self.actor_class.remote(self.build, state, self.threads, self.home.exports)
         _, waiting = self.ray.wait([actor.ready.remote()], timeout=STARTUP_S)
         if waiting:
             raise ConfigError(f"the learner actor of policy {self.home.name!r} did not start within {STARTUP_S} s: "
@@ -129,7 +148,8 @@ class RemoteLearner:
         return int(fragment["valid"].sum())
 
     def learn(self, env_steps: int) -> None:
-        self.stepping = (self.actor.step.remote(self.fragment, env_steps), self.fragment, env_steps)
+        summary, self.box = self.actor.step.options(num_returns=2).remote(self.fragment, env_steps)
+        self.stepping = (summary, self.fragment, env_steps)
         self.fragment = None
 
     def settle(self) -> dict[str, Any]:
@@ -137,12 +157,22 @@ class RemoteLearner:
         assert self.stepping is not None, "learn first"
         ref, fragment, env_steps = self.stepping
         try:
-            self.updates, networks = self.ray.get(ref)
+            self.updates, networks, self.sent = self.ray.get(ref)
         except self.ray.exceptions.RayActorError as error:
             self._restart(error)
-            self.updates, networks = self.ray.get(self.actor.step.remote(fragment, env_steps))
+            summary, self.box = self.actor.step.options(num_returns=2).remote(fragment, env_steps)
+            self.updates, networks, self.sent = self.ray.get(summary)
         self.stepping = None
         return networks
+
+    def outgoing(self) -> tuple[Any, int]:
+        """The last step's relayed transitions (an object in Ray's store, which receivers fetch
+        themselves: the driver only passes the reference) and how many."""
+        box, self.box = self.box, None
+        return (box, self.sent) if self.sent else (None, 0)
+
+    def incoming(self, boxes: list[Any]) -> None:
+        self.actor.incoming.remote(boxes)
 
     def end_workers(self, workers: np.ndarray) -> None:
         self.actor.end_workers.remote(workers)

@@ -303,6 +303,16 @@ class EvalConfig(Strict):
         return self
 
 
+class RelayConfig(Strict):
+    """The SUPER relay between learners (paper 000 section 4: agents trained apart, sharing
+    over a narrow channel): every learner of ``between`` sends the transitions its own
+    selection rule picked in a fragment to every other one, which stores them in each of
+    its agents' replays once all have learned on that fragment (one batch per sender and
+    fragment; with learner actors, an object in Ray's store that receivers fetch)."""
+
+    between: list[str] = Field(min_length=2, description="learning policies that relay to each other (same observations and actions)")
+
+
 class BackendConfig(Strict):
     """Where the env copies of one run step and its learners learn (DESIGN.md §3,
     backends). ``local``: in the training process. ``ray``: ``runners`` Ray actors, each
@@ -348,6 +358,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "eval.policies": {},
     "eval.match": [],
     "qmix.storage": "episodes",
+    "relay": None,
     "backend.learners": "driver",
     "backend.learner_cpus": 1.0,
     "policies.*.qmix.storage": "episodes",
@@ -405,6 +416,7 @@ class RunConfig(Strict):
     pbt: PBTConfig | None = Field(None, description="population-based training over the rounds (exploit and explore)")
     tournament: TournamentConfig | None = Field(None, description="round-robin tournament: every pairing each round, Elo ratings")
     selfplay: SelfPlayConfig | None = Field(None, description="self-play: the opponent plays snapshots of the learner, one drawn per round")
+    relay: RelayConfig | None = Field(None, description="the SUPER relay between learning policies")
     backend: BackendConfig = BackendConfig()
     report_group: str | None = Field(None, description="team whose summed reward is reported; default the first one a learning policy drives")
     eval: EvalConfig = EvalConfig()
@@ -505,6 +517,14 @@ class RunConfig(Strict):
                         f"pbt.perturb has 'bandwidth' but {silent} relay no transitions by a bandwidth: "
                         f"give them a selection rule (sharing.select: {', '.join(BANDWIDTH_RULES)}) or drop 'bandwidth'"
                     )
+        if self.relay is not None:
+            strangers = [pid for pid in self.relay.between if pid not in self.policies or not self.policies[pid].learns]
+            if strangers:
+                raise ValueError(f"relay.between names {strangers}, which are not learning policies declared in policies")
+            silent = [pid for pid in self.relay.between if not self.recipe(pid)[2].relays_by_bandwidth]
+            if silent:
+                raise ValueError(f"relay.between has {silent}, which select no transitions to relay: give them a selection rule "
+                                 f"(sharing.select: {', '.join(BANDWIDTH_RULES)})")
         if self.tournament is not None:
             if not self.rounds:
                 raise ValueError("a tournament rates its policies round by round: give the run rounds")

@@ -121,6 +121,7 @@ class Window:
     episode_returns: list[np.ndarray] = field(default_factory=list)  # each [n_groups]: summed over a group
     episode_lengths: list[int] = field(default_factory=list)
     seconds: float = 0.0
+    relayed_out: dict[str, int] = field(default_factory=dict)  # relay.between: transitions each learner sent
 
 
 def run_dir_for(config: RunConfig, root: Path) -> Path:
@@ -211,6 +212,8 @@ class Trainer:
             if isinstance(policy, LearningPolicy):
                 self.learners[pid] = policy.learner
                 self.learner_builds[pid] = replace(build, saved=_nothing_saved)  # what a learner actor builds it from
+        if config.relay is not None:
+            self._connect_relay(config.relay.between)
         self.eval_policies = self._held_out_policies(options)
         self.fragment_length = min(learner.settings.fragment_length for learner in self.learners.values())
         self.reported = self._reported_index(names)
@@ -290,6 +293,19 @@ class Trainer:
         self.rollout.reset(self.round_seed)
         if self.runners is not None:  # new ones start with the round, once its schemes and hooks have run
             self._stop_runners()
+
+    def _connect_relay(self, between: list[str]) -> None:
+        """Every learner of ``relay.between`` sends what it selects to the others, which store
+        it as their own transitions: their entities must see and act alike."""
+        specs = {pid: self.policy_specs[pid] for pid in between}
+        shapes = {pid: (s.obs_shape, s.n_actions, s.action_shape) for pid, s in specs.items()}
+        if len(set(shapes.values())) > 1:
+            raise ConfigError(
+                f"relay.between: {', '.join(f'{pid} has {o} observations and {a} actions' for pid, (o, a, _) in shapes.items())}; "
+                "learners relay transitions only among policies whose slots have the same observations and actions"
+            )
+        for pid in between:
+            self.learners[pid].exports = True
 
     def _round_context(self, results: RoundResults | None = None) -> RoundContext:
         c = self.counters
@@ -582,7 +598,21 @@ class Trainer:
         if self.learner_actors is not None:  # the networks the next fragment acts with
             for pid, networks in self.learner_actors.settle().items():
                 self.policies[pid].load_policy_state(networks, "its learner actor")
+        if self.config.relay is not None:
+            self._relay_between(self.config.relay.between)
         self.counters.iterations += 1
+
+    def _relay_between(self, between: list[str]) -> None:
+        """Every learner's selected transitions of this fragment to every other learner of
+        ``relay.between``, after all have learned on it (paper 000 section 4: the SUPER relay
+        between agents trained apart): one batch per sender, stored before the next fragment."""
+        boxes = {pid: self.learners[pid].outgoing() for pid in between}
+        for receiver in between:
+            parts = [box for sender, (box, sent) in boxes.items() if sender != receiver and sent]
+            if parts:
+                self.learners[receiver].incoming(parts)
+        for pid, (_, sent) in boxes.items():
+            self.window.relayed_out[pid] = self.window.relayed_out.get(pid, 0) + sent
 
     def _report(self) -> dict[str, float]:
         c, w = self.counters, self.window
@@ -626,6 +656,10 @@ class Trainer:
                 row[f"episode_reward_mean/{name}"] = float(returns[:, g].mean()) if len(returns) else nan
             for pid, window in windows.items():
                 row[f"td_loss/{pid}"] = window.mean(self.learners[pid].algorithm.loss_metric)
+            for pid in self.config.relay.between if self.config.relay is not None else []:
+                sent = self.window.relayed_out.get(pid, 0)
+                row[f"relayed_out/{pid}"] = sent
+                row[f"relayed_out_bytes/{pid}"] = sent * self.learners[pid].bytes_per_transition
         if c.env_steps >= c.next_eval:
             evaluated = self.evaluate_greedy(self.config.eval.episodes)
             row["eval_reward_mean"] = float(evaluated[:, self.reported].mean())
@@ -652,7 +686,14 @@ class Trainer:
             *(f"episode_reward_mean/{n}" for n in names),
             *(f"eval_reward_mean/{n}" for n in names),
             *(f"td_loss/{n}" for n in self.learners),
+            *self._relay_columns(),
         )
+
+    def _relay_columns(self) -> tuple[str, ...]:
+        """``relay.between``: what each learner sent to every other one (each channel from a
+        sender carries the same transitions)."""
+        between = self.config.relay.between if self.config.relay is not None else []
+        return (*(f"relayed_out/{pid}" for pid in between), *(f"relayed_out_bytes/{pid}" for pid in between))
 
     def evaluate_greedy(self, episodes: int) -> np.ndarray:
         """Greedy episodes ``[episodes, n_groups]``: each group's reward summed over its

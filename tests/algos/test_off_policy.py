@@ -120,3 +120,20 @@ def test_scoring_transitions_leaves_the_update_stream_untouched():
 def test_an_unknown_algorithm_names_the_registered_ones():
     with pytest.raises(KeyError, match="unknown algorithm 'ppo'; registered: ddpg, dqn, qmix, sac, td3"):
         ALGORITHMS["ppo"]
+
+
+def test_a_learner_relays_what_its_agents_selected_to_every_agent_of_another():
+    sharing = SharingConfig(select="quantile", bandwidth=0.5, priority="sender_td")
+    sender, receiver = _learner("dqn", sharing), _learner("dqn", sharing)
+    sender.exports = True
+    for seed in range(3):
+        sender.observe(_fragment(sender, seed))
+    rows, sent = sender.outgoing()
+    stats = sender.relay.drain()
+    assert 0 < sent == stats.sent.sum() and sender.outgoing() == (None, 0)  # what the selector picked, handed out once
+    assert set(rows) == {*sender.fields, "priority"} and (rows["priority"] >= 0).all()
+    before = receiver.replay.size.copy()
+    receiver.incoming([rows, {k: v[:1] for k, v in rows.items()}])
+    np.testing.assert_array_equal(receiver.replay.size, before + sent + 1)  # every agent stores every relayed row
+    stored = receiver.replay.storage()
+    np.testing.assert_array_equal(stored["obs"][2, : sent], rows["obs"])

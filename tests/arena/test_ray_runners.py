@@ -182,3 +182,28 @@ def test_learner_actors_under_population_based_training_equal_the_drivers_and_re
 def test_learner_actors_need_the_ray_backend():
     with pytest.raises(ConfigError, match="set backend.kind=ray as well"):
         build_config(_config(2, backend={"learners": "actors"}))
+
+
+def test_the_relay_between_learners_is_the_same_in_the_driver_and_between_learner_actors(tmp_path):
+    relay = {**TWO_TEAMS, "relay": {"between": ["a", "b"]}, "sharing": {"select": "quantile", "bandwidth": 0.2}}
+    _train(_config(2, **relay), tmp_path / "local")
+    _train(_config(2, **relay, backend=ACTORS), tmp_path / "actors")
+    table = rows(tmp_path / "local" / "metrics.csv", TIMING)
+    assert rows(tmp_path / "actors" / "metrics.csv", TIMING) == table
+    sent = {pid: sum(int(r[f"relayed_out/{pid}"]) for r in table) for pid in ("a", "b")}
+    assert sent["a"] > 0 and sent["b"] > 0
+    assert all(int(r["relayed_out_bytes/b"]) == 17 * int(r["relayed_out/b"]) for r in table)  # a corridor row: 17 bytes
+    _train(_config(2, **{**relay, "relay": None}), tmp_path / "apart")
+    assert rows(tmp_path / "apart" / "metrics.csv", TIMING) != table  # what the other team relays changes what a team learns
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"relay": {"between": ["a", "nobody"]}}, r"relay.between names \['nobody'\], which are not learning policies"),
+        ({"relay": {"between": ["a", "b"]}, "sharing": {"select": "none"}}, "select no transitions to relay"),
+    ],
+)
+def test_a_relay_between_learners_that_cannot_relay_is_refused(change, message):
+    with pytest.raises(ConfigError, match=message):
+        build_config(_config(2, **{**TWO_TEAMS, **change}))
