@@ -9,8 +9,9 @@ steps). Each row is one run of ``--steps`` env steps after a warm-up of one repo
 ratio is against the driver's learners with the same runners and fragments. ``--relay``
 measures instead what the SUPER relay between the P learner actors costs (``relay.between``
 all of them: every learner sends what its selection picked to every other one, one batch
-per sender and fragment): the same run with and without it, and the share of the loop's
-time the relay's messages and insertions add.
+per sender and fragment): the seconds each learner spends handing out, fetching and storing
+relayed batches (the ``relay_seconds`` metric, over the P learners) as a share of the loop's
+wall time, and the run's throughput against the same run without the relay.
 
     python benchmarks/ray_learners.py [--policies 1 2 4] [--envs 8] [--runners 1] [--steps 8000] [--fragment-steps 16] [--learner-cpus 0.5] [--relay]
 """
@@ -23,16 +24,17 @@ from ray_runners import measure, quickstart  # this folder's
 from relayrl.arena.runners import start_ray
 
 
-def run(policies: int, envs: int, steps: int, backend: dict, relay: bool = False) -> tuple[float, float]:
-    """Env steps/s and updates/s of every policy together, after the first report."""
+def run(policies: int, envs: int, steps: int, backend: dict, relay: bool = False) -> tuple[float, float, float]:
+    """Env steps/s, updates/s of every policy together, and relaying seconds per second,
+    after the first report."""
     config = quickstart(envs, steps, backend)
     if policies > 1:
         config["policies"] = {f"team{i}": {} for i in range(policies)}
         config["match"] = [{"pursuer": f"team{i}"} for i in range(policies)]
     if relay:
         config["relay"] = {"between": list(config["policies"])}
-    sps, updates = measure(config)
-    return sps, policies * updates  # the policies share one schedule
+    sps, updates, relaying = measure(config)
+    return sps, policies * updates, relaying  # the policies share one schedule
 
 
 def main() -> None:
@@ -48,22 +50,22 @@ def main() -> None:
     start_ray(None, math.ceil(max(args.policies) * args.learner_cpus + args.runners))
     actors = {"kind": "ray", "runners": args.runners, "fragment_steps": args.fragment_steps, "learners": "actors", "learner_cpus": args.learner_cpus}
     if args.relay:
-        print("| policies (learner actors) | relay | env steps/s | share of the loop's time the relay adds |")
-        print("|---:|---|---:|---:|")
+        print("| policies (learner actors) | relay | env steps/s | ratio | relaying, share of each learner's loop time | all learners' relaying / wall time |")
+        print("|---:|---|---:|---:|---:|---:|")
         for p in args.policies:
-            apart, _ = run(p, args.envs, args.steps, actors)
-            print(f"| {p} | none | {apart:,.0f} | |", flush=True)
-            relayed, _ = run(p, args.envs, args.steps, actors, relay=True)
-            print(f"| {p} | between all | {relayed:,.0f} | {1 - relayed / apart:.1%} |", flush=True)
+            apart, _, _ = run(p, args.envs, args.steps, actors)
+            print(f"| {p} | none | {apart:,.0f} | 1.00 | | |", flush=True)
+            relayed, _, relaying = run(p, args.envs, args.steps, actors, relay=True)
+            print(f"| {p} | between all | {relayed:,.0f} | {relayed / apart:.2f} | {relaying / p:.2%} | {relaying:.2%} |", flush=True)
         return
     print("| policies | learners | runners | env steps/s | updates/s (all policies) | ratio to the driver's learners |")
     print("|---:|---|---:|---:|---:|---:|")
     for p in args.policies:
         base = {"kind": "ray", "runners": args.runners, "fragment_steps": args.fragment_steps}
-        driver, driver_updates = run(p, args.envs, args.steps, base)
+        driver, driver_updates, _ = run(p, args.envs, args.steps, base)
         print(f"| {p} | driver | {args.runners} | {driver:,.0f} | {driver_updates:,.1f} | 1.00 |", flush=True)
-        actors, actor_updates = run(p, args.envs, args.steps, {**base, "learners": "actors", "learner_cpus": args.learner_cpus})
-        print(f"| {p} | actors | {args.runners} | {actors:,.0f} | {actor_updates:,.1f} | {actors / driver:.2f} |", flush=True)
+        with_actors, actor_updates, _ = run(p, args.envs, args.steps, actors)
+        print(f"| {p} | actors | {args.runners} | {with_actors:,.0f} | {actor_updates:,.1f} | {with_actors / driver:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -22,10 +22,10 @@ from relayrl.experiment import Trainer, build_config
 from relayrl.experiment.presets import preset_dict
 
 
-def measure(config: dict) -> tuple[float, float]:
-    """Env steps/s and updates/s (of the reported learner's agents, each update one batch per
-    agent) of a run of ``config`` after its first report (Ray's and the actors' start-up
-    excluded)."""
+def measure(config: dict) -> tuple[float, float, float]:
+    """Env steps/s, updates/s (of the reported learner's agents, each update one batch per
+    agent) and the learners' seconds relaying between them per second (with ``relay``) of a
+    run of ``config`` after its first report (Ray's and the actors' start-up excluded)."""
     with tempfile.TemporaryDirectory() as root:
         trainer = Trainer(build_config(config), Path(root) / "run", verbose=False)
         trainer.train()
@@ -34,7 +34,8 @@ def measure(config: dict) -> tuple[float, float]:
             rows = list(csv.DictReader(handle))
     first, last = rows[0], rows[-1]
     seconds = float(last["wall_s"]) - float(first["wall_s"])
-    return (float(last["env_steps"]) - float(first["env_steps"])) / seconds, (float(last["updates"]) - float(first["updates"])) / seconds
+    relaying = sum(float(r.get("relay_seconds") or 0.0) for r in rows[1:])
+    return (float(last["env_steps"]) - float(first["env_steps"])) / seconds, (float(last["updates"]) - float(first["updates"])) / seconds, relaying / seconds
 
 
 def quickstart(envs: int, steps: int, backend: dict) -> dict:
@@ -46,7 +47,7 @@ def quickstart(envs: int, steps: int, backend: dict) -> dict:
     return config
 
 
-def run(env: str, envs: int, steps: int, mode: str, backend: dict) -> tuple[float, float]:
+def run(env: str, envs: int, steps: int, mode: str, backend: dict) -> tuple[float, float, float]:
     config = quickstart(envs, steps, backend)
     config["env"]["name"] = env
     if mode == "collect":
@@ -67,11 +68,11 @@ def main() -> None:
     print("| backend | runners | env copies | steps per fragment | env steps/s | updates/s | env steps/s, ratio to 1 runner | ratio to local |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for fragment in args.fragment_steps:
-        local, local_updates = run(args.env, args.envs, args.steps, args.mode, {"kind": "local", "fragment_steps": fragment})
+        local, local_updates, _ = run(args.env, args.envs, args.steps, args.mode, {"kind": "local", "fragment_steps": fragment})
         print(f"| local | - | {args.env} x {args.envs} | {fragment} | {local:,.0f} | {local_updates:,.1f} | | 1.00 |", flush=True)
         first = None
         for k in args.runners:
-            sps, updates = run(args.env, args.envs, args.steps, args.mode, {"kind": "ray", "runners": k, "fragment_steps": fragment})
+            sps, updates, _ = run(args.env, args.envs, args.steps, args.mode, {"kind": "ray", "runners": k, "fragment_steps": fragment})
             first = first or sps
             print(f"| ray | {k} | {args.env} x {args.envs} | {fragment} | {sps:,.0f} | {updates:,.1f} | {sps / first:.2f} | {sps / local:.2f} |", flush=True)
 

@@ -12,6 +12,7 @@ syncs hard targets on schedule.
 """
 
 import math
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -148,20 +149,24 @@ class OffPolicyLearner(LearnerReports):
         None if nothing), and K."""
         if not self.outbox:
             return None, 0
+        start = time.perf_counter()
         box, self.outbox = self.outbox, []
         rows = {k: np.concatenate([b[k] for b in box]) for k in box[0]}
+        self.window.add({"relay_s": time.perf_counter() - start})
         return rows, len(rows["priority"])
 
     def incoming(self, parts: list[dict[str, np.ndarray]]) -> None:
         """Transitions other learners relayed (their ``outgoing`` rows): stored in every
         agent's replay, as a SUPER receiver stores its peers' (paper 000 section 4.1), at the
         senders' |td| where ``sharing.priority`` is ``sender_td``."""
+        start = time.perf_counter()
         with self.timer("td + relay"):
             rows = {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
             data = {k: v for k, v in rows.items() if k != "priority"}
             n, k = self.layout.n_sets, len(rows["priority"])
             priorities = np.broadcast_to(rows["priority"][None], (n, k)) if self.sharing.priority == "sender_td" else None
             self.replay.add(data, priorities=priorities)
+        self.window.add({"relay_s": time.perf_counter() - start})  # the seconds relaying between learners costs
 
     def end_workers(self, workers: np.ndarray) -> None:
         """The episodes in flight of ``workers`` (indices of the fragments' worker axis) end

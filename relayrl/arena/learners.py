@@ -21,6 +21,7 @@ its last checkpoint (or the round's start), nothing else.
 
 import pickle
 import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -65,12 +66,14 @@ class LearnerActor:
         whose sender died before sending it is lost."""
         import ray
 
+        start = time.perf_counter()
         parts = []
         for box in boxes:
             try:
                 parts.append(ray.get(box))
             except ray.exceptions.RayError:
                 continue
+        self.learner.window.add({"relay_s": time.perf_counter() - start})  # fetching is part of what relaying costs
         if parts:
             self.learner.incoming(parts)
 

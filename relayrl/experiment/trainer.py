@@ -656,10 +656,13 @@ class Trainer:
                 row[f"episode_reward_mean/{name}"] = float(returns[:, g].mean()) if len(returns) else nan
             for pid, window in windows.items():
                 row[f"td_loss/{pid}"] = window.mean(self.learners[pid].algorithm.loss_metric)
-            for pid in self.config.relay.between if self.config.relay is not None else []:
+            between = self.config.relay.between if self.config.relay is not None else []
+            for pid in between:
                 sent = self.window.relayed_out.get(pid, 0)
                 row[f"relayed_out/{pid}"] = sent
                 row[f"relayed_out_bytes/{pid}"] = sent * self.learners[pid].bytes_per_transition
+            if between:
+                row["relay_seconds"] = sum(windows[pid].sums.get("relay_s", 0.0) for pid in between)
         if c.env_steps >= c.next_eval:
             evaluated = self.evaluate_greedy(self.config.eval.episodes)
             row["eval_reward_mean"] = float(evaluated[:, self.reported].mean())
@@ -691,9 +694,12 @@ class Trainer:
 
     def _relay_columns(self) -> tuple[str, ...]:
         """``relay.between``: what each learner sent to every other one (each channel from a
-        sender carries the same transitions)."""
-        between = self.config.relay.between if self.config.relay is not None else []
-        return (*(f"relayed_out/{pid}" for pid in between), *(f"relayed_out_bytes/{pid}" for pid in between))
+        sender carries the same transitions), and the seconds the learners spent handing out,
+        fetching and storing relayed batches (a timing)."""
+        if self.config.relay is None:
+            return ()
+        between = self.config.relay.between
+        return (*(f"relayed_out/{pid}" for pid in between), *(f"relayed_out_bytes/{pid}" for pid in between), "relay_seconds")
 
     def evaluate_greedy(self, episodes: int) -> np.ndarray:
         """Greedy episodes ``[episodes, n_groups]``: each group's reward summed over its
