@@ -39,6 +39,7 @@ class LearnerReports:
     algorithm: Any
     exploration_scale: float = 1.0
     selector: Selector | None = None
+    exports: bool = False  # whether it relays to other learners (``relay.between``; off-policy learners only)
 
     # what acting reads (``act`` of every learner): an env runner's copy keeps these only
     ACTING_PARTS = ("spec", "name", "algo", "settings", "algorithm", "layout", "exploration_scale")

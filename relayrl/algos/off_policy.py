@@ -100,7 +100,6 @@ class OffPolicyLearner(LearnerReports):
                 seed=seeds[2],
             )
             self.relay = Relay(spec.n_agents, sharing.team)
-        self.exports = False  # whether the selected transitions also go to other learners (relay.between)
         self.outbox: list[dict[str, np.ndarray]] = []
         self.window = MetricWindow()
         self.updates = 0  # gradient steps per agent

@@ -129,7 +129,9 @@ def start_ray(address: str | None, num_cpus: int | None) -> tuple[Any, bool]:
     if address is not None:
         ray.init(address=address, log_to_driver=False)
     else:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, _system_config={"worker_niceness": 0})
+        # "local": a new instance of this process, even where a cluster started by `ray start`
+        # (or by a test) runs on the machine, which ray.init would otherwise join
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, _system_config={"worker_niceness": 0})
     return ray, True
 
 

@@ -18,7 +18,7 @@ TIMING = ("sps", "updates_per_s", "wall_s")
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
-    ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=3, include_dashboard=False, log_to_driver=False)  # not another test's cluster
     yield
     ray.shutdown()
 
