@@ -152,7 +152,6 @@ class RayRunners:
         self.policies = policies
         self.learning = [pid for pid, p in policies.items() if isinstance(p, LearningPolicy)]
         self.seed = seed  # replacements derive theirs from it
-        self.replaced = 0  # runners replaced so far
         self.actor = ray.remote(num_cpus=runner_cpus)(EnvRunner)
         self.arguments = (env.name, env.env_settings(), env.vector)
         self.matches = matches
@@ -183,7 +182,6 @@ class RayRunners:
         tag = f"runners/{k}/replaced at {env_steps}"
         streams = {pid: derive_seeds(self.seed, 1, f"{tag}/{pid}")[0] for pid, p in self.policies.items() if p.acting_rng is not None}
         self.ray.get(self.actors[k].reset.remote(derive_seeds(self.seed, 1, tag)[0], streams))
-        self.replaced += 1
         return first, copies
 
     def _call(self, method: str, env_steps: int, *args: Any) -> tuple[list[Any], list[tuple[int, int]]]:
