@@ -22,10 +22,11 @@ from relayrl.experiment import Trainer, build_config
 from relayrl.experiment.presets import preset_dict
 
 
-def measure(config: dict) -> tuple[float, float, float]:
+def measure(config: dict, seconds_column: str = "relay_seconds") -> tuple[float, float, float]:
     """Env steps/s, updates/s (of the reported learner's agents, each update one batch per
-    agent) and the learners' seconds relaying between them per second (with ``relay``) of a
-    run of ``config`` after its first report (Ray's and the actors' start-up excluded)."""
+    agent) and the learners' seconds in ``seconds_column`` per second (relaying between
+    them with ``relay``, drawing from a shared replay with ``shared_replay``) of a run of
+    ``config`` after its first report (Ray's and the actors' start-up excluded)."""
     with tempfile.TemporaryDirectory() as root:
         trainer = Trainer(build_config(config), Path(root) / "run", verbose=False)
         trainer.train()
@@ -34,7 +35,7 @@ def measure(config: dict) -> tuple[float, float, float]:
             rows = list(csv.DictReader(handle))
     first, last = rows[0], rows[-1]
     seconds = float(last["wall_s"]) - float(first["wall_s"])
-    relaying = sum(float(r.get("relay_seconds") or 0.0) for r in rows[1:])
+    relaying = sum(float(r.get(seconds_column) or 0.0) for r in rows[1:])
     return (float(last["env_steps"]) - float(first["env_steps"])) / seconds, (float(last["updates"]) - float(first["updates"])) / seconds, relaying / seconds
 
 

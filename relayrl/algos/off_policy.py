@@ -26,7 +26,8 @@ from relayrl.algos.nstep import NStepBuilder, Transitions
 from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
-from relayrl.replay import FieldSpec, ReplayPlan, row_nbytes
+from relayrl.replay import FieldSpec, ReplayBuffer, ReplayPlan, row_nbytes
+from relayrl.replay.shared import SharedDraws
 from relayrl.sharing.config import SharingConfig
 from relayrl.sharing.corrections import CORRECTIONS, DPSCorrection, ExternalWeights
 from relayrl.sharing.relay import Relay, RelayStats
@@ -76,7 +77,9 @@ class OffPolicyLearner(LearnerReports):
         plan = replay_plan(spec, algo, s, sharing)
         self.fields = plan.fields
         self.algorithm: Algorithm = ALGORITHMS[algo].make(spec, config, self.layout.n_sets, device, seeds[0], **options)
-        self.replay = plan.build(alpha=s.alpha, beta=s.beta, eps=s.priority_eps, seed=seeds[1])
+        self.replay: ReplayBuffer | None = plan.build(alpha=s.alpha, beta=s.beta, eps=s.priority_eps, seed=seeds[1])
+        self.replay_seed = seeds[1]
+        self.shared: SharedDraws | None = None  # a replay shared with other learners (shared_replay.between)
         self.bytes_per_transition = row_nbytes(plan.fields)
         self.batch_size = s.batch_size * (spec.n_agents if s.param_sharing else 1)
         self.nstep = NStepBuilder(s.n_step, s.gamma, s.time_limit_as_terminal)
@@ -134,7 +137,9 @@ class OffPolicyLearner(LearnerReports):
             self.algorithm.observe(rows["obs"], mask)
             if self.shared_replay:
                 rows, mask = self._tagged(t)
-            if mask.any():
+            if self.shared is not None:
+                self.shared.put({k: v[mask] for k, v in rows.items()})
+            elif mask.any():
                 self.replay.add(rows, mask=mask)
         if self.relay is not None and mask.any():
             with self.timer("td + relay"):
@@ -167,6 +172,26 @@ class OffPolicyLearner(LearnerReports):
             self.replay.add(data, priorities=priorities)
         self.window.add({"relay_s": time.perf_counter() - start})  # the seconds relaying between learners costs
 
+    def join_shared_replay(self, first_agent: int) -> None:
+        """From now on this learner's agents store into and draw from a replay shared with
+        other learners (``relayrl.replay.shared``), tagged ``first_agent`` + their index; its
+        own replay goes. The run hands the rows over (``shared_rows``) and reports the
+        shared replay's size (``shared_size``) before each ``learn``."""
+        if self.correction is None:
+            raise ConfigError(f"policy {self.name!r} does not learn from a shared replay: set its sharing.replay=shared (DASE)")
+        self.shared = SharedDraws(first_agent, self.replay_seed)
+        self.replay = None
+
+    def shared_rows(self) -> dict[str, np.ndarray] | None:
+        """The tagged rows observed since the last call, for the shared replay."""
+        assert self.shared is not None
+        return self.shared.take()
+
+    def shared_size(self, size: int) -> None:
+        """The shared replay's size once this fragment's rows are in: what ``learn`` draws from."""
+        assert self.shared is not None
+        self.shared.size = size
+
     def end_workers(self, workers: np.ndarray) -> None:
         """The episodes in flight of ``workers`` (indices of the fragments' worker axis) end
         as truncations at the last step observed: their env copies were restarted elsewhere."""
@@ -185,7 +210,9 @@ class OffPolicyLearner(LearnerReports):
     def _tagged(self, t: Transitions) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Every agent's transitions as rows of the one shared buffer, tagged ``agent``."""
         rows = {k: v.reshape(1, -1, *v.shape[3:]) for k, v in self._stored(t).items()}
-        rows["agent"] = np.broadcast_to(np.arange(self.spec.n_agents, dtype=np.int16), t.valid.shape).reshape(1, -1)
+        first = self.shared.first_agent if self.shared is not None else 0
+        tags = np.arange(first, first + self.spec.n_agents, dtype=np.int16)
+        rows["agent"] = np.broadcast_to(tags, t.valid.shape).reshape(1, -1)
         return rows, t.valid.reshape(1, -1)
 
     def _relay(self, rows: dict[str, np.ndarray], mask: np.ndarray) -> None:
@@ -223,9 +250,18 @@ class OffPolicyLearner(LearnerReports):
             self.last_target_sync = env_steps
 
     def _train(self, n_updates: int) -> None:
-        for _ in range(n_updates):
+        drawn = None
+        if self.shared is not None and n_updates:
+            start = time.perf_counter()
             with self.timer("sample"):
-                data, weights, indices, external = self._sample()
+                drawn = self.shared.draw(n_updates, self.layout.n_sets * self.batch_size)
+            self.window.add({"draw_s": time.perf_counter() - start})  # drawing from the shared replay, wherever it lives
+        for i in range(n_updates):
+            with self.timer("sample"):
+                if drawn is None:
+                    data, weights, indices, external = self._sample()
+                else:
+                    data, weights, external = self._corrected({name: rows[i] for name, rows in drawn.items()})
             with self.timer("update"):
                 priorities, metrics = self.algorithm.update(data, weights)
             self._check_finite(priorities, metrics)
@@ -246,11 +282,19 @@ class OffPolicyLearner(LearnerReports):
         if self.correction is None:
             batch = self.replay.sample(self.batch_size)
             return batch.data, batch.weights if self.settings.prioritized else None, batch.indices, None
+        sampled = self.replay.sample(self.layout.n_sets * self.batch_size)
+        data, weights, external = self._corrected({name: value[0] for name, value in sampled.data.items()})
+        return data, weights, sampled.indices, external
+
+    def _corrected(self, rows: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], Any, ExternalWeights]:
+        """K x B rows of a shared replay as each agent's draw ``[K, B, ...]``, with the
+        correction's weights for the rows other agents collected."""
         k, b = self.layout.n_sets, self.batch_size
-        sampled = self.replay.sample(k * b)
-        data = {name: value.reshape(k, b, *value.shape[2:]) for name, value in sampled.data.items()}
-        external = self.correction.weights(data, self.algorithm.scale)
-        return data, external.for_update(), sampled.indices, external
+        data = {name: value.reshape(k, b, *value.shape[1:]) for name, value in rows.items()}
+        assert self.correction is not None
+        first = self.shared.first_agent if self.shared is not None else 0
+        external = self.correction.weights(data, self.algorithm.scale, np.arange(first, first + k))
+        return data, external.for_update(), external
 
     def _check_finite(self, priorities: np.ndarray | None, metrics: dict[str, float]) -> None:
         """A non-finite loss stops the run before its priorities are written, naming the
@@ -269,7 +313,6 @@ class OffPolicyLearner(LearnerReports):
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {
             "algorithm": self.algorithm.state_dict(),
-            "replay": self.replay.state_dict(),
             "nstep": self.nstep.state_dict(),
             "window": asdict(self.window),
             "exploration_scale": self.exploration_scale,
@@ -280,6 +323,10 @@ class OffPolicyLearner(LearnerReports):
                 "last_target_sync": self.last_target_sync,
             },
         }
+        if self.replay is not None:
+            state["replay"] = self.replay.state_dict()
+        if self.shared is not None:
+            state["shared"] = self.shared.state_dict()
         if self.relay is not None:
             state.update(selector=self.selector.state_dict(), relay=asdict(self.relay.stats))
         if self.correction is not None:
@@ -288,7 +335,10 @@ class OffPolicyLearner(LearnerReports):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.algorithm.load_state_dict(state["algorithm"])
-        self.replay.load_state_dict(state["replay"])
+        if self.replay is not None:
+            self.replay.load_state_dict(state["replay"])
+        if self.shared is not None:
+            self.shared.load_state_dict(state["shared"])
         self.nstep.load_state_dict(state["nstep"])
         self.window = MetricWindow(**state["window"])
         self.exploration_scale = state.get("exploration_scale", 1.0)  # absent from checkpoints before it existed

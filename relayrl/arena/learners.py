@@ -12,6 +12,14 @@ the driver loads those into its own copy of the learner, which the rollout, the 
 their random streams are those of the driver's, so a run equals ``backend.learners:
 driver`` for the same seed.
 
+A replay shared by learners (``shared_replay.between``, DASE) lives in an actor of its own:
+per fragment each learner actor returns its new rows, the replay actor adds them in the
+list's order (the driver passes only the references) and returns its size, and each
+learner actor then gathers its fragment's draws from it in one call. Its home is the
+driver's copy too: a replay actor found dead when the rows arrive restarts from it (losing
+the rows added since the last checkpoint); one that dies while learners draw from it stops
+the run, which resumes from its last checkpoint.
+
 The driver's copy is the learner's home: it takes the actor's whole state at every
 checkpoint, at a round's end (the round's schemes and hooks work on the learners at home,
 which go back to their actors when the next round starts) and at the run's end. A learner
@@ -32,7 +40,52 @@ from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, PolicyBuild
 from relayrl.arena.runners import STARTUP_S
 from relayrl.core.device import configure_threads
 from relayrl.core.errors import ConfigError
+from relayrl.replay import ReplayPlan
+from relayrl.replay.shared import SharedReplay
 from relayrl.sharing.relay import RelayStats
+
+
+class RemoteRows:
+    """A shared replay in another actor, as a learner's draws read it."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def gather(self, slots: np.ndarray) -> dict[str, np.ndarray]:
+        import ray
+
+        return ray.get(self.actor.gather.remote(slots))
+
+
+class SharedReplayActor:
+    """A shared replay (a Ray actor's state), built from ``plan`` and loaded with the
+    driver's state (data: the buffer's arrays are views of one another)."""
+
+    def __init__(self, plan: ReplayPlan, state: bytes) -> None:
+        self.replay = SharedReplay(plan, 0)
+        self.replay.load_state_dict(pickle.loads(state))
+
+    def ready(self) -> bool:
+        return True
+
+    def add(self, boxes: list[Any]) -> int:
+        """Adds the learners' rows (their ``observe``'s objects, in order); the rows of a
+        learner that died before handing them over are lost."""
+        import ray
+
+        parts = []
+        for box in boxes:
+            try:
+                parts.append(ray.get(box) if box is not None else None)
+            except ray.exceptions.RayError:
+                parts.append(None)
+        return self.replay.add(parts)
+
+    def gather(self, slots: np.ndarray) -> dict[str, np.ndarray]:
+        return self.replay.gather(slots)
+
+    def state_dict(self) -> bytes:
+        return pickle.dumps(self.replay.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 class LearnerActor:
@@ -40,23 +93,38 @@ class LearnerActor:
     with ``state``. States travel pickled both ways: the arrays Ray hands over as they are
     are read-only views of its object store, and a learner writes into its buffers."""
 
-    def __init__(self, build: PolicyBuild, state: bytes, threads: int, exports: bool) -> None:
+    def __init__(self, build: PolicyBuild, state: bytes, threads: int, exports: bool, first_agent: int | None) -> None:
+        """``first_agent``: its agents' first tag in the replay it shares, where it shares one."""
         configure_threads(threads)
         policy = POLICY_KINDS[build.config.kind](build)
         assert isinstance(policy, LearningPolicy)
         self.learner = policy.learner
+        if first_agent is not None:
+            self.learner.join_shared_replay(first_agent)
         self.learner.load_state_dict(pickle.loads(state))
         self.learner.exports = exports
 
     def ready(self) -> bool:
         return True
 
-    def step(self, fragment: dict[str, np.ndarray] | None, env_steps: int) -> tuple[tuple[int, dict[str, Any], int], Any]:
-        """Observes the fragment (None: the policy drove no entity), learns; returns the
-        update count, the acting networks and the number of transitions it relays to other
-        learners, and (a second object) those transitions."""
+    def observe(self, fragment: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+        """Observes the fragment of a learner of a shared replay; returns its new rows."""
+        self.learner.observe(fragment)
+        return self.learner.shared_rows()
+
+    def step(
+        self, fragment: dict[str, np.ndarray] | None, env_steps: int, shared: tuple[int, Any] | None = None
+    ) -> tuple[tuple[int, dict[str, Any], int], Any]:
+        """Observes the fragment (None: the policy drove no entity, or ``observe`` took it),
+        learns (where it shares a replay, from ``shared``: its size and its actor); returns
+        the update count, the acting networks and the number of transitions it relays to
+        other learners, and (a second object) those transitions."""
         if fragment is not None:
             self.learner.observe(fragment)
+        if shared is not None:
+            size, replay = shared
+            self.learner.shared_size(size)
+            self.learner.shared.source = RemoteRows(replay)
         self.learner.learn(env_steps)
         box, sent = self.learner.outgoing() if self.learner.exports else (None, 0)
         return (self.learner.updates, self.learner.policy_state(), sent), box
@@ -108,8 +176,16 @@ class RemoteLearner:
     ``end_workers``, ``drain_window`` and ``relay.drain`` go to the actor; what describes
     the learner (name, algorithm, settings, exploration) is read from its home copy."""
 
-    def __init__(self, home: Learner, build: PolicyBuild, ray: Any, actor_class: Any, threads: int) -> None:
+    def __init__(
+        self, home: Learner, build: PolicyBuild, ray: Any, actor_class: Any, threads: int, shared_replay: "RemoteSharedReplay | None" = None
+    ) -> None:
+        """``shared_replay``: the replay it shares, where it shares one."""
         self.home, self.build, self.ray, self.actor_class, self.threads = home, build, ray, actor_class, threads
+        shared = getattr(home, "shared", None)
+        self.first_agent = shared.first_agent if shared is not None else None
+        self.shared_replay = shared_replay if shared is not None else None
+        self.rows: Any = None  # the rows its last fragment adds to the shared replay (an object in Ray's store)
+        self.size = 0  # the shared replay's size once they are in
         self.relay = RemoteRelay(self) if home.relay is not None else None
         self.updates = home.updates
         self.fragment: dict[str, np.ndarray] | None = None
@@ -125,18 +201,22 @@ class RemoteLearner:
 
     def _start(self) -> Any:
         state = pickle.dumps(self.home.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
-        actor = self.actor_class.remote(self.build, state, self.threads, self.home.exports)
+        actor = self.actor_class.remote(self.build, state, self.threads, self.home.exports, self.first_agent)
         _, waiting = self.ray.wait([actor.ready.remote()], timeout=STARTUP_S)
         if waiting:
             raise ConfigError(f"the learner actor of policy {self.home.name!r} did not start within {STARTUP_S} s: "
                               f"free CPUs of the cluster: {self.ray.available_resources().get('CPU', 0.0):g}; lower backend.learner_cpus")
         return actor
 
-    def _restart(self, error: Exception) -> None:
+    def _restart(self, error: Exception, fragment: dict[str, np.ndarray] | None = None) -> None:
+        """A new actor from the home copy; the episodes in flight at its checkpoint end there
+        (as truncations at the last step it observed), so that none spans the lost steps."""
         print(f"warning: the learner actor of policy {self.home.name!r} died ({type(error).__name__}): a new one starts from its "
               "last checkpoint (or its round's start); what it learned and stored since is lost", file=sys.stderr)
         self.ray.kill(self.actor)
         self.actor = self._start()
+        if fragment is not None:
+            self.actor.end_workers.remote(np.arange(fragment["reward"].shape[1]))
 
     def call(self, method: str, *args: Any) -> Any:
         """The actor's ``method(*args)``, once more on a restarted actor where it died."""
@@ -148,12 +228,25 @@ class RemoteLearner:
 
     def observe(self, fragment: dict[str, np.ndarray]) -> int:
         self.fragment = fragment
+        if self.shared_replay is not None:  # its rows go to the shared replay before anyone learns
+            self.rows = self.actor.observe.remote(fragment)
         return int(fragment["valid"].sum())
 
+    def shared_rows(self) -> Any:
+        rows, self.rows = self.rows, None
+        return rows
+
+    def shared_size(self, size: int) -> None:
+        self.size = size
+
     def learn(self, env_steps: int) -> None:
-        summary, self.box = self.actor.step.options(num_returns=2).remote(self.fragment, env_steps)
-        self.stepping = (summary, self.fragment, env_steps)
+        self.stepping = (self._step(None if self.shared_replay is not None else self.fragment, env_steps), self.fragment, env_steps)
         self.fragment = None
+
+    def _step(self, fragment: dict[str, np.ndarray] | None, env_steps: int) -> Any:
+        shared = (self.size, self.shared_replay.actor) if self.shared_replay is not None else None
+        summary, self.box = self.actor.step.options(num_returns=2).remote(fragment, env_steps, shared)
+        return summary
 
     def settle(self) -> dict[str, Any]:
         """Waits for the fragment's ``learn``; returns the acting networks after it."""
@@ -162,9 +255,16 @@ class RemoteLearner:
         try:
             self.updates, networks, self.sent = self.ray.get(ref)
         except self.ray.exceptions.RayActorError as error:
-            self._restart(error)
-            summary, self.box = self.actor.step.options(num_returns=2).remote(fragment, env_steps)
-            self.updates, networks, self.sent = self.ray.get(summary)
+            if isinstance(error, self.ray.exceptions.RayTaskError):  # alive, but an actor it called is not: the shared replay's
+                raise RuntimeError(
+                    f"the shared replay's actor died while policy {self.home.name!r} drew from it: the run stops here; "
+                    "continue it from its last checkpoint with relayrl resume RUN_DIR"
+                ) from None
+            self._restart(error, fragment)
+            if fragment is not None and self.shared_replay is not None:  # its rows of this fragment went in, or were lost
+                self.actor.observe.remote(fragment)
+                fragment = None
+            self.updates, networks, self.sent = self.ray.get(self._step(fragment, env_steps))
         self.stepping = None
         return networks
 
@@ -195,15 +295,56 @@ class RemoteLearner:
         self.ray.kill(self.actor)
 
 
-class RayLearners:
-    """A learner actor for every learning policy of a run."""
+class RemoteSharedReplay:
+    """The shared replay while its learners are away: an actor started from the driver's
+    copy (its home), whose state comes home at checkpoints and the run's end."""
 
-    def __init__(self, learners: dict[str, Learner], builds: dict[str, PolicyBuild], ray: Any, learner_cpus: float, threads: int) -> None:
+    def __init__(self, home: SharedReplay, ray: Any) -> None:
+        self.home, self.ray = home, ray
+        self.actor_class = ray.remote(num_cpus=0)(SharedReplayActor)
+        self.actor = self._start()
+
+    def _start(self) -> Any:
+        state = pickle.dumps(self.home.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
+        actor = self.actor_class.remote(self.home.plan, state)
+        self.ray.get(actor.ready.remote(), timeout=STARTUP_S)
+        return actor
+
+    def add(self, boxes: list[Any]) -> int:
+        """The learners' rows in order; returns the size after them. A replay actor found
+        dead restarts from the home copy: the rows added since its last checkpoint are lost."""
+        try:
+            return self.ray.get(self.actor.add.remote(boxes))
+        except self.ray.exceptions.RayActorError as error:
+            print(f"warning: the shared replay's actor died ({type(error).__name__}): a new one starts from its last checkpoint; "
+                  "the rows added since are lost", file=sys.stderr)
+            self.ray.kill(self.actor)
+            self.actor = self._start()
+            return self.ray.get(self.actor.add.remote(boxes))
+
+    def bring_home(self) -> None:
+        self.home.load_state_dict(pickle.loads(self.ray.get(self.actor.state_dict.remote())))
+
+    def close(self) -> None:
+        self.ray.kill(self.actor)
+
+
+class RayLearners:
+    """A learner actor for every learning policy of a run (and an actor for the replay that
+    learners share, where they share one)."""
+
+    def __init__(
+        self, learners: dict[str, Learner], builds: dict[str, PolicyBuild], ray: Any, learner_cpus: float, threads: int,
+        shared_replay: SharedReplay | None = None,
+    ) -> None:
         actor_class = ray.remote(num_cpus=learner_cpus)(LearnerActor)
         self.remote: dict[str, RemoteLearner] = {}
+        self.shared: RemoteSharedReplay | None = None
         try:
+            if shared_replay is not None:
+                self.shared = RemoteSharedReplay(shared_replay, ray)
             for pid, learner in learners.items():
-                self.remote[pid] = RemoteLearner(learner, builds[pid], ray, actor_class, threads)
+                self.remote[pid] = RemoteLearner(learner, builds[pid], ray, actor_class, threads, self.shared)
         except BaseException:
             self.close()
             raise
@@ -215,6 +356,8 @@ class RayLearners:
     def bring_home(self) -> None:
         for remote in self.remote.values():
             remote.bring_home()
+        if self.shared is not None:
+            self.shared.bring_home()
 
     def send_away(self) -> None:
         for remote in self.remote.values():
@@ -223,3 +366,5 @@ class RayLearners:
     def close(self) -> None:
         for remote in self.remote.values():
             remote.close()
+        if self.shared is not None:
+            self.shared.close()

@@ -313,6 +313,17 @@ class RelayConfig(Strict):
     between: list[str] = Field(min_length=2, description="learning policies that relay to each other (same observations and actions)")
 
 
+class SharedReplayConfig(Strict):
+    """DASE's shared replay between learners (paper 001, section 3; SPEC §1.2): every
+    learner of ``between`` stores its agents' transitions in one replay, tagged with the
+    agent that collected them, and draws its batches from all of it with the DPS
+    correction of its own ``sharing`` (or none: ES-DASE). The learners may learn in
+    different Ray actors (``backend.learners: actors``); the replay then lives in an actor
+    of its own. Its capacity is the learners' ``buffer_size``."""
+
+    between: list[str] = Field(min_length=2, description="learning policies with sharing.replay=shared that fill and draw from one replay")
+
+
 class BackendConfig(Strict):
     """Where the env copies of one run step and its learners learn (DESIGN.md §3,
     backends). ``local``: in the training process. ``ray``: ``runners`` Ray actors, each
@@ -359,6 +370,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "eval.match": [],
     "qmix.storage": "episodes",
     "relay": None,
+    "shared_replay": None,
     "backend.learners": "driver",
     "backend.learner_cpus": 1.0,
     "policies.*.qmix.storage": "episodes",
@@ -417,6 +429,7 @@ class RunConfig(Strict):
     tournament: TournamentConfig | None = Field(None, description="round-robin tournament: every pairing each round, Elo ratings")
     selfplay: SelfPlayConfig | None = Field(None, description="self-play: the opponent plays snapshots of the learner, one drawn per round")
     relay: RelayConfig | None = Field(None, description="the SUPER relay between learning policies")
+    shared_replay: SharedReplayConfig | None = Field(None, description="DASE's one replay shared by learning policies")
     backend: BackendConfig = BackendConfig()
     report_group: str | None = Field(None, description="team whose summed reward is reported; default the first one a learning policy drives")
     eval: EvalConfig = EvalConfig()
@@ -525,6 +538,8 @@ class RunConfig(Strict):
             if silent:
                 raise ValueError(f"relay.between has {silent}, which select no transitions to relay: give them a selection rule "
                                  f"(sharing.select: {', '.join(BANDWIDTH_RULES)})")
+        if self.shared_replay is not None:
+            self._check_shared_replay(self.shared_replay.between)
         if self.tournament is not None:
             if not self.rounds:
                 raise ValueError("a tournament rates its policies round by round: give the run rounds")
@@ -591,6 +606,24 @@ class RunConfig(Strict):
             if any(not 0 <= i < n_agents for i in self.sharing.team):
                 raise ValueError(f"sharing.team indices must be in [0, {n_agents}), got {self.sharing.team}")
         return self
+
+    def _check_shared_replay(self, between: list[str]) -> None:
+        """The policies of ``shared_replay.between`` learn from a shared replay of one capacity."""
+        strangers = [pid for pid in between if pid not in self.policies or not self.policies[pid].learns]
+        if strangers:
+            raise ValueError(f"shared_replay.between names {strangers}, which are not learning policies declared in policies")
+        if len(set(between)) < len(between):
+            raise ValueError(f"shared_replay.between names a policy twice: {between}")
+        recipes = {pid: self.recipe(pid) for pid in between}
+        own = [pid for pid, (_, _, sharing) in recipes.items() if sharing.replay != "shared"]
+        if own:
+            raise ValueError(f"shared_replay.between has {own}, which keep replays of their own: give them sharing.replay=shared "
+                             "(with correction dps for DASE, none for ES-DASE)")
+        sizes = {pid: section.off_policy().buffer_size for pid, (_, section, _) in recipes.items()}
+        if len(set(sizes.values())) > 1:
+            raise ValueError(f"shared_replay.between: the learners' buffer_size differ ({sizes}); the one replay has one capacity")
+        if self.rounds:
+            raise ValueError("shared_replay.between runs without rounds: its learners keep their places in the one replay for the whole run")
 
     def _check_recipe(self, pid: str, algo: str, section: Any, sharing: SharingConfig) -> None:
         """Settings a learner cannot combine (checked for the run's and each policy's recipe)."""

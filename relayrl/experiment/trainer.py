@@ -68,6 +68,7 @@ from relayrl.experiment.evaluation import evaluate
 from relayrl.experiment.metrics import MetricsWriter
 from relayrl.experiment.run_lock import RunLock
 from relayrl.replay import ReplayPlan, row_nbytes
+from relayrl.replay.shared import SharedReplay
 
 
 # built-in schemes, by their config section: each has on_round_start / on_round_end, a table
@@ -214,6 +215,9 @@ class Trainer:
                 self.learner_builds[pid] = replace(build, saved=_nothing_saved)  # what a learner actor builds it from
         if config.relay is not None:
             self._connect_relay(config.relay.between)
+        self.shared_replay: SharedReplay | None = None  # shared_replay.between: the one replay, at home in the driver
+        if config.shared_replay is not None:
+            self.shared_replay = self._connect_shared_replay(config.shared_replay.between)
         self.eval_policies = self._held_out_policies(options)
         self.fragment_length = min(learner.settings.fragment_length for learner in self.learners.values())
         self.reported = self._reported_index(names)
@@ -297,15 +301,35 @@ class Trainer:
     def _connect_relay(self, between: list[str]) -> None:
         """Every learner of ``relay.between`` sends what it selects to the others, which store
         it as their own transitions: their entities must see and act alike."""
+        self._same_entities("relay.between", between, "relay transitions")
+        for pid in between:
+            self.learners[pid].exports = True
+
+    def _connect_shared_replay(self, between: list[str]) -> SharedReplay:
+        """The one replay of ``shared_replay.between``: each learner's agents store into it,
+        tagged after the agents of the learners before it, and draw from all of it."""
+        self._same_entities("shared_replay.between", between, "share a replay")
+        first = self.learners[between[0]]
+        algo, section, sharing = self.config.recipe(between[0])
+        plan = learner_plan(first.spec, algo, section, sharing)
+        replay = SharedReplay(plan, derive_seeds(self.config.seed, 1, "shared_replay")[0])
+        first_agent = 0
+        for pid in between:
+            learner = self.learners[pid]
+            learner.join_shared_replay(first_agent)
+            learner.shared.source = replay
+            first_agent += learner.spec.n_agents
+        return replay
+
+    def _same_entities(self, key: str, between: list[str], verb: str) -> None:
+        """Refuses policies of ``key`` whose slots see or act differently."""
         specs = {pid: self.policy_specs[pid] for pid in between}
         shapes = {pid: (s.obs_shape, s.n_actions, s.action_shape) for pid, s in specs.items()}
         if len(set(shapes.values())) > 1:
             raise ConfigError(
-                f"relay.between: {', '.join(f'{pid} has {o} observations and {a} actions' for pid, (o, a, _) in shapes.items())}; "
-                "learners relay transitions only among policies whose slots have the same observations and actions"
+                f"{key}: {', '.join(f'{pid} has {o} observations and {a} actions' for pid, (o, a, _) in shapes.items())}; "
+                f"learners {verb} only among policies whose slots have the same observations and actions"
             )
-        for pid in between:
-            self.learners[pid].exports = True
 
     def _round_context(self, results: RoundResults | None = None) -> RoundContext:
         c = self.counters
@@ -392,10 +416,11 @@ class Trainer:
         checkpoint, and refuses a run whose replays do not fit in the memory available now
         (before allocating)."""
         plans: dict[str, ReplayPlan] = {}
+        shared = self.config.shared_replay.between if self.config.shared_replay is not None else []
         for pid, spec in self.policy_specs.items():
-            if configs[pid].learns:
+            if configs[pid].learns and pid not in shared[1:]:  # the learners of a shared replay allocate one
                 algo, section, sharing = self.config.recipe(pid)
-                plans[pid] = learner_plan(spec, algo, section, sharing)
+                plans["shared replay" if pid in shared else pid] = learner_plan(spec, algo, section, sharing)
         total = sum(p.nbytes() for p in plans.values())
         per_checkpoint = sum(p.checkpoint_nbytes() for p in plans.values())
         parts = [f"{n}: {p.n_buffers} x {p.capacity:,} x {row_nbytes(p.fields):,} B" for n, p in plans.items()]
@@ -481,6 +506,7 @@ class Trainer:
             "round_returns": [r.tolist() for r in self.round_returns],
             "round_copies": self.round_copies,
             "schemes": {scheme.name: scheme.state_dict() for scheme in self.schemes},
+            "shared_replay": self.shared_replay.state_dict() if self.shared_replay is not None else None,
         }
 
     def _env_state(self) -> dict[str, Any]:
@@ -505,6 +531,8 @@ class Trainer:
         self.recent_returns = deque(state["recent_returns"], maxlen=100)
         for name, policy in self.policies.items():
             policy.load_state_dict(state["policies"][name])
+        if self.shared_replay is not None:
+            self.shared_replay.load_state_dict(state["shared_replay"])
         if self.config.rounds:
             self._enter_round(self.counters.round)
             self.round_returns = [np.array(r) for r in state["round_returns"]]
@@ -593,6 +621,8 @@ class Trainer:
         for name, learner in self.learners.items():
             if name in fragments:  # a round may give a policy no entity
                 self.counters.agent_steps += learner.observe(fragments[name])
+        if self.config.shared_replay is not None:
+            self._fill_shared_replay(self.config.shared_replay.between)
         for learner in self.learners.values():
             learner.learn(self.counters.env_steps)
         if self.learner_actors is not None:  # the networks the next fragment acts with
@@ -601,6 +631,16 @@ class Trainer:
         if self.config.relay is not None:
             self._relay_between(self.config.relay.between)
         self.counters.iterations += 1
+
+    def _fill_shared_replay(self, between: list[str]) -> None:
+        """The fragment's rows of every learner of ``shared_replay.between`` into the one
+        replay, in the list's order, before any of them draws (paper 001, Algorithm 1: the K
+        agents store, then each samples from the shared buffer); with learner actors the
+        rows go from actor to actor, and the driver passes their references."""
+        replay = self.learner_actors.shared if self.learners_away() else self.shared_replay
+        size = replay.add([self.learners[pid].shared_rows() for pid in between])
+        for pid in between:
+            self.learners[pid].shared_size(size)
 
     def _relay_between(self, between: list[str]) -> None:
         """Every learner's selected transitions of this fragment to every other learner of
@@ -663,6 +703,11 @@ class Trainer:
                 row[f"relayed_out_bytes/{pid}"] = sent * self.learners[pid].bytes_per_transition
             if between:
                 row["relay_seconds"] = sum(windows[pid].sums.get("relay_s", 0.0) for pid in between)
+            if self.config.shared_replay is not None:
+                shared = self.config.shared_replay.between
+                for pid in shared:
+                    row[f"dps_weight/{pid}"] = windows[pid].mean("dps_weight")
+                row["draw_seconds"] = sum(windows[pid].sums.get("draw_s", 0.0) for pid in shared)
         if c.env_steps >= c.next_eval:
             evaluated = self.evaluate_greedy(self.config.eval.episodes)
             row["eval_reward_mean"] = float(evaluated[:, self.reported].mean())
@@ -690,6 +735,7 @@ class Trainer:
             *(f"eval_reward_mean/{n}" for n in names),
             *(f"td_loss/{n}" for n in self.learners),
             *self._relay_columns(),
+            *self._shared_replay_columns(),
         )
 
     def _relay_columns(self) -> tuple[str, ...]:
@@ -700,6 +746,14 @@ class Trainer:
             return ()
         between = self.config.relay.between
         return (*(f"relayed_out/{pid}" for pid in between), *(f"relayed_out_bytes/{pid}" for pid in between), "relay_seconds")
+
+    def _shared_replay_columns(self) -> tuple[str, ...]:
+        """``shared_replay.between``: each learner's mean DPS weight on the others' rows (1
+        without a correction), and the seconds the learners spent drawing from the shared
+        replay (gathering the rows, from another actor where it lives in one: a timing)."""
+        if self.config.shared_replay is None:
+            return ()
+        return (*(f"dps_weight/{pid}" for pid in self.config.shared_replay.between), "draw_seconds")
 
     def evaluate_greedy(self, episodes: int) -> np.ndarray:
         """Greedy episodes ``[episodes, n_groups]``: each group's reward summed over its
@@ -788,7 +842,9 @@ class Trainer:
                 f"need {need:g} CPUs but the Ray cluster has {total:g}: lower them, or join a larger cluster (backend.address)"
             )
         if learners and self.learner_actors is None:
-            self.learner_actors = RayLearners(self.learners, self.learner_builds, ray, b.learner_cpus, self.config.torch_threads)
+            self.learner_actors = RayLearners(
+                self.learners, self.learner_builds, ray, b.learner_cpus, self.config.torch_threads, self.shared_replay
+            )
         elif learners:  # a new round: the learners as its schemes and hooks left them
             self.learner_actors.send_away()
         if learners:

@@ -151,16 +151,17 @@ class DPSSettings:
 class ExternalWeights:
     """The weights of one DASE step (paper 001, section 3.2): K agents' draws ``[K, B]``
     from the shared replay, split into each agent's own rows and the others' (``agent``
-    tags). Called with the agents' own actions on the batch's states, it returns the
+    tags; ``own [K]``: the drawing agents' tags). Called with the agents' own actions on the batch's states, it returns the
     per-transition weights; ``metrics`` reports the external weight and share."""
 
-    def __init__(self, batch: dict[str, np.ndarray], scale: torch.Tensor, settings: DPSSettings, generator: torch.Generator) -> None:
-        k = batch["agent"].shape[0]
+    def __init__(
+        self, batch: dict[str, np.ndarray], scale: torch.Tensor, settings: DPSSettings, generator: torch.Generator, own: np.ndarray
+    ) -> None:
         self.settings, self.generator, self.scale = settings, generator, scale
-        self.external = torch.as_tensor(batch["agent"].astype(np.int64) != np.arange(k)[:, None], device=scale.device)
+        self.external = torch.as_tensor(batch["agent"].astype(np.int64) != own[:, None], device=scale.device)
         # in units of the action range's half-width, like the exploration noise sigma
         self.actions = torch.as_tensor(batch["action"], device=scale.device).float() / scale
-        self.external_weight = torch.ones(k)
+        self.external_weight = torch.ones(len(own))
 
     def __call__(self, own_actions: torch.Tensor) -> torch.Tensor:
         s = self.settings
@@ -190,8 +191,9 @@ class DPSCorrection:
         self.settings = settings
         self.generator = torch.Generator(device=device).manual_seed(seed)
 
-    def weights(self, batch: dict[str, np.ndarray], scale: torch.Tensor) -> ExternalWeights:
-        return ExternalWeights(batch, scale, self.settings, self.generator)
+    def weights(self, batch: dict[str, np.ndarray], scale: torch.Tensor, own: np.ndarray) -> ExternalWeights:
+        """The weights of the K agents' draws ``batch [K, B]``; ``own [K]``: their ``agent`` tags."""
+        return ExternalWeights(batch, scale, self.settings, self.generator, own)
 
     def state_dict(self) -> dict[str, Any]:
         return {"generator": self.generator.get_state()}

@@ -51,7 +51,7 @@ def dase_update(algorithm: TD3, replay: ReplayBuffer, batch_size: int, settings:
     the correction, one update of all K agents."""
     k = algorithm.n_sets
     data = {name: value.reshape(k, batch_size, *value.shape[2:]) for name, value in replay.sample(k * batch_size).data.items()}
-    weights = DPSCorrection(settings, torch.device("cpu"), 0).weights(data, algorithm.scale)
+    weights = DPSCorrection(settings, torch.device("cpu"), 0).weights(data, algorithm.scale, np.arange(k))
     _, metrics = algorithm.update(data, weights.for_update())
     return {**metrics, **weights.metrics()}
 

@@ -1,7 +1,8 @@
 """backend ray on a local cluster of several nodes (``ray.cluster_utils.Cluster``): an env
 runner killed mid-run, or the node it ran on removed, is replaced and the run goes on with
 nothing lost but what the runner held (its copies' episodes in flight end as truncations);
-a learner actor killed mid-run restarts from its last checkpoint; a driver killed mid-run
+a learner actor killed mid-run restarts from its last checkpoint (a learner of a shared
+replay keeps its rows there); a driver killed mid-run
 resumes from its last checkpoint and ends as an uninterrupted run."""
 
 import os
@@ -11,6 +12,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 import yaml
 
@@ -133,6 +135,68 @@ def test_a_killed_learner_actor_restarts_from_its_last_checkpoint(cluster, tmp_p
     a, b = trainer.learners["a"], trainer.learners["b"]  # the same schedule, but a went back to its state at 600
     lost = (b.updates - a.updates) / b.updates  # 300 of the 2,900 env steps that earn updates: about 0.1 (from scratch: 0.28)
     assert 0.05 < lost < 0.15 and a.replay.size.sum() < b.replay.size.sum()
+
+
+def _shared_replay_config() -> dict:
+    """DASE between two learner actors on Pendulum, one replay in an actor of its own."""
+    return {
+        "preset": "ray-faults-shared-replay",
+        "env": {"name": "Pendulum-v1", "settings": {"n_agents": 2}},
+        "total_steps": 1200,
+        "report_interval": 300,
+        "checkpoint_interval": 400,
+        "eval": {"interval": 0},
+        "actor_critic": {"random_steps": 100, "buffer_size": 5000, "batch_size": 16, "hidden": [16]},
+        "sharing": {"select": "all", "replay": "shared", "correction": "dps"},
+        "policies": {"a": {}, "b": {}},
+        "match": [{"agent": ["a", "b"]}],
+        "shared_replay": {"between": ["a", "b"]},
+        "backend": {"kind": "ray", "runners": 1, "runner_cpus": 1, "learners": "actors", "learner_cpus": 1, "fragment_steps": 10},
+    }
+
+
+def _agents_held(trainer: Trainer) -> np.ndarray:
+    """How many rows of each agent the shared replay holds at the run's end."""
+    held = trainer.shared_replay.gather(np.arange(trainer.shared_replay.buffer.size[0]))
+    return np.bincount(held["agent"], minlength=2)
+
+
+def test_a_killed_learner_of_a_shared_replay_restarts_from_its_last_checkpoint_and_the_replay_keeps_its_rows(cluster, tmp_path, capsys):
+    trainer = Trainer(build_config(_shared_replay_config()), tmp_path / "run", verbose=False)
+    watcher = _kill_when(trainer, 600, lambda _: ray.kill(trainer.learner_actors.remote["a"].actor))
+    trainer.train()
+    watcher.join(timeout=5)
+    trainer.close()
+    assert "the learner actor of policy 'a' died" in capsys.readouterr().err
+    a, b = trainer.learners["a"], trainer.learners["b"]  # a went back to its state at 400 (or 800)
+    assert a.updates < b.updates == 1110  # one per env step from the fragment that reached step 100
+    counts = _agents_held(trainer)
+    # the rows live in the replay's actor: a loses at most the fragment it was observing when it died
+    assert counts[1] == 1200 and 1200 - 10 <= counts[0] <= 1200
+
+
+def test_a_killed_shared_replay_actor_restarts_from_its_last_checkpoint(cluster, tmp_path, capsys):
+    trainer = Trainer(build_config(_shared_replay_config()), tmp_path / "run", verbose=False)
+    iteration = trainer.iteration
+
+    def kill_at_600() -> None:  # between two fragments, when no learner draws from it
+        if trainer.counters.env_steps == 600:
+            replay = trainer.learner_actors.shared.actor
+            ray.kill(replay)
+            with pytest.raises(ray.exceptions.RayActorError):
+                for _ in range(200):  # until the kill has landed
+                    ray.get(replay.ready.remote())
+                    time.sleep(0.05)
+        iteration()
+
+    trainer.iteration = kill_at_600
+    trainer.train()
+    trainer.close()
+    assert "the shared replay's actor died" in capsys.readouterr().err
+    a, b = trainer.learners["a"], trainer.learners["b"]
+    assert a.updates == b.updates == 1110  # the learners go on drawing from the restarted replay
+    # it went back to its rows at the checkpoint of env step 400: the 200 steps after it are lost
+    np.testing.assert_array_equal(_agents_held(trainer), [1000, 1000])
 
 
 def test_a_killed_driver_resumes_from_its_last_checkpoint_and_ends_as_an_uninterrupted_run(cluster, tmp_path):

@@ -4,6 +4,7 @@ exactly from the runners' saved states; learner actors equal the driver's learne
 policy and episode learners, population-based training across rounds, a resume inside a
 round); bad backends are refused before training."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -208,3 +209,60 @@ def test_the_relay_between_learners_is_the_same_in_the_driver_and_between_learne
 def test_a_relay_between_learners_that_cannot_relay_is_refused(change, message):
     with pytest.raises(ConfigError, match=message):
         build_config(_config(2, **{**TWO_TEAMS, **change}))
+
+
+def _shared_replay(**extra) -> dict:
+    """DASE between learners: two TD3 policies, each driving one of the two Pendulum copies,
+    filling and drawing from one replay."""
+    return {
+        "preset": "ray-shared-replay",
+        "env": {"name": "Pendulum-v1", "settings": {"n_agents": 2}},
+        "total_steps": 600,
+        "report_interval": 200,
+        "checkpoint_interval": 300,
+        "keep_checkpoints": 5,
+        "eval": {"interval": 300, "episodes": 1},
+        "actor_critic": {"random_steps": 200, "buffer_size": 2000, "batch_size": 16, "hidden": [16]},
+        "sharing": {"select": "all", "replay": "shared", "correction": "dps"},
+        "policies": {"a": {}, "b": {}},
+        "match": [{"agent": ["a", "b"]}],
+        "shared_replay": {"between": ["a", "b"]},
+        **extra,
+    }
+
+
+def test_a_shared_replay_is_the_same_in_the_driver_and_between_learner_actors_and_resumes(tmp_path):
+    fragments = {"fragment_steps": 4}
+    driver = _train(_shared_replay(backend={"kind": "ray", "runners": 1, **fragments}), tmp_path / "driver")
+    actors = _train(_shared_replay(backend={**ACTORS, **fragments}), tmp_path / "actors")
+    timing = (*TIMING, "draw_seconds")
+    table = rows(tmp_path / "driver" / "metrics.csv", timing)
+    assert rows(tmp_path / "actors" / "metrics.csv", timing) == table
+    assert all(0.0 < float(r["dps_weight/b"]) < 1.0 for r in table if int(r["env_steps"]) > 200)
+    held = actors.shared_replay.gather(np.arange(actors.shared_replay.buffer.size[0]))  # home after the run
+    np.testing.assert_array_equal(np.bincount(held["agent"]), [600, 600])  # every agent step of both learners
+    for pid in ("a", "b"):
+        for p, q in zip(driver.learners[pid].algorithm.actor.parameters(), actors.learners[pid].algorithm.actor.parameters()):
+            torch.testing.assert_close(p, q, rtol=0, atol=0)
+    _train(_shared_replay(backend={**ACTORS, **fragments}), tmp_path / "resumed")
+    stop_at(tmp_path / "resumed", 400)
+    _train(_shared_replay(backend={**ACTORS, **fragments}), tmp_path / "resumed")
+    assert rows(tmp_path / "resumed" / "metrics.csv", timing) == table
+    apart = _shared_replay(shared_replay=None, backend={"kind": "ray", "runners": 1, **fragments})
+    _train(apart, tmp_path / "apart")  # each learner alone in a replay of its own
+    assert rows(tmp_path / "apart" / "metrics.csv", (*timing, *(f"dps_weight/{p}" for p in "ab"))) != rows(
+        tmp_path / "driver" / "metrics.csv", (*timing, *(f"dps_weight/{p}" for p in "ab"))
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"shared_replay": {"between": ["a", "nobody"]}}, r"names \['nobody'\], which are not learning policies"),
+        ({"sharing": {"select": "quantile"}}, r"has \['a', 'b'\], which keep replays of their own"),
+        ({"policies": {"a": {}, "b": {"actor_critic": {"buffer_size": 500}}}}, "buffer_size differ"),
+    ],
+)
+def test_a_shared_replay_that_cannot_be_shared_is_refused(change, message):
+    with pytest.raises(ConfigError, match=message):
+        build_config(_shared_replay(**change))

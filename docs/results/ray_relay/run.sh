@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-cd "$(dirname "$0")/../.."  # the repository
+cd "$(dirname "$0")/../../.."  # the repository
 for seed in 0 1 2; do for v in apart relay; do
-  python -m relayrl.cli train docs/results/ray_relay/$v.yaml seed=$seed --out runs/ray_relay
+  python -m relayrl.cli train docs/results/ray_relay/$v.yaml seed=$seed --out docs/results/ray_relay/runs
 done; done
