@@ -27,7 +27,7 @@ def main() -> None:
     env = PredatorPreyVectorEnv(e)
     (first,) = env.reset(0)
     rng = np.random.default_rng(1)
-    masks, draws, respawns = [], [], []
+    draws, respawns = [], []
     actions = []
     # the vectorised env's own trajectory fixes the actions and draws both implementations step
     mask = first.action_mask

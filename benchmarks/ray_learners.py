@@ -24,17 +24,20 @@ from ray_runners import measure, quickstart  # this folder's
 from relayrl.arena.runners import start_ray
 
 
-def run(policies: int, envs: int, steps: int, backend: dict, relay: bool = False) -> tuple[float, float, float]:
-    """Env steps/s, updates/s of every policy together, and relaying seconds per second,
-    after the first report."""
+def run(policies: int, envs: int, steps: int, backend: dict, relay: bool = False) -> tuple[float, float, float, float, float]:
+    """Env steps/s, updates/s of every policy together, and per second: the learners'
+    seconds relaying, the transitions and the bytes relayed (over all senders)."""
     config = quickstart(envs, steps, backend)
     if policies > 1:
         config["policies"] = {f"team{i}": {} for i in range(policies)}
         config["match"] = [{"pursuer": f"team{i}"} for i in range(policies)]
     if relay:
         config["relay"] = {"between": list(config["policies"])}
-    sps, updates, relaying = measure(config)
-    return sps, policies * updates, relaying  # the policies share one schedule
+    m = measure(config)
+    pids = list(config.get("policies") or [])
+    sent = m.per_second(*(f"relayed_out/{pid}" for pid in pids))
+    sent_bytes = m.per_second(*(f"relayed_out_bytes/{pid}" for pid in pids))
+    return m.sps, policies * m.updates_per_s, m.per_second("relay_seconds"), sent, sent_bytes  # the policies share one schedule
 
 
 def main() -> None:
@@ -50,21 +53,22 @@ def main() -> None:
     start_ray(None, math.ceil(max(args.policies) * args.learner_cpus + args.runners))
     actors = {"kind": "ray", "runners": args.runners, "fragment_steps": args.fragment_steps, "learners": "actors", "learner_cpus": args.learner_cpus}
     if args.relay:
-        print("| policies (learner actors) | relay | env steps/s | ratio | relaying, share of each learner's loop time | all learners' relaying / wall time |")
-        print("|---:|---|---:|---:|---:|---:|")
+        print("| policies (learner actors) | relay | env steps/s | ratio | relaying, share of each learner's loop time | all learners' relaying / wall time | transitions sent/s | MB sent/s |")
+        print("|---:|---|---:|---:|---:|---:|---:|---:|")
         for p in args.policies:
-            apart, _, _ = run(p, args.envs, args.steps, actors)
-            print(f"| {p} | none | {apart:,.0f} | 1.00 | | |", flush=True)
-            relayed, _, relaying = run(p, args.envs, args.steps, actors, relay=True)
-            print(f"| {p} | between all | {relayed:,.0f} | {relayed / apart:.2f} | {relaying / p:.2%} | {relaying:.2%} |", flush=True)
+            apart = run(p, args.envs, args.steps, actors)[0]
+            print(f"| {p} | none | {apart:,.0f} | 1.00 | | | | |", flush=True)
+            relayed, _, relaying, sent, sent_bytes = run(p, args.envs, args.steps, actors, relay=True)
+            print(f"| {p} | between all | {relayed:,.0f} | {relayed / apart:.2f} | {relaying / p:.2%} | {relaying:.2%} | "
+                  f"{sent:,.0f} | {sent_bytes / 1e6:.3f} |", flush=True)
         return
     print("| policies | learners | runners | env steps/s | updates/s (all policies) | ratio to the driver's learners |")
     print("|---:|---|---:|---:|---:|---:|")
     for p in args.policies:
         base = {"kind": "ray", "runners": args.runners, "fragment_steps": args.fragment_steps}
-        driver, driver_updates, _ = run(p, args.envs, args.steps, base)
+        driver, driver_updates, *_ = run(p, args.envs, args.steps, base)
         print(f"| {p} | driver | {args.runners} | {driver:,.0f} | {driver_updates:,.1f} | 1.00 |", flush=True)
-        with_actors, actor_updates, _ = run(p, args.envs, args.steps, actors)
+        with_actors, actor_updates, *_ = run(p, args.envs, args.steps, actors)
         print(f"| {p} | actors | {args.runners} | {with_actors:,.0f} | {actor_updates:,.1f} | {with_actors / driver:.2f} |", flush=True)
 
 

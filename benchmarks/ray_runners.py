@@ -15,6 +15,7 @@ fragments.
 import argparse
 import csv
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from relayrl.arena.runners import start_ray
@@ -22,21 +23,40 @@ from relayrl.experiment import Trainer, build_config
 from relayrl.experiment.presets import preset_dict
 
 
-def measure(config: dict, seconds_column: str = "relay_seconds") -> tuple[float, float, float]:
-    """Env steps/s, updates/s (of the reported learner's agents, each update one batch per
-    agent) and the learners' seconds in ``seconds_column`` per second (relaying between
-    them with ``relay``, drawing from a shared replay with ``shared_replay``) of a run of
-    ``config`` after its first report (Ray's and the actors' start-up excluded)."""
+@dataclass
+class Measured:
+    """A run's metric rows after its first report (Ray's and the actors' start-up excluded)."""
+
+    rows: list[dict[str, str]]
+
+    @property
+    def seconds(self) -> float:
+        return float(self.rows[-1]["wall_s"]) - float(self.rows[0]["wall_s"])
+
+    @property
+    def sps(self) -> float:
+        """Env steps/s."""
+        return (float(self.rows[-1]["env_steps"]) - float(self.rows[0]["env_steps"])) / self.seconds
+
+    @property
+    def updates_per_s(self) -> float:
+        """Updates/s of the reported learner's agents (each update one batch per agent)."""
+        return (float(self.rows[-1]["updates"]) - float(self.rows[0]["updates"])) / self.seconds
+
+    def per_second(self, *columns: str) -> float:
+        """What ``columns`` count per report (seconds relaying or drawing, transitions or
+        bytes relayed), summed over the reports and ``columns``, per second of wall time."""
+        return sum(float(r.get(c) or 0.0) for r in self.rows[1:] for c in columns) / self.seconds
+
+
+def measure(config: dict) -> Measured:
+    """Trains ``config`` in a temporary run directory; returns its rows from the first report on."""
     with tempfile.TemporaryDirectory() as root:
         trainer = Trainer(build_config(config), Path(root) / "run", verbose=False)
         trainer.train()
         trainer.close()
         with (Path(root) / "run" / "metrics.csv").open() as handle:
-            rows = list(csv.DictReader(handle))
-    first, last = rows[0], rows[-1]
-    seconds = float(last["wall_s"]) - float(first["wall_s"])
-    relaying = sum(float(r.get(seconds_column) or 0.0) for r in rows[1:])
-    return (float(last["env_steps"]) - float(first["env_steps"])) / seconds, (float(last["updates"]) - float(first["updates"])) / seconds, relaying / seconds
+            return Measured(list(csv.DictReader(handle)))
 
 
 def quickstart(envs: int, steps: int, backend: dict) -> dict:
@@ -48,12 +68,13 @@ def quickstart(envs: int, steps: int, backend: dict) -> dict:
     return config
 
 
-def run(env: str, envs: int, steps: int, mode: str, backend: dict) -> tuple[float, float, float]:
+def run(env: str, envs: int, steps: int, mode: str, backend: dict) -> tuple[float, float]:
     config = quickstart(envs, steps, backend)
     config["env"]["name"] = env
     if mode == "collect":
         config["dqn"]["learning_starts"] = 10 * steps
-    return measure(config)
+    measured = measure(config)
+    return measured.sps, measured.updates_per_s
 
 
 def main() -> None:
@@ -69,11 +90,11 @@ def main() -> None:
     print("| backend | runners | env copies | steps per fragment | env steps/s | updates/s | env steps/s, ratio to 1 runner | ratio to local |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for fragment in args.fragment_steps:
-        local, local_updates, _ = run(args.env, args.envs, args.steps, args.mode, {"kind": "local", "fragment_steps": fragment})
+        local, local_updates = run(args.env, args.envs, args.steps, args.mode, {"kind": "local", "fragment_steps": fragment})
         print(f"| local | - | {args.env} x {args.envs} | {fragment} | {local:,.0f} | {local_updates:,.1f} | | 1.00 |", flush=True)
         first = None
         for k in args.runners:
-            sps, updates, _ = run(args.env, args.envs, args.steps, args.mode, {"kind": "ray", "runners": k, "fragment_steps": fragment})
+            sps, updates = run(args.env, args.envs, args.steps, args.mode, {"kind": "ray", "runners": k, "fragment_steps": fragment})
             first = first or sps
             print(f"| ray | {k} | {args.env} x {args.envs} | {fragment} | {sps:,.0f} | {updates:,.1f} | {sps / first:.2f} | {sps / local:.2f} |", flush=True)
 

@@ -57,7 +57,8 @@ def main() -> None:
             actors = {**ray, "learners": "actors", "learner_cpus": args.learner_cpus}
             base = None
             for name, backend, learners in (("one learner", ray, 1), (f"{k} learners, driver", ray, k), (f"{k} learner actors", actors, k)):
-                sps, updates, drawing = measure(config(args.preset, k, args.steps, backend, learners), "draw_seconds")
+                m = measure(config(args.preset, k, args.steps, backend, learners))
+                sps, updates, drawing = m.sps, m.updates_per_s, m.per_second("draw_seconds")
                 base = base or sps
                 share = f"{drawing:.2%}" if learners > 1 else ""
                 print(f"| {k} | {fragment} | {name} | {sps:,.1f} | {updates:,.1f} | {sps / base:.2f} | {share} |", flush=True)
