@@ -1,5 +1,6 @@
-"""Helpers of the round and scheme tests: a run trained to its end, a CSV's rows, a run cut
-back to a step (as if it had stopped there), and a hook module the run imports."""
+"""Helpers of the round, scheme and Ray tests: a run trained to its end, a CSV's rows, a run
+cut back to a step (as if it had stopped there), a hook module the run imports, and a
+config of DASE between learners."""
 
 import csv
 import shutil
@@ -38,3 +39,22 @@ def hook_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text
     log = tmp_path / "hooks.jsonl"
     monkeypatch.setenv("RELAYRL_TEST_HOOKS", str(log))
     return log
+
+
+def shared_replay_config(**extra) -> dict:
+    """DASE between learners: two TD3 policies, each driving one of two Pendulum copies,
+    filling and drawing from one replay (``shared_replay``)."""
+    return {
+        "preset": "shared-replay",
+        "env": {"name": "Pendulum-v1", "settings": {"n_agents": 2}},
+        "total_steps": 600,
+        "report_interval": 200,
+        "checkpoint_interval": 300,
+        "eval": {"interval": 0},
+        "actor_critic": {"random_steps": 200, "buffer_size": 5000, "batch_size": 16, "hidden": [16]},
+        "sharing": {"select": "all", "replay": "shared", "correction": "dps"},
+        "policies": {"a": {}, "b": {}},
+        "match": [{"agent": ["a", "b"]}],
+        "shared_replay": {"between": ["a", "b"]},
+        **extra,
+    }

@@ -30,9 +30,6 @@ class SharedReplay:
         self.plan = plan
         self.buffer = plan.build(seed=seed)
 
-    def ready(self) -> bool:
-        return True
-
     def add(self, parts: list[dict[str, np.ndarray] | None]) -> int:
         """Stores each learner's rows ``[M, ...]`` in order (None: it had none); returns the
         number of rows held."""

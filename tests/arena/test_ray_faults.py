@@ -18,7 +18,7 @@ import yaml
 
 from relayrl.experiment import Trainer, build_config
 from relayrl.experiment.checkpoint import list_checkpoints
-from round_runs import rows
+from round_runs import rows, shared_replay_config
 
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
@@ -138,21 +138,12 @@ def test_a_killed_learner_actor_restarts_from_its_last_checkpoint(cluster, tmp_p
 
 
 def _shared_replay_config() -> dict:
-    """DASE between two learner actors on Pendulum, one replay in an actor of its own."""
-    return {
-        "preset": "ray-faults-shared-replay",
-        "env": {"name": "Pendulum-v1", "settings": {"n_agents": 2}},
-        "total_steps": 1200,
-        "report_interval": 300,
-        "checkpoint_interval": 400,
-        "eval": {"interval": 0},
-        "actor_critic": {"random_steps": 100, "buffer_size": 5000, "batch_size": 16, "hidden": [16]},
-        "sharing": {"select": "all", "replay": "shared", "correction": "dps"},
-        "policies": {"a": {}, "b": {}},
-        "match": [{"agent": ["a", "b"]}],
-        "shared_replay": {"between": ["a", "b"]},
-        "backend": {"kind": "ray", "runners": 1, "runner_cpus": 1, "learners": "actors", "learner_cpus": 1, "fragment_steps": 10},
-    }
+    """Two TD3 learner actors on Pendulum, one replay in an actor of its own."""
+    return shared_replay_config(
+        total_steps=1200, report_interval=300, checkpoint_interval=400,
+        actor_critic={"random_steps": 100, "buffer_size": 5000, "batch_size": 16, "hidden": [16]},
+        backend={"kind": "ray", "runners": 1, "runner_cpus": 1, "learners": "actors", "learner_cpus": 1, "fragment_steps": 10},
+    )
 
 
 def _agents_held(trainer: Trainer) -> np.ndarray:

@@ -11,7 +11,7 @@ import torch
 from relayrl.arena.runners import rotated, slices
 from relayrl.core.errors import ConfigError
 from relayrl.experiment import Trainer, build_config
-from round_runs import rows, stop_at
+from round_runs import rows, shared_replay_config, stop_at
 
 ray = pytest.importorskip("ray")
 TIMING = ("sps", "updates_per_s", "wall_s")
@@ -212,23 +212,7 @@ def test_a_relay_between_learners_that_cannot_relay_is_refused(change, message):
 
 
 def _shared_replay(**extra) -> dict:
-    """DASE between learners: two TD3 policies, each driving one of the two Pendulum copies,
-    filling and drawing from one replay."""
-    return {
-        "preset": "ray-shared-replay",
-        "env": {"name": "Pendulum-v1", "settings": {"n_agents": 2}},
-        "total_steps": 600,
-        "report_interval": 200,
-        "checkpoint_interval": 300,
-        "keep_checkpoints": 5,
-        "eval": {"interval": 300, "episodes": 1},
-        "actor_critic": {"random_steps": 200, "buffer_size": 2000, "batch_size": 16, "hidden": [16]},
-        "sharing": {"select": "all", "replay": "shared", "correction": "dps"},
-        "policies": {"a": {}, "b": {}},
-        "match": [{"agent": ["a", "b"]}],
-        "shared_replay": {"between": ["a", "b"]},
-        **extra,
-    }
+    return shared_replay_config(keep_checkpoints=5, eval={"interval": 300, "episodes": 1}, **extra)
 
 
 def test_a_shared_replay_is_the_same_in_the_driver_and_between_learner_actors_and_resumes(tmp_path):
