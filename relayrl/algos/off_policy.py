@@ -239,12 +239,14 @@ class OffPolicyLearner(LearnerReports):
         ``fragment_length`` env steps from ``learning_starts`` on), then a target sync when
         one is due."""
         s = self.settings
-        collected, self.unlearned_env_steps = self.unlearned_env_steps, 0
         if env_steps >= s.learning_starts:
-            self.updates_owed += collected / s.fragment_length
-            n_updates = int(self.updates_owed)
-            self.updates_owed -= n_updates
+            owed = self.updates_owed + self.unlearned_env_steps / s.fragment_length
+            n_updates = int(owed)
+            # the budget is spent once the batches are drawn: a shared replay that could not
+            # serve them leaves it as it was, for the same call again
             self._train(n_updates * s.updates_per_fragment)
+            self.updates_owed = owed - n_updates
+        self.unlearned_env_steps = 0
         if s.target_update_interval is not None and env_steps - self.last_target_sync >= s.target_update_interval:
             self.algorithm.sync_target()
             self.last_target_sync = env_steps

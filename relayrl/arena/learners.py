@@ -16,9 +16,9 @@ A replay shared by learners (``shared_replay.between``, DASE) lives in an actor 
 per fragment each learner actor returns its new rows, the replay actor adds them in the
 list's order (the driver passes only the references) and returns its size, and each
 learner actor then gathers its fragment's draws from it in one call. Its home is the
-driver's copy too: a replay actor found dead when the rows arrive restarts from it (losing
-the rows added since the last checkpoint); one that dies while learners draw from it stops
-the run, which resumes from its last checkpoint.
+driver's copy too: a replay actor found dead, when the rows arrive or while learners draw
+from it, restarts from there (losing the rows added since the last checkpoint), and the
+learners that could not draw take their draws again from the new one.
 
 The driver's copy is the learner's home: it takes the actor's whole state at every
 checkpoint, at a round's end (the round's schemes and hooks work on the learners at home,
@@ -83,6 +83,9 @@ class SharedReplayActor:
 
     def gather(self, slots: np.ndarray) -> dict[str, np.ndarray]:
         return self.replay.gather(slots)
+
+    def size(self) -> int:
+        return int(self.replay.buffer.size[0])
 
     def state_dict(self) -> bytes:
         return pickle.dumps(self.replay.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
@@ -255,15 +258,15 @@ class RemoteLearner:
         try:
             self.updates, networks, self.sent = self.ray.get(ref)
         except self.ray.exceptions.RayActorError as error:
-            if isinstance(error, self.ray.exceptions.RayTaskError):  # alive, but an actor it called is not: the shared replay's
-                raise RuntimeError(
-                    f"the shared replay's actor died while policy {self.home.name!r} drew from it: the run stops here; "
-                    "continue it from its last checkpoint with relayrl resume RUN_DIR"
-                ) from None
-            self._restart(error, fragment)
-            if fragment is not None and self.shared_replay is not None:  # its rows of this fragment went in, or were lost
-                self.actor.observe.remote(fragment)
-                fragment = None
+            if isinstance(error, self.ray.exceptions.RayTaskError):  # alive, but the shared replay it drew from died
+                assert self.shared_replay is not None
+                self.size = self.shared_replay.revive()
+                fragment = None  # observed already; its draws failed before the learner changed: take them again
+            else:
+                self._restart(error, fragment)
+                if fragment is not None and self.shared_replay is not None:  # its rows of this fragment went in, or were lost
+                    self.actor.observe.remote(fragment)
+                    fragment = None
             self.updates, networks, self.sent = self.ray.get(self._step(fragment, env_steps))
         self.stepping = None
         return networks
@@ -310,20 +313,28 @@ class RemoteSharedReplay:
         self.ray.get(actor.ready.remote(), timeout=STARTUP_S)
         return actor
 
-    def add(self, boxes: list[Any]) -> int:
-        """The learners' rows in order; returns the size after them. A replay actor found
-        dead restarts from the home copy: the rows added since its last checkpoint are lost."""
+    def _call(self, method: str, *args: Any) -> Any:
+        """The replay actor's ``method(*args)``; a replay actor found dead restarts from the
+        home copy first (the rows added since its last checkpoint are lost)."""
         try:
-            return self.ray.get(self.actor.add.remote(boxes))
+            return self.ray.get(getattr(self.actor, method).remote(*args))
         except self.ray.exceptions.RayActorError as error:
             print(f"warning: the shared replay's actor died ({type(error).__name__}): a new one starts from its last checkpoint; "
                   "the rows added since are lost", file=sys.stderr)
             self.ray.kill(self.actor)
             self.actor = self._start()
-            return self.ray.get(self.actor.add.remote(boxes))
+            return self.ray.get(getattr(self.actor, method).remote(*args))
+
+    def add(self, boxes: list[Any]) -> int:
+        """The learners' rows in order; returns the size after them."""
+        return self._call("add", boxes)
+
+    def revive(self) -> int:
+        """The size of a live replay actor (a new one where it died)."""
+        return self._call("size")
 
     def bring_home(self) -> None:
-        self.home.load_state_dict(pickle.loads(self.ray.get(self.actor.state_dict.remote())))
+        self.home.load_state_dict(pickle.loads(self._call("state_dict")))
 
     def close(self) -> None:
         self.ray.kill(self.actor)

@@ -74,8 +74,14 @@ class SharedDraws:
         with replacement, in one gather."""
         if self.size == 0 or self.source is None:
             raise ValueError("the shared replay is empty or not connected: its host adds the learners' rows before they learn")
+        before = self.rng.bit_generator.state
         slots = (self.rng.random((n_batches, batch_size)) * self.size).astype(np.int64)
-        return {name: np.array(rows) for name, rows in self.source.gather(slots).items()}  # writable: Ray's arrays are not
+        try:
+            rows = self.source.gather(slots)
+        except BaseException:
+            self.rng.bit_generator.state = before  # nothing drawn: the same call again draws the same slots
+            raise
+        return {name: np.array(value) for name, value in rows.items()}  # writable: Ray's arrays are not
 
     def state_dict(self) -> dict[str, Any]:
         return {"rng": self.rng.bit_generator.state, "size": self.size, "outbox": self.outbox}

@@ -166,18 +166,33 @@ def test_a_killed_learner_of_a_shared_replay_restarts_from_its_last_checkpoint_a
     assert counts[1] == 1200 and 1200 - 10 <= counts[0] <= 1200
 
 
-def test_a_killed_shared_replay_actor_restarts_from_its_last_checkpoint(cluster, tmp_path, capsys):
+def _kill(actor) -> None:
+    ray.kill(actor)
+    with pytest.raises(ray.exceptions.RayActorError):
+        for _ in range(200):  # until the kill has landed
+            ray.get(actor.ready.remote())
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize(("when", "held"), [("between fragments", 1000), ("while the learners draw", 990)])
+def test_a_killed_shared_replay_actor_restarts_from_its_last_checkpoint(cluster, tmp_path, capsys, when, held):
     trainer = Trainer(build_config(_shared_replay_config()), tmp_path / "run", verbose=False)
     iteration = trainer.iteration
 
-    def kill_at_600() -> None:  # between two fragments, when no learner draws from it
-        if trainer.counters.env_steps == 600:
-            replay = trainer.learner_actors.shared.actor
-            ray.kill(replay)
-            with pytest.raises(ray.exceptions.RayActorError):
-                for _ in range(200):  # until the kill has landed
-                    ray.get(replay.ready.remote())
-                    time.sleep(0.05)
+    def kill_at_600() -> None:
+        shared = trainer.learner_actors.shared
+        if when == "between fragments" and trainer.counters.env_steps == 600:
+            _kill(shared.actor)
+        elif when == "while the learners draw" and not hasattr(shared, "killed"):
+            add = shared.add
+
+            def add_then_kill(boxes):  # the rows of the fragment from 600 go in, then the actor dies before any draw
+                size = add(boxes)
+                if trainer.counters.env_steps == 610:
+                    _kill(shared.actor)
+                return size
+
+            shared.add, shared.killed = add_then_kill, True
         iteration()
 
     trainer.iteration = kill_at_600
@@ -186,8 +201,8 @@ def test_a_killed_shared_replay_actor_restarts_from_its_last_checkpoint(cluster,
     assert "the shared replay's actor died" in capsys.readouterr().err
     a, b = trainer.learners["a"], trainer.learners["b"]
     assert a.updates == b.updates == 1110  # the learners go on drawing from the restarted replay
-    # it went back to its rows at the checkpoint of env step 400: the 200 steps after it are lost
-    np.testing.assert_array_equal(_agents_held(trainer), [1000, 1000])
+    # it went back to its rows at the checkpoint of env step 400: the steps after it until the kill are lost
+    np.testing.assert_array_equal(_agents_held(trainer), [held, held])
 
 
 def test_a_killed_driver_resumes_from_its_last_checkpoint_and_ends_as_an_uninterrupted_run(cluster, tmp_path):

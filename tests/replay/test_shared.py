@@ -108,3 +108,21 @@ def test_a_learner_without_a_shared_replay_cannot_join_one():
     learner = OffPolicyLearner(SPEC, "td3", CONFIG, SharingConfig(), torch.device("cpu"), [1, 2, 3], SectionTimer())
     with pytest.raises(Exception, match="sharing.replay=shared"):
         learner.join_shared_replay(0)
+
+
+def test_a_draw_the_replay_could_not_serve_changes_nothing():
+    replay = _replay()
+
+    class Gone:
+        def gather(self, slots: np.ndarray) -> dict[str, np.ndarray]:
+            raise ConnectionError("the replay's process is gone")
+
+    draws = SharedDraws(first_agent=0, seed=3)
+    draws.size = replay.add([_rows(0, 20, 0.0)])
+    draws.source = Gone()
+    with pytest.raises(ConnectionError):
+        draws.draw(5, 4)
+    draws.source = replay
+    fresh = SharedDraws(first_agent=0, seed=3)
+    fresh.size, fresh.source = draws.size, replay
+    np.testing.assert_array_equal(draws.draw(5, 4)["reward"], fresh.draw(5, 4)["reward"])
