@@ -189,6 +189,8 @@ class RemoteLearner:
         self.shared_replay = shared_replay if shared is not None else None
         self.rows: Any = None  # the rows its last fragment adds to the shared replay (an object in Ray's store)
         self.size = 0  # the shared replay's size once they are in
+        self.n_workers = 0  # the worker axis of its fragments (0 before the first)
+        self.home_workers: int | None = None  # that of the fragments before the home copy's state (None: the same)
         self.relay = RemoteRelay(self) if home.relay is not None else None
         self.updates = home.updates
         self.fragment: dict[str, np.ndarray] | None = None
@@ -211,15 +213,16 @@ class RemoteLearner:
                               f"free CPUs of the cluster: {self.ray.available_resources().get('CPU', 0.0):g}; lower backend.learner_cpus")
         return actor
 
-    def _restart(self, error: Exception, fragment: dict[str, np.ndarray] | None = None) -> None:
+    def _restart(self, error: Exception) -> None:
         """A new actor from the home copy; the episodes in flight at its checkpoint end there
         (as truncations at the last step it observed), so that none spans the lost steps."""
         print(f"warning: the learner actor of policy {self.home.name!r} died ({type(error).__name__}): a new one starts from its "
               "last checkpoint (or its round's start); what it learned and stored since is lost", file=sys.stderr)
         self.ray.kill(self.actor)
         self.actor = self._start()
-        if fragment is not None:
-            self.actor.end_workers.remote(np.arange(fragment["reward"].shape[1]))
+        workers = self.n_workers if self.home_workers is None else self.home_workers
+        if workers:
+            self.actor.end_workers.remote(np.arange(workers))
 
     def call(self, method: str, *args: Any) -> Any:
         """The actor's ``method(*args)``, once more on a restarted actor where it died."""
@@ -231,6 +234,7 @@ class RemoteLearner:
 
     def observe(self, fragment: dict[str, np.ndarray]) -> int:
         self.fragment = fragment
+        self.n_workers = fragment["reward"].shape[1]
         if self.shared_replay is not None:  # its rows go to the shared replay before anyone learns
             self.rows = self.actor.observe.remote(fragment)
         return int(fragment["valid"].sum())
@@ -263,7 +267,7 @@ class RemoteLearner:
                 self.size = self.shared_replay.revive()
                 fragment = None  # observed already; its draws failed before the learner changed: take them again
             else:
-                self._restart(error, fragment)
+                self._restart(error)
                 if fragment is not None and self.shared_replay is not None:  # its rows of this fragment went in, or were lost
                     self.actor.observe.remote(fragment)
                     fragment = None
@@ -289,6 +293,7 @@ class RemoteLearner:
     def bring_home(self) -> None:
         """The actor's whole state into the home copy (a checkpoint's, or the next start's)."""
         self.home.load_state_dict(pickle.loads(self.call("state_dict")))
+        self.home_workers = self.n_workers
 
     def send_away(self) -> None:
         """The home copy's whole state into the actor (after the driver changed it)."""
