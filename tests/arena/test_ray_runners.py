@@ -245,6 +245,7 @@ def test_a_shared_replay_is_the_same_in_the_driver_and_between_learner_actors_an
         ({"shared_replay": {"between": ["a", "nobody"]}}, r"names \['nobody'\], which are not learning policies"),
         ({"sharing": {"select": "quantile"}}, r"has \['a', 'b'\], which keep replays of their own"),
         ({"policies": {"a": {}, "b": {"actor_critic": {"buffer_size": 500}}}}, "buffer_size differ"),
+        ({"total_steps": None, "rounds": [{"steps": 300}, {"steps": 300}]}, "runs without rounds"),
     ],
 )
 def test_a_shared_replay_that_cannot_be_shared_is_refused(change, message):
