@@ -85,7 +85,7 @@ class SharedReplayActor:
         return self.replay.gather(slots)
 
     def size(self) -> int:
-        return int(self.replay.buffer.size[0])
+        return self.replay.size
 
     def state_dict(self) -> bytes:
         return pickle.dumps(self.replay.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)

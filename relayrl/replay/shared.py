@@ -33,9 +33,14 @@ class SharedReplay:
     def add(self, parts: list[dict[str, np.ndarray] | None]) -> int:
         """Stores each learner's rows ``[M, ...]`` in order (None: it had none); returns the
         number of rows held."""
-        for rows in parts:
-            if rows is not None and len(rows["agent"]):
-                self.buffer.add({name: value[None] for name, value in rows.items()})
+        given = [rows for rows in parts if rows is not None and len(rows["agent"])]
+        if given:  # one add, in order
+            self.buffer.add({name: np.concatenate([rows[name] for rows in given])[None] for name in given[0]})
+        return self.size
+
+    @property
+    def size(self) -> int:
+        """The number of rows held."""
         return int(self.buffer.size[0])
 
     def gather(self, slots: np.ndarray) -> dict[str, np.ndarray]:

@@ -148,7 +148,7 @@ def _shared_replay_config() -> dict:
 
 def _agents_held(trainer: Trainer) -> np.ndarray:
     """How many rows of each agent the shared replay holds at the run's end."""
-    held = trainer.shared_replay.gather(np.arange(trainer.shared_replay.buffer.size[0]))
+    held = trainer.shared_replay.gather(np.arange(trainer.shared_replay.size))
     return np.bincount(held["agent"], minlength=2)
 
 

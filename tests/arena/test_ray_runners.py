@@ -223,7 +223,7 @@ def test_a_shared_replay_is_the_same_in_the_driver_and_between_learner_actors_an
     table = rows(tmp_path / "driver" / "metrics.csv", timing)
     assert rows(tmp_path / "actors" / "metrics.csv", timing) == table
     assert all(0.0 < float(r["dps_weight/b"]) < 1.0 for r in table if int(r["env_steps"]) > 200)
-    held = actors.shared_replay.gather(np.arange(actors.shared_replay.buffer.size[0]))  # home after the run
+    held = actors.shared_replay.gather(np.arange(actors.shared_replay.size))  # home after the run
     np.testing.assert_array_equal(np.bincount(held["agent"]), [600, 600])  # every agent step of both learners
     for pid in ("a", "b"):
         for p, q in zip(driver.learners[pid].algorithm.actor.parameters(), actors.learners[pid].algorithm.actor.parameters()):
