@@ -72,30 +72,64 @@ def _wall_at(rows: list[dict[str, float]], step: float) -> float:
     return next(r["wall_s"] for r in rows if r["env_steps"] >= step)
 
 
+def _timing(results: Path, setting: str) -> tuple[float, list[tuple[float, float]], list[float]] | None:
+    """MAC-PO's and AccMER's wall clocks at the largest step both runs of each seed reached,
+    and each run's mean ``sample_share`` (%); None where no seed has both."""
+    macpo, accmer = runs_of(preset(setting, "macpo"), results), runs_of(preset(setting, "accmer"), results)
+    pairs = [(m, a) for m, a in zip(macpo, accmer) if m and a]
+    if not pairs:
+        return None
+    step = min(min(m[-1]["env_steps"], a[-1]["env_steps"]) for m, a in pairs)
+    walls = [(_wall_at(m, step), _wall_at(a, step)) for m, a in pairs]
+    per_run = [[r["sample_share"] for r in rows if not math.isnan(r.get("sample_share", math.nan))] for pair in pairs for rows in pair]
+    return step, walls, [100 * float(np.mean(v)) for v in per_run if v]
+
+
 def time_table(results: Path, settings: tuple[str, ...]) -> str | None:
     """Per setting: MAC-PO's and AccMER's wall clock at the largest step both reached, paired
-    by seed, AccMER's saving and the paper's; the share of AccMER's update time spent
-    sampling (``sample_share``)."""
+    by seed, AccMER's saving and the paper's; the share of the update time spent sampling
+    (``sample_share``) over both."""
     lines = []
     for setting in settings:
-        macpo, accmer = runs_of(preset(setting, "macpo"), results), runs_of(preset(setting, "accmer"), results)
-        pairs = [(m, a) for m, a in zip(macpo, accmer) if m and a]
-        if not pairs:
+        timing = _timing(results, setting)
+        if timing is None:
             continue
-        step = min(min(m[-1]["env_steps"], a[-1]["env_steps"]) for m, a in pairs)
-        walls = [(_wall_at(m, step), _wall_at(a, step)) for m, a in pairs]
+        step, walls, shares = timing
         saving = [100 * (1 - a / m) for m, a in walls]
-        per_run = [[r["sample_share"] for r in rows if not math.isnan(r.get("sample_share", math.nan))] for pair in pairs for rows in pair]
-        shares = mean_std([100 * float(np.mean(v)) for v in per_run if v]) if any(per_run) else "- (no update yet)"
         paper = "-" if math.isnan(PAPER_SAVING[setting]) else f"{100 * PAPER_SAVING[setting]:.1f}"
         lines.append(
             f"| {SETTINGS[setting]} | {int(step):,} | {mean_std([m for m, _ in walls])} | {mean_std([a for _, a in walls])} "
-            f"| {mean_std(saving)} [{len(pairs)} seed{'s' if len(pairs) > 1 else ''}] | {paper} | {shares} |"
+            f"| {mean_std(saving)} [{len(walls)} seed{'s' if len(walls) > 1 else ''}] | {paper} "
+            f"| {mean_std(shares) if shares else '- (no update yet)'} |"
         )
     if not lines:
         return None
     header = "| setting | env steps | MAC-PO wall (s) | AccMER wall (s) | AccMER saving (%) | paper's saving (%) | sampling share of the learner's time (%) |"
     return "\n".join([header, "|---|---:|---:|---:|---:|---:|---:|", *lines])
+
+
+def time_figure(results: Path, out: Path, settings: tuple[str, ...]) -> Path | None:
+    """Figs. 4 and 6 of paper 002: MAC-PO's and AccMER's wall clock per setting (mean and std
+    across seeds at the step both reached), with the measured and the paper's saving."""
+    timed = [(s, t) for s in settings if (t := _timing(results, s)) is not None]
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(max(5.0, 2.6 * len(timed)), 4.2))
+    for i, (setting, (step, walls, _)) in enumerate(timed):
+        for offset, (algo, column) in zip((-0.2, 0.2), (("macpo", 0), ("accmer", 1))):
+            values = [pair[column] for pair in walls]
+            ax.bar(i + offset, np.mean(values), 0.38, yerr=np.std(values) if len(values) > 1 else None,
+                   color=f"C{ALGOS.index(algo)}", label=LABELS[algo] if i == 0 else None)
+        saving = np.mean([100 * (1 - a / m) for m, a in walls])
+        paper = "" if math.isnan(PAPER_SAVING[setting]) else f"\npaper {100 * PAPER_SAVING[setting]:.1f}%"
+        ax.annotate(f"saving {saving:.1f}%{paper}", (i, max(max(pair) for pair in walls)), ha="center", va="bottom", fontsize=8,
+                    xytext=(0, 4), textcoords="offset points")
+    ax.set_xticks(range(len(timed)), [f"{SETTINGS[s]}\n{int(t[0]):,} env steps, {len(t[1])} seed(s)" for s, t in timed], fontsize=8)
+    ax.set_ylabel("wall clock (s)")
+    ax.grid(alpha=0.3, axis="y")
+    if timed:
+        ax.legend(fontsize=8)
+        ax.margins(y=0.15)
+    return save_if_drawn(plt, fig, out, bool(timed), "End-to-end training time, AccMER against MAC-PO")
 
 
 def curves(results: Path, out: Path, settings: tuple[str, ...], key: str, ylabel: str) -> Path | None:
@@ -141,6 +175,7 @@ def write_report(results: Path, settings: tuple[str, ...], steps: int | None, se
     for path in (
         curves(results, figures / "reward_eval.png", settings, "eval_reward_mean", "greedy evaluation reward"),
         curves(results, figures / "reward_train.png", settings, "episode_reward_mean", "training episodes' reward"),
+        time_figure(results, figures / "training_time.png", settings),
     ):
         if path is not None:
             written.append(path)

@@ -5,7 +5,7 @@ import csv
 from pathlib import Path
 
 from relayrl.cli import main
-from relayrl.experiment.accmer_paper import PAPER_SAVING, grid, time_table
+from relayrl.experiment.accmer_paper import PAPER_SAVING, grid, time_figure, time_table
 from relayrl.experiment.presets import PRESETS, load_preset
 
 
@@ -38,6 +38,8 @@ def test_training_time_is_compared_seed_by_seed_at_the_step_both_reached(tmp_pat
     (line,) = time_table(tmp_path, ("", "-hard")).splitlines()[2:]
     assert line == "| 8 predators, no punishment | 20,000 | 200.00 | 160.00 | 20.00 [1 seed] | 17.0 | 15.00 (5.00) |"
     assert PAPER_SAVING["-32"] == 0.254
+    assert time_figure(tmp_path, tmp_path / "time.png", ("", "-hard")) == tmp_path / "time.png"
+    assert time_figure(tmp_path, tmp_path / "none.png", ("-hard",)) is None and not (tmp_path / "none.png").exists()
 
 
 def test_reproduce_accmer_runs_and_reports(tmp_path, capsys):
@@ -50,4 +52,5 @@ def test_reproduce_accmer_runs_and_reports(tmp_path, capsys):
     tables = (results / "tables.md").read_text()
     assert "| MAC-PO | not run |" not in tables  # both ran, though too short for a final reward
     assert "32 predators | 40 |" in tables  # the timing row at the step both reached
+    assert (results / "figures" / "training_time.png").stat().st_size > 0
     assert (results / "status.md").read_text().count("complete") == 2
