@@ -534,6 +534,7 @@ class RunConfig(Strict):
             strangers = [pid for pid in self.relay.between if pid not in self.policies or not self.policies[pid].learns]
             if strangers:
                 raise ValueError(f"relay.between names {strangers}, which are not learning policies declared in policies")
+            self._refuse_episode_learners("relay.between", self.relay.between)
             silent = [pid for pid in self.relay.between if not self.recipe(pid)[2].relays_by_bandwidth]
             if silent:
                 raise ValueError(f"relay.between has {silent}, which select no transitions to relay: give them a selection rule "
@@ -607,6 +608,14 @@ class RunConfig(Strict):
                 raise ValueError(f"sharing.team indices must be in [0, {n_agents}), got {self.sharing.team}")
         return self
 
+    def _refuse_episode_learners(self, key: str, between: list[str]) -> None:
+        """The relay and the shared replay move single transitions between per-agent learners;
+        a value-decomposition learner trains its group's agents together on whole episodes."""
+        episodic = {pid: algo for pid in between for algo, section, _ in [self.recipe(pid)] if isinstance(section, ValueDecompositionConfig)}
+        if episodic:
+            raise ValueError(f"{key} has {episodic}, which learn from whole episodes of their group's agents together: {key} "
+                             "joins DQN or actor-critic learners, whose agents keep transitions of their own: drop these policies from it")
+
     def _check_shared_replay(self, between: list[str]) -> None:
         """The policies of ``shared_replay.between`` learn from a shared replay of one capacity."""
         strangers = [pid for pid in between if pid not in self.policies or not self.policies[pid].learns]
@@ -614,6 +623,7 @@ class RunConfig(Strict):
             raise ValueError(f"shared_replay.between names {strangers}, which are not learning policies declared in policies")
         if len(set(between)) < len(between):
             raise ValueError(f"shared_replay.between names a policy twice: {between}")
+        self._refuse_episode_learners("shared_replay.between", between)
         recipes = {pid: self.recipe(pid) for pid in between}
         own = [pid for pid, (_, _, sharing) in recipes.items() if sharing.replay != "shared"]
         if own:

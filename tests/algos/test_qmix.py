@@ -154,6 +154,8 @@ def test_qmix_learns_to_catch_stags():
         ({"sharing": {"select": "quantile"}}, "sharing.select=none"),
         ({"qmix": {"burn_in": 5}}, "sequence_length"),
         ({"qmix": {"storage": "transitions"}}, "sequence_length"),
+        ({"policies": {"a": {}, "b": {}}, "relay": {"between": ["a", "b"]}}, "relay.between has .* whole episodes"),
+        ({"policies": {"a": {}, "b": {}}, "shared_replay": {"between": ["a", "b"]}}, "shared_replay.between has .* whole episodes"),
     ],
 )
 def test_bad_settings_are_refused_before_training(change, message):
