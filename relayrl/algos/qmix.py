@@ -16,7 +16,8 @@ sum w * (Q_tot - y)^2 / sum mask with w = 1, or MAC-PO's Lemma 1 weight
 (``relayrl.algos.macpo``). Q* for that weight comes from an unrestricted central network
 (feed-forward over the state and the agents' chosen Q-values, weighted QMIX's "ff" central
 mixer of 256 units; Rashid et al. 2020) trained alongside on its own TD(lambda) targets,
-bootstrapped from its target copy at the agents' greedy next actions.
+bootstrapped from its target copy at the agents' greedy next actions; ``bootstrap: central``
+takes Q_tot's returns from that target Q* too, as weighted QMIX and the AccMER reference code do.
 Independent Q-learning learns per agent from each agent's own reward and end flags.
 With ``sequence_length`` an update trains windows instead, after up to ``burn_in`` steps
 that only warm the hidden state, cut from stored episodes or (``storage: transitions``)
@@ -82,6 +83,9 @@ class ValueDecompositionConfig(Strict):
     mixer_embed: int = Field(32, ge=1)
     hypernet_hidden: int = Field(64, ge=1)
     central_hidden: int = Field(256, ge=1, description="MAC-PO's central Q* network")
+    bootstrap: Literal["own", "central"] = Field(
+        "own", description="Q_tot's targets from its own target mixer, or (central) from the target Q* as weighted QMIX's (needs weighting=macpo)"
+    )
     grad_clip: float = Field(10.0, gt=0)
     param_sharing: bool = True
     sequence_length: int | None = Field(None, ge=1, description="train on windows of this many steps instead of whole episodes")
@@ -98,6 +102,8 @@ class ValueDecompositionConfig(Strict):
             raise ValueError("burn_in warms the hidden state before a window: set qmix.sequence_length too")
         if self.storage == "transitions" and self.sequence_length is None:
             raise ValueError("storage=transitions trains on windows gathered from transitions: set qmix.sequence_length")
+        if self.bootstrap == "central" and self.weighting != "macpo":
+            raise ValueError("bootstrap=central takes Q_tot's targets from the central Q*, which only weighting=macpo trains: set weighting=macpo")
         if self.weighting == "macpo" and self.mixer == "none":
             raise ValueError("weighting=macpo weighs the mixed Q_tot (Lemma 1 is over the joint action): set mixer=qmix or vdn")
         return self
@@ -271,18 +277,20 @@ class ValueDecomposition:
             with torch.no_grad():
                 next_tot = self.target["mixer"](next_q, state[:, 1:])
                 y = td_lambda_targets(reward.sum(dim=-1), next_tot, ends & ~cut, cut, exists, c.gamma, c.td_lambda)
-        td = (q_tot - y) * mask
         metrics: dict[str, float] = {}
         loss_weights = mask
         if self.central is not None:  # Q* learns its own targets, unrestricted (weighted QMIX's central Q)
             with torch.no_grad():
                 next_star = self.target["central"](next_q, state[:, 1:])
                 y_star = td_lambda_targets(reward.sum(dim=-1), next_star, ends & ~cut, cut, exists, c.gamma, c.td_lambda)
+            if c.bootstrap == "central":  # weighted QMIX: Q_tot fits Q*'s returns (Rashid et al. 2020)
+                y = y_star
             q_star = self.central(chosen.detach(), state[:, :t])
             central_loss = (((q_star - y_star) * mask) ** 2).sum() / mask.sum()
             pi = taken_action_probability(q[:, :t].detach(), actions, avail[:, :t])
             loss_weights = macpo_weights(q_tot.detach(), y, q_star.detach(), pi, mask)
             metrics.update(central_loss=central_loss.item(), weight_max=loss_weights.max().item())
+        td = (q_tot - y) * mask
         squared = loss_weights * td**2
         if weights is not None:
             squared = squared * torch.as_tensor(weights, device=dev).reshape(-1, *[1] * (squared.dim() - 1))

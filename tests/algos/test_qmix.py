@@ -76,8 +76,10 @@ def test_a_cut_stops_the_gradient_at_that_step_for_that_row_only():
         {"mixer": "qmix", "sequence_length": 8, "burn_in": 4, "tbptt": 4},
         {"mixer": "qmix", "weighting": "macpo", "sampler": "prioritized"},
         {"mixer": "none", "sequence_length": 6, "burn_in": 3, "param_sharing": False},
+        {"mixer": "qmix", "weighting": "macpo", "bootstrap": "central"},
     ],
-    ids=["iql", "vdn-independent-parameters", "qmix", "accmer", "qmix-windows-burn-in-tbptt", "macpo-prioritized", "iql-windows-independent"],
+    ids=["iql", "vdn-independent-parameters", "qmix", "accmer", "qmix-windows-burn-in-tbptt", "macpo-prioritized", "iql-windows-independent",
+         "macpo-central-targets"],
 )
 def test_each_learner_trains_on_whole_episodes(qmix):
     trainer = _train(_config(600, **qmix))
@@ -85,6 +87,16 @@ def test_each_learner_trains_on_whole_episodes(qmix):
     assert learner.episodes >= 600 // 40  # every episode ends by the 40-step limit at the latest
     assert learner.updates == learner.episodes - learner.config.batch_size + 1  # one update per episode once a batch is stored
     assert np.isfinite(trainer.history[-1]["td_loss"])
+
+
+def test_central_targets_change_what_q_tot_learns_and_nothing_before_the_first_update():
+    configs = [{**_config(400, weighting="macpo", bootstrap=b), "report_interval": 40} for b in ("own", "central")]
+    own, central = (_train(config).history for config in configs)
+    first = next(i for i, row in enumerate(own) if row["updates"] > 0)
+    assert first >= 2
+    strip = lambda rows: [{k: v for k, v in r.items() if k not in TIMING} for r in rows]  # noqa: E731
+    assert strip(own[:first]) == strip(central[:first])  # the same play until Q_tot learns
+    assert [r["td_loss"] for r in own[first:]] != [r["td_loss"] for r in central[first:]]
 
 
 @pytest.mark.parametrize(
@@ -154,6 +166,7 @@ def test_qmix_learns_to_catch_stags():
         ({"sharing": {"select": "quantile"}}, "sharing.select=none"),
         ({"qmix": {"burn_in": 5}}, "sequence_length"),
         ({"qmix": {"storage": "transitions"}}, "sequence_length"),
+        ({"qmix": {"bootstrap": "central"}}, "weighting=macpo"),
         ({"policies": {"a": {}, "b": {}}, "relay": {"between": ["a", "b"]}}, "relay.between has .* whole episodes"),
         ({"policies": {"a": {}, "b": {}}, "shared_replay": {"between": ["a", "b"]}}, "shared_replay.between has .* whole episodes"),
     ],
