@@ -36,9 +36,13 @@ def _train(config: dict, run_dir: Path | None = None) -> Trainer:
     return trainer
 
 
+def _untimed(rows) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
+
+
 def _rows(run_dir: Path) -> list[dict]:
     with (run_dir / "metrics.csv").open() as handle:
-        return [{k: v for k, v in r.items() if k not in TIMING} for r in csv.DictReader(handle)]
+        return _untimed(csv.DictReader(handle))
 
 
 def test_unroll_equals_the_cell_step_by_step():
@@ -94,8 +98,7 @@ def test_central_targets_change_what_q_tot_learns_and_nothing_before_the_first_u
     own, central = (_train(config).history for config in configs)
     first = next(i for i, row in enumerate(own) if row["updates"] > 0)
     assert first >= 2
-    strip = lambda rows: [{k: v for k, v in r.items() if k not in TIMING} for r in rows]  # noqa: E731
-    assert strip(own[:first]) == strip(central[:first])  # the same play until Q_tot learns
+    assert _untimed(own[:first]) == _untimed(central[:first])  # the same play until Q_tot learns
     assert [r["td_loss"] for r in own[first:]] != [r["td_loss"] for r in central[first:]]
 
 
