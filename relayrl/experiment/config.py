@@ -613,7 +613,8 @@ class RunConfig(Strict):
     def _refuse_episode_learners(self, key: str, between: list[str]) -> None:
         """The relay and the shared replay move single transitions between per-agent learners;
         a value-decomposition learner trains its group's agents together on whole episodes."""
-        episodic = {pid: algo for pid in between for algo, section, _ in [self.recipe(pid)] if isinstance(section, ValueDecompositionConfig)}
+        recipes = {pid: self.recipe(pid) for pid in between}
+        episodic = {pid: algo for pid, (algo, section, _) in recipes.items() if isinstance(section, ValueDecompositionConfig)}
         if episodic:
             raise ValueError(f"{key} has {episodic}, which learn from whole episodes of their group's agents together: {key} "
                              "joins DQN or actor-critic learners, whose agents keep transitions of their own: drop these policies from it")
