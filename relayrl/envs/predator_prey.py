@@ -43,6 +43,7 @@ MOVES = np.array([[0, 1], [1, 0], [0, -1], [-1, 0], [0, 0], [0, 0]], np.int64)
 STAY, CATCH = 4, 5
 FREE_BITS = np.array([1, 2, 4, 8])
 AGENT, STAG, HARE = 0, 1, 2
+CELL = np.dtype((np.void, 3))  # a cell's 3 planes as one item: a view window is one gather
 
 
 class PredatorPreySettings(Strict):
@@ -96,8 +97,8 @@ class Draws:
 
 class PredatorPreyVectorEnv:
     """E games stepped as arrays. Cells are flat indices ``x * y_size + y``: predators
-    ``[E, N]``, prey ``[E, M]`` (stags first), an occupancy grid ``[E, X * Y, 3]`` and its
-    any-entity count ``[E, X * Y]`` kept in step with them. Moves, neighbours, adjacency and
+    ``[E, N]``, prey ``[E, M]`` (stags first), and an occupancy grid ``[E, cells padded by
+    the view, 3]`` rebuilt from them after every step. Moves, neighbours, adjacency and
     observation windows are tables over cells, built once."""
 
     independent_episodes = False
@@ -123,14 +124,16 @@ class PredatorPreyVectorEnv:
         self._build_tables()
         self.rng = np.random.default_rng()
         e = num_envs
-        self.grid_base = np.arange(e) * self.padded_cells * 3  # flat offsets of each game's arrays
-        self.cell_base = np.arange(e) * c
+        self.cell_base = np.arange(e) * (c + 1)  # flat offsets of each game's cells, and one more (a bin)
+        self.window_base = (np.arange(e) * self.padded_cells)[:, None, None]
+        self.prey_row = np.arange(e * self.M).reshape(e, self.M)
+        self.predator_row = np.arange(e * self.N).reshape(e, self.N)
         self.predators = np.zeros((e, self.N), np.int64)
         self.prey = np.zeros((e, self.M), np.int64)
         self.prey_alive = np.zeros((e, self.M), bool)
         self.frozen = np.zeros((e, self.N), bool)
         self.grid = np.zeros((e, self.padded_cells, 3), np.int8)  # padded by view: windows are one gather
-        self.occupied = np.zeros((e, c), np.int8)
+        self.prey_cells = np.zeros((e, c + 1), bool)  # a living prey there (the last: the bin of _prey_turns)
         self.frames = np.zeros(e, np.int64)
         self._returns = np.zeros((e, 1), np.float64)
         self._lengths = np.zeros(e, np.int64)
@@ -156,11 +159,14 @@ class PredatorPreyVectorEnv:
         px, py = np.divmod(np.arange(self.padded_cells), self.padded_y)
         on_grid = (px >= r) & (px < r + s.x_size) & (py >= r) & (py < r + s.y_size)
         self.padded_index = np.flatnonzero(on_grid)  # cell -> its index in the padded grid
-        self.padded_index3 = self.padded_index * 3  # ... times the 3 planes: a flat offset
-        self.wall = np.flatnonzero(~on_grid)  # the wall cells around it
+        self.empty_grid = np.zeros((self.padded_cells, 3), np.int8)  # the walls alone
+        if s.observe_walls:
+            self.empty_grid[~on_grid, AGENT] = -1
+        self.empty_grid = self.empty_grid.reshape(-1)
         # free neighbours as a 4-bit pattern: how many, and the direction of the c-th one
         patterns = (np.arange(16)[:, None] >> np.arange(4)) & 1
         self.n_free = patterns.sum(axis=1)
+        self.pattern_row = np.arange(16) * 4
         self.nth_free = np.zeros((16, 4), np.int64)
         for pattern in range(16):
             free = np.flatnonzero(patterns[pattern])
@@ -175,97 +181,129 @@ class PredatorPreyVectorEnv:
         self.prey_alive[games] = True
         self.frozen[games] = False
         self.frames[games] = 0
-        self.grid[games] = 0
-        if self.s.observe_walls:
-            self.grid[games[:, None], self.wall[None], AGENT] = -1
-        self.occupied[games] = 0
-        self._place(np.repeat(games, self.N), self.predators[games].reshape(-1), AGENT, 1)
-        self._place(np.repeat(games, self.M), self.prey[games].reshape(-1), np.tile(self.prey_type, len(games)), 1)
+        self._rebuild_grid()
 
     def spawn_cells(self, n_games: int) -> np.ndarray:
         """Random distinct cells for each game's predators and prey, ``[n_games, N + M]``."""
         return np.argsort(self.rng.random((n_games, self.cells)), axis=1)[:, : self.N + self.M]
 
-    def _place(self, games: np.ndarray, cells: np.ndarray, kind: np.ndarray | int, amount: int) -> None:
-        self.grid[games, self.padded_index[cells], kind] += amount
-        self.occupied[games, cells] += amount
-
     def _advance(self, actions: np.ndarray, draws: Draws) -> tuple[np.ndarray, np.ndarray]:
         """One step of every game: returns the team reward ``[E]`` and ``terminated [E]``.
-        Entities act one slot of the random order at a time, every game at once; updates are
-        masked rather than subset (a non-mover adds and removes nothing)."""
-        s, e_idx = self.s, np.arange(self.num_envs)
-        reward = np.full(self.num_envs, s.reward_time, np.float64)
-        order = np.argsort(draws.predator_order, axis=1)
-        ordered_actions = np.take_along_axis(actions, order, axis=1)
-        for k in range(self.N):
-            a = order[:, k]
-            here = self.predators[e_idx, a]
-            there = self.target[here, ordered_actions[:, k]]
-            moves = ((self.occupied.reshape(-1)[self.cell_base + there] == 0) & ~self.frozen[e_idx, a]).astype(np.int8)
-            self._move(e_idx, here, there, AGENT, moves)
-            self.predators[e_idx, a] = np.where(moves, there, here)
-        catching = (actions == CATCH) & ~self.frozen  # unfrozen predators that try to catch
-        order = np.argsort(draws.prey_order, axis=1)
-        # catchers are unfrozen, so on the grid next to the prey: no separate next-to-a-predator test
-        tried = (self.adjacent[self.prey[:, :, None], self.predators[:, None, :]] & catching[:, None, :]).any(axis=2)  # [E, M]
-        tried_in_turn = np.take_along_axis(tried & self.prey_alive, order, axis=1).any(axis=0)  # [M]
-        stays = np.take_along_axis((draws.rest < self.p_rest) | ~self.prey_alive, order, axis=1)
-        move_draw = np.take_along_axis(draws.move, order, axis=1)
-        for k in range(self.M):
-            p = order[:, k]
-            if tried_in_turn[k]:
-                catching = self._capture(p, catching, reward)
-                stays[:, k] |= ~self.prey_alive[e_idx, p]
-            if stays[:, k].all():
-                continue
-            pos = self.prey[e_idx, p]
-            around = self.target[pos, :4]  # [E, 4]
-            pattern = (self.occupied.reshape(-1)[self.cell_base[:, None] + around] == 0) @ FREE_BITS
-            n_free = self.n_free[pattern]
-            u = self.nth_free[pattern, (move_draw[:, k] * n_free).astype(np.int64)]  # the choice-th free neighbour
-            moves = (~stays[:, k] & (n_free > 0)).astype(np.int8)
-            there = around[e_idx, u]
-            self._move(e_idx, pos, there, self.prey_type[p], moves)
-            self.prey[e_idx, p] = np.where(moves, there, pos)
+        The rules are sequential, each entity acting on the cells as the ones before it in
+        the random order (the argsort of its order draws) left them; both phases go turn by
+        turn with every game at once, a turn being a few operations on ``[E]`` arrays."""
+        reward = np.full(self.num_envs, self.s.reward_time, np.float64)
+        self._move_predators(actions, draws)
+        self._prey_turns(actions, draws, reward)
+        self._rebuild_grid()
         terminated = ~self.prey_alive.any(axis=1) | self.frozen.all(axis=1)
         return reward, terminated
 
-    def _move(self, games: np.ndarray, here: np.ndarray, there: np.ndarray, kind: np.ndarray | int, moves: np.ndarray) -> None:
-        """Moves the entities of ``kind`` at ``here`` to ``there`` where ``moves`` is 1 (one
-        entity per game: flat indices, no repeats)."""
-        grid, occupied = self.grid.reshape(-1), self.occupied.reshape(-1)
-        base = self.grid_base[games] + kind
-        grid[base + self.padded_index3[here]] -= moves
-        grid[base + self.padded_index3[there]] += moves
-        cells = self.cell_base[games]
-        occupied[cells + here] -= moves
-        occupied[cells + there] += moves
+    def _move_predators(self, actions: np.ndarray, draws: Draws) -> None:
+        """Predator by predator in its turn, every game at once: it moves to its target
+        cell when nothing stands there (a prey, or a predator that has not moved away);
+        frozen predators stay."""
+        base = self.cell_base[:, None]  # the cell `cells` of a game is a bin for the absent
+        on_grid = ~self.frozen if self.s.remove_frozen else np.ones_like(self.frozen)
+        here = base + np.where(on_grid, self.predators, self.cells)
+        there = np.where(self.frozen, here, base + self.target.take(self.predators * 6 + actions))  # a wall or stay: its own cell
+        vacant = ~self.prey_cells.reshape(-1)
+        vacant[here] = False
+        order = np.argsort(draws.predator_order, axis=1) + self.predator_row[:, :1]  # flat predator index, turn by turn
+        here, there = here.reshape(-1)[order], there.reshape(-1)[order]
+        final = np.empty_like(order)
+        for k in range(self.N):
+            goes = vacant.take(there[:, k])
+            vacant[here[:, k]] = True
+            final[:, k] = np.where(goes, there[:, k], here[:, k])
+            vacant[final[:, k]] = False
+        moved_to = np.empty_like(final)
+        moved_to.reshape(-1)[order] = final
+        self.predators = np.where(on_grid, moved_to - base, self.predators)
 
-    def _capture(self, p: np.ndarray, catching: np.ndarray, reward: np.ndarray) -> np.ndarray:
-        """Prey ``p [E]``'s turn to be caught: counts the unfrozen catching predators next to
-        it, rewards a capture (or punishes too few), removes the prey and freezes its
-        catchers. Returns who still tries to catch."""
-        s, e_idx = self.s, np.arange(self.num_envs)
-        alive = self.prey_alive[e_idx, p]
-        pos = self.prey[e_idx, p]
-        catchers = self.adjacent[pos[:, None], self.predators] & catching  # [E, N]
-        count = catchers.sum(axis=1)
-        captured = (count >= self.catch_needed[p]) & alive
-        reward += (alive & (count > 0) & ~captured) * s.miscapture + captured * self.capture_reward[p]
-        if not captured.any():
-            return catching
-        g = e_idx[captured]
-        self.prey_alive[g, p[captured]] = False
-        self._place(g, pos[captured], self.prey_type[p[captured]], -1)
+    def _prey_turns(self, actions: np.ndarray, draws: Draws, reward: np.ndarray) -> None:
+        """Each living prey in its turn: captured (``_capture``), or it moves to the
+        ``move``-th free neighbour cell as the cells are at its turn: earlier prey moved,
+        later ones not yet, predators removed by earlier captures gone. Turn by turn, every
+        game at once: a prey's destination for each pattern of free neighbours is looked up
+        in a table made before the turns, so a turn is a handful of array operations."""
+        pos, alive, turn = self.prey, self.prey_alive, draws.prey_order
+        on_grid = ~self.frozen if self.s.remove_frozen else np.ones_like(self.frozen)  # before this step's captures
+        captured, froze = self._capture(actions, turn, reward)
+        base = self.cell_base[:, None]  # the cell `cells` of a game is a bin for the absent
+        vacant = np.ones(self.cell_base.size * (self.cells + 1), bool)
+        vacant[base + np.where(on_grid, self.predators, self.cells)] = False
+        home = base + np.where(alive, pos, self.cells)
+        vacant[home] = False
+        around = self.target[pos, :4]  # [E, M, 4]; a wall gives the prey's own cell: never free
+        moving = alive & ~captured & (draws.rest >= self.p_rest)
+        # each prey's destination for each of the 16 patterns of free neighbours
+        pick = self.nth_free.take(self.pattern_row + (draws.move[:, :, None] * self.n_free).astype(np.int64))  # [E, M, 16]
+        destination = base[:, :, None] + around.take(self.prey_row[:, :, None] * 4 + pick)
+        destination[~moving] = home[~moving, None]  # resting (dead: the bin)
+        destination[:, :, 0] = home  # no free neighbour
+        destination[captured] = self.cell_base[np.nonzero(captured)[0], None] + self.cells  # caught in its turn: leaves
+        order = np.argsort(turn, axis=1) + self.prey_row[:, :1]  # flat prey index, turn by turn
+        look, rows, homes = (base[:, :, None] + around).reshape(-1, 4)[order], order * 16, home.reshape(-1)[order]
+        leave = self.s.remove_frozen and froze.any()  # the catchers leave the grid with their capture
+        catcher_cells = base + self.predators
+        final = np.empty_like(order)
+        for k in range(self.M):
+            final[:, k] = destination.reshape(-1).take(rows[:, k] + vacant.take(look[:, k]) @ FREE_BITS)
+            vacant[homes[:, k]] = True
+            vacant[final[:, k]] = False
+            if leave:
+                vacant[catcher_cells[froze.reshape(-1, self.N)[order[:, k]]]] = True
+        moved_to = np.empty_like(final)
+        moved_to.reshape(-1)[order] = final
+        self.prey = np.where(moving, moved_to - base, pos)
+        self.prey_alive = alive & ~captured
+
+    def _capture(self, actions: np.ndarray, turn: np.ndarray, reward: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A living prey is captured in its turn when at least ``catch_needed`` unfrozen
+        predators next to it choose catch; its catchers freeze, so they do not count for a
+        later prey. Adds the capture rewards and miscapture punishments to ``reward`` and
+        freezes the catchers. Returns which prey are captured ``[E, M]`` and the predators
+        each capture freezes ``[E, M, N]``. A predator next to two prey catches for the one
+        whose turn comes first: the capture of the other may then fall short; this is settled
+        by repeating the count until nothing changes (the k-th prey in turn order is right
+        from the k-th count on)."""
+        s, pos = self.s, self.prey
+        catching = (actions == CATCH) & ~self.frozen
+        # catchers are unfrozen, so on the grid next to the prey: no separate next-to-a-predator test
+        near = self.adjacent.take(pos[:, :, None] * self.cells + self.predators[:, None, :]) & catching[:, None, :]
+        near &= self.prey_alive[:, :, None]  # [E, M, N]
+        if not near.any():
+            return np.zeros_like(self.prey_alive), near
+        catchers = near
+        if s.freeze_on_capture and (near.sum(axis=1) > 1).any():
+            before = turn[:, :, None] < turn[:, None, :]  # [E, j, k]: j's turn comes before k's
+            for _ in range(self.M):
+                captured = catchers.sum(axis=2) >= self.catch_needed
+                earlier = (before & captured[:, :, None]).transpose(0, 2, 1).astype(np.float32)  # [E, k, j]
+                again = near & ~((earlier @ catchers.astype(np.float32)) > 0)
+                if np.array_equal(again, catchers):
+                    break
+                catchers = again
+        count = catchers.sum(axis=2)
+        captured = count >= self.catch_needed
+        reward += ((count > 0) & ~captured) @ np.full(self.M, s.miscapture) + captured @ self.capture_reward
         if not s.freeze_on_capture:
-            return catching
-        freeze = catchers & captured[:, None]
-        self.frozen |= freeze
-        if s.remove_frozen:
-            ge, ga = np.nonzero(freeze)
-            self._place(ge, self.predators[ge, ga], AGENT, -1)
-        return catching & ~freeze
+            return captured, np.zeros_like(near)
+        froze = catchers & captured[:, :, None]
+        self.frozen |= froze.any(axis=1)
+        return captured, froze
+
+    def _rebuild_grid(self) -> None:
+        """The occupancy grid from the positions: walls, predators on the grid, living prey."""
+        self.grid.reshape(len(self.grid), -1)[:] = self.empty_grid
+        on_grid = ~self.frozen if self.s.remove_frozen else np.ones_like(self.frozen)
+        ge, gi = np.nonzero(on_grid)
+        self.grid[ge, self.padded_index[self.predators[ge, gi]], AGENT] = 1
+        ge, gj = np.nonzero(self.prey_alive)
+        self.grid[ge, self.padded_index[self.prey[ge, gj]], self.prey_type[gj]] = 1
+        self.prey_cells[:] = False
+        self.prey_cells[ge, self.prey[ge, gj]] = True
 
     # ----- what the predators see -----------------------------------------------------
     def observe(self) -> np.ndarray:
@@ -275,8 +313,8 @@ class PredatorPreyVectorEnv:
             grid = grid.copy()
             ge, ga = np.nonzero(self.frozen)
             grid[ge, self.padded_index[self.predators[ge, ga]], AGENT] -= 1
-        rows = (np.arange(self.num_envs) * self.padded_cells)[:, None, None] + self.window[self.predators]
-        obs = grid.reshape(-1, 3)[rows]
+        rows = self.window_base + self.window[self.predators]
+        obs = grid.reshape(-1).view(CELL).take(rows).view(np.int8)
         if self.s.remove_frozen:
             obs[self.frozen] = 0
         return obs.reshape(self.num_envs, self.N, self.side, self.side, 3)
@@ -290,7 +328,7 @@ class PredatorPreyVectorEnv:
         predator may only stay."""
         mask = self.inside[self.predators].copy()  # [E, N, 6]: stay and catch are "inside"
         around = self.target[self.predators, :4]  # [E, N, 4]
-        prey_near = self.grid[np.arange(self.num_envs)[:, None, None], self.padded_index[around], STAG:].any(axis=-1) & mask[..., :4]
+        prey_near = self.prey_cells.take(self.cell_base[:, None, None] + around) & mask[..., :4]
         mask[..., CATCH] = prey_near.any(axis=-1)
         mask[self.frozen] = False
         mask[..., STAY] |= self.frozen
@@ -357,7 +395,7 @@ class PredatorPreyVectorEnv:
 
     def get_state(self) -> dict[str, Any]:
         """Every game's positions, flags, frames and RNG with the episode accumulators, as data."""
-        arrays = (self.predators, self.prey, self.prey_alive, self.frozen, self.grid, self.occupied, self.frames, self._returns, self._lengths)
+        arrays = (self.predators, self.prey, self.prey_alive, self.frozen, self.frames, self._returns, self._lengths)
         return {
             "kind": "predator-prey-vector",
             "settings": self.settings,
@@ -370,12 +408,15 @@ class PredatorPreyVectorEnv:
     def set_state(self, state: dict[str, Any]) -> None:
         if not isinstance(state, dict) or state.get("kind") != "predator-prey-vector":
             raise ValueError("this env state was not saved by the vectorised predator-prey")
+        if len(state.get("arrays", ())) != 7:
+            raise ValueError("this predator-prey state holds an occupancy grid (saved before relayrl rebuilt it from the positions): resume it with the relayrl that saved it")
         if state["settings"] != self.settings or state["num_envs"] != self.num_envs:
             raise ValueError("this env state belongs to different predator-prey settings or a different num_envs")
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = state["rng"]
         arrays = [np.array(a) for a in state["arrays"]]
-        self.predators, self.prey, self.prey_alive, self.frozen, self.grid, self.occupied, self.frames, self._returns, self._lengths = arrays
+        self.predators, self.prey, self.prey_alive, self.frozen, self.frames, self._returns, self._lengths = arrays
+        self._rebuild_grid()
         self._episodes = EpisodeStats(**state["episodes"])
 
     def close(self) -> None:

@@ -15,6 +15,8 @@ SETTINGS = [
      "reward_hare": 2.0, "miscapture": -2.0, "reward_time": -0.1, "max_cycles": 30},
     {"n_predators": 6, "n_stags": 3, "n_hares": 2, "remove_frozen": False, "observe_walls": False, "catch_stag": 3, "max_cycles": 50},
     {"x_size": 5, "y_size": 5, "n_predators": 3, "n_stags": 0, "n_hares": 4, "freeze_on_capture": False, "max_cycles": 25},
+    # crowded: long chains of moves that wait on the ones before them, predators between two prey
+    {"x_size": 5, "y_size": 5, "n_predators": 9, "n_stags": 6, "n_hares": 4, "p_stag_rest": 0.1, "miscapture": -1.0, "max_cycles": 60},
 ]
 
 
