@@ -174,7 +174,29 @@ class RemoteRelay:
         return self.remote.call("drain_relay")
 
 
-class RemoteLearner:
+class HomedActor:
+    """An actor started from a home copy on the driver, and started again from it where it
+    dies (``_restart``)."""
+
+    ray: Any
+    actor: Any
+
+    def _restart(self, error: Exception) -> None:
+        raise NotImplementedError
+
+    def call(self, method: str, *args: Any) -> Any:
+        """The actor's ``method(*args)``, once more on a restarted actor where it died."""
+        try:
+            return self.ray.get(getattr(self.actor, method).remote(*args))
+        except self.ray.exceptions.RayActorError as error:
+            self._restart(error)
+            return self.ray.get(getattr(self.actor, method).remote(*args))
+
+    def close(self) -> None:
+        self.ray.kill(self.actor)
+
+
+class RemoteLearner(HomedActor):
     """What the trainer drives while a learner is away in its actor: ``observe``, ``learn``,
     ``end_workers``, ``drain_window`` and ``relay.drain`` go to the actor; what describes
     the learner (name, algorithm, settings, exploration) is read from its home copy."""
@@ -223,14 +245,6 @@ class RemoteLearner:
         workers = self.n_workers if self.home_workers is None else self.home_workers
         if workers:
             self.actor.end_workers.remote(np.arange(workers))
-
-    def call(self, method: str, *args: Any) -> Any:
-        """The actor's ``method(*args)``, once more on a restarted actor where it died."""
-        try:
-            return self.ray.get(getattr(self.actor, method).remote(*args))
-        except self.ray.exceptions.RayActorError as error:
-            self._restart(error)
-            return self.ray.get(getattr(self.actor, method).remote(*args))
 
     def observe(self, fragment: dict[str, np.ndarray]) -> int:
         self.fragment = fragment
@@ -299,11 +313,8 @@ class RemoteLearner:
         """The home copy's whole state into the actor (after the driver changed it)."""
         self.call("load_state_dict", pickle.dumps(self.home.state_dict(), protocol=pickle.HIGHEST_PROTOCOL))
 
-    def close(self) -> None:
-        self.ray.kill(self.actor)
 
-
-class RemoteSharedReplay:
+class RemoteSharedReplay(HomedActor):
     """The shared replay while its learners are away: an actor started from the driver's
     copy (its home), whose state comes home at checkpoints and the run's end."""
 
@@ -318,31 +329,23 @@ class RemoteSharedReplay:
         self.ray.get(actor.ready.remote(), timeout=STARTUP_S)
         return actor
 
-    def _call(self, method: str, *args: Any) -> Any:
-        """The replay actor's ``method(*args)``; a replay actor found dead restarts from the
-        home copy first (the rows added since its last checkpoint are lost)."""
-        try:
-            return self.ray.get(getattr(self.actor, method).remote(*args))
-        except self.ray.exceptions.RayActorError as error:
-            print(f"warning: the shared replay's actor died ({type(error).__name__}): a new one starts from its last checkpoint; "
-                  "the rows added since are lost", file=sys.stderr)
-            self.ray.kill(self.actor)
-            self.actor = self._start()
-            return self.ray.get(getattr(self.actor, method).remote(*args))
+    def _restart(self, error: Exception) -> None:
+        """A new replay actor from the home copy (the rows added since its last checkpoint are lost)."""
+        print(f"warning: the shared replay's actor died ({type(error).__name__}): a new one starts from its last checkpoint; "
+              "the rows added since are lost", file=sys.stderr)
+        self.ray.kill(self.actor)
+        self.actor = self._start()
 
     def add(self, boxes: list[Any]) -> int:
         """The learners' rows in order; returns the size after them."""
-        return self._call("add", boxes)
+        return self.call("add", boxes)
 
     def revive(self) -> int:
         """The size of a live replay actor (a new one where it died)."""
-        return self._call("size")
+        return self.call("size")
 
     def bring_home(self) -> None:
-        self.home.load_state_dict(pickle.loads(self._call("state_dict")))
-
-    def close(self) -> None:
-        self.ray.kill(self.actor)
+        self.home.load_state_dict(pickle.loads(self.call("state_dict")))
 
 
 class RayLearners:
