@@ -17,6 +17,23 @@ from typing import Any
 import numpy as np
 
 
+def largest(weights: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` slots of largest weight in slot order, ties going to the lower slot, by one
+    partial selection. ``np.argpartition`` alone leaves the order of its top ``k``, and which
+    of several equal weights make it, to the SIMD path NumPy takes on the CPU at hand, and the
+    batch's order changes the float sums of the update: this way a run gives the same numbers
+    on every machine."""
+    if k >= weights.size:
+        return np.arange(weights.size)
+    if k <= 0:
+        return np.zeros(0, np.int64)
+    bar = -np.partition(-weights, k - 1)[k - 1]  # the k-th largest weight
+    above = weights > bar
+    at = np.flatnonzero(weights == bar)[: k - int(above.sum())]
+    above[at] = True
+    return np.flatnonzero(above)
+
+
 class ReuseSampler:
     def __init__(
         self,
@@ -58,8 +75,7 @@ class ReuseSampler:
             raise ValueError(f"the replay holds {size} items, fewer than a batch of {self.batch_size}")
         if self.since_refresh % self.period == 0 or self.reused.size != self.n_reused:
             k = self.n_reused
-            filled = self.weights[:size]
-            self.reused = np.argpartition(-filled, k - 1)[:k] if 0 < k < size else np.arange(size)[:k]
+            self.reused = largest(self.weights[:size], k)
             self.since_refresh = 0
         self.since_refresh += 1
         outside = np.ones(size, bool)

@@ -5,7 +5,7 @@ gets its own weight back, and the table decays."""
 import numpy as np
 import pytest
 
-from relayrl.replay.reuse import ReuseSampler
+from relayrl.replay.reuse import ReuseSampler, largest
 
 
 def test_alpha_zero_is_uniform_without_replacement():
@@ -40,6 +40,19 @@ def test_the_reuse_set_is_kept_for_a_period_and_stays_out_of_the_fresh_draws():
         assert set(slots[:4].tolist()) == reused and not reused & set(slots[4:].tolist())
     sampler.update(np.arange(64), np.arange(64.0))
     assert set(sampler.sample(64)[:4].tolist()) == {60, 61, 62, 63}  # refreshed after 8 batches
+
+
+def test_the_reuse_set_is_one_set_in_slot_order_whatever_the_ties():
+    # a table like AccMER's without decay: many slots still at the initial weight
+    rng = np.random.default_rng(3)
+    for trial in range(50):
+        weights = np.ones(2000)
+        written = rng.choice(2000, int(rng.integers(0, 2000)), replace=False)
+        weights[written] = rng.choice([0.5, 1.0, 2.0, 3.0], written.size) if trial % 2 else rng.random(written.size) * 3
+        for k in (1, 64, 128, 1999):
+            expected = np.sort(np.argsort(-weights, kind="stable")[:k])  # ties to the lower slot
+            np.testing.assert_array_equal(largest(weights, k), expected)
+    assert largest(np.ones(5), 8).tolist() == [0, 1, 2, 3, 4] and largest(np.ones(5), 0).size == 0
 
 
 def test_each_slot_gets_its_own_weight_and_the_table_decays():
