@@ -131,10 +131,16 @@ def run_dir_for(config: RunConfig, root: Path) -> Path:
 
 
 def _git_revision() -> str:
+    """The commit relayrl runs from, marked ``+changes`` where the package's tracked files
+    differ from it (a run from an uncommitted change is then not taken for the commit's)."""
+    package = Path(__file__).resolve().parent.parent
     try:
-        here = Path(__file__).resolve().parent
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
-        return out.stdout.strip() or "unknown"
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=package, capture_output=True, text=True, timeout=5)
+        if head.returncode != 0 or not head.stdout.strip():
+            return "unknown"
+        status = ["git", "status", "--porcelain", "--untracked-files=no", "--", "."]
+        changed = subprocess.run(status, cwd=package, capture_output=True, text=True, timeout=5).stdout.strip()
+        return head.stdout.strip() + ("+changes" if changed else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 

@@ -1,0 +1,38 @@
+"""A run's provenance names the commit its code came from, and says so when the package's
+files differ from that commit."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import relayrl
+
+PACKAGE = Path(relayrl.__file__).resolve().parent
+
+
+def _revision(checkout: Path) -> str:
+    code = "from relayrl.experiment.trainer import provenance; print(provenance()['git_revision'])"
+    out = subprocess.run([sys.executable, "-c", code], cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)},
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def _git(checkout: Path, *args: str) -> str:
+    identity = ["-c", "user.name=relayrl", "-c", "user.email=relayrl@example.org"]
+    return subprocess.run(["git", *identity, *args], cwd=checkout, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_a_changed_package_is_marked_and_other_files_are_not(tmp_path):
+    shutil.copytree(PACKAGE, tmp_path / "relayrl", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "results.md").write_text("results, not code\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "relayrl", "results.md")
+    _git(tmp_path, "commit", "-q", "-m", "code")
+    head = _git(tmp_path, "rev-parse", "HEAD")
+    (tmp_path / "results.md").write_text("results, changed\n")
+    assert _revision(tmp_path) == head
+    with (tmp_path / "relayrl" / "replay" / "reuse.py").open("a") as handle:
+        handle.write("\n# an uncommitted change\n")
+    assert _revision(tmp_path) == head + "+changes"
