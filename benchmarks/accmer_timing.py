@@ -16,29 +16,29 @@ from typing import Any
 
 import torch
 
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Run, build_run, build_config
 from relayrl.experiment.presets import preset_dict
 
 PRESET = {8: "predator-prey", 16: "predator-prey-16", 32: "predator-prey-32"}
 
 
-def learner(preset: str, episodes: int, updates: int, buffer: int | None) -> tuple[Trainer, Any]:
+def learner(preset: str, episodes: int, updates: int, buffer: int | None) -> tuple[Run, Any]:
     """A trainer of ``preset`` that owes ``updates`` gradient steps per ``episodes`` stored
     (``buffer``: another replay capacity, in episodes)."""
     config = preset_dict(preset)
     config["qmix"]["updates_per_episode"] = updates / episodes
     if buffer is not None:
         config["qmix"]["buffer_size"] = buffer
-    trainer = Trainer(build_config(config), None, verbose=False)
+    trainer = build_run(build_config(config), None, verbose=False)
     (found,) = trainer.learners.values()
     return trainer, found
 
 
-def fill(trainer: Trainer, learner: Any, episodes: int) -> None:
+def fill(trainer: Run, learner: Any, episodes: int) -> None:
     """Stores ``episodes`` episodes of play at the start of training (epsilon 0.995)."""
-    trainer.rollout.reset(trainer.config.seed)
+    trainer.start()
     while learner.episodes < episodes:
-        learner.observe(trainer.rollout.collect(learner.config.fragment_length, 0)[learner.name])
+        learner.observe(trainer.collector.collect(learner.config.fragment_length, 0).fragments[learner.name])
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ The run is pursuit-super-quantile with learning held off (``dqn.learning_starts`
 budget), so filling takes minutes, not hours; the networks' optimiser state is then what
 a run has before its first update (Adam's moments appear with the first step, adding
 about two networks' worth). Prints the checkpoint's files and sizes and the best of
-``--rounds`` save and load times (save: ``Trainer.save``; load: a fresh Trainer resuming).
+``--rounds`` save and load times (save: ``Run.save``; load: a fresh Run resuming).
 """
 
 import argparse
@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from relayrl.experiment import Trainer, apply_overrides, build_config, preset_dict
+from relayrl.experiment import Run, build_run, apply_overrides, build_config, preset_dict
 from relayrl.experiment.checkpoint import list_checkpoints
 
 
@@ -32,7 +32,7 @@ def main() -> None:
     config = build_config(apply_overrides(preset_dict("pursuit-super-quantile"), overrides))
     run_dir = root / "run"
     start = time.perf_counter()
-    trainer = Trainer(config, run_dir, verbose=False)
+    trainer = build_run(config, run_dir, verbose=False)
     trainer.train()
     print(f"filled {args.steps:,} env steps in {time.perf_counter() - start:.0f} s; replay rows per agent: "
           f"{trainer.learners['pursuer'].replay.size.tolist()}")
@@ -46,7 +46,7 @@ def main() -> None:
     trainer.close()
     loads = []
     for _ in range(args.rounds):
-        fresh = Trainer(config, run_dir, verbose=False)
+        fresh = build_run(config, run_dir, verbose=False)
         begin = time.perf_counter()
         fresh.resume_from_latest()
         loads.append(time.perf_counter() - begin)

@@ -31,14 +31,14 @@ CONFIGS = {  # label -> (preset, overrides)
 def _child(preset: str, steps: int, device: str) -> None:
     import torch
 
-    from relayrl.experiment import Trainer
+    from relayrl.experiment import build_run
     from relayrl.experiment.presets import load_preset
 
     random_steps = 1000
     config = load_preset(preset).model_copy(update={"total_steps": random_steps + 200, "device": device})
     config.actor_critic.random_steps = random_steps
     config.eval.interval = 0
-    trainer = Trainer(config, None, verbose=False)
+    trainer = build_run(config, None, verbose=False)
     trainer.train()  # random start and warm-up updates: not timed
     config.total_steps = random_steps + 200 + steps
     if device != "cpu":

@@ -21,7 +21,7 @@ import math
 
 from ray_runners import measure, quickstart  # this folder's
 
-from relayrl.arena.runners import start_ray
+from relayrl.arena.ray.runners import start_ray
 
 
 def run(policies: int, envs: int, steps: int, backend: dict, relay: bool = False) -> tuple[float, float, float, float, float]:

@@ -18,8 +18,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from relayrl.arena.runners import start_ray
-from relayrl.experiment import Trainer, build_config
+from relayrl.arena.ray.runners import start_ray
+from relayrl.experiment import Run, build_run, build_config
 from relayrl.experiment.presets import preset_dict
 
 
@@ -52,7 +52,7 @@ class Measured:
 def measure(config: dict) -> Measured:
     """Trains ``config`` in a temporary run directory; returns its rows from the first report on."""
     with tempfile.TemporaryDirectory() as root:
-        trainer = Trainer(build_config(config), Path(root) / "run", verbose=False)
+        trainer = build_run(build_config(config), Path(root) / "run", verbose=False)
         trainer.train()
         trainer.close()
         with (Path(root) / "run" / "metrics.csv").open() as handle:

@@ -21,7 +21,7 @@ import math
 
 from ray_runners import measure  # this folder's
 
-from relayrl.arena.runners import start_ray
+from relayrl.arena.ray.runners import start_ray
 from relayrl.experiment.presets import preset_dict
 
 

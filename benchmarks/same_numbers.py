@@ -21,11 +21,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-WALL_CLOCK = {"sps", "updates_per_s", "wall_s"}
+# timings: seconds, and the shares and sums of seconds the learners and exchanges report
+WALL_CLOCK = {"sps", "updates_per_s", "wall_s", "sample_share", "relay_seconds", "draw_seconds"}
 PURSUIT = ["total_steps=3000", "report_interval=500", "eval.interval=1500", "eval.episodes=2", "checkpoint_interval=3000"]
 MAGENT = ["total_steps=800", "report_interval=200", "eval.interval=0", "dqn.learning_starts=200", "checkpoint_interval=800"]
 GYM = ["total_steps=3000", "report_interval=500", "eval.interval=1500", "eval.episodes=1", "actor_critic.random_steps=1000",
        "checkpoint_interval=3000"]
+EPISODES = ["total_steps=3000", "report_interval=500", "eval.interval=1500", "eval.episodes=2", "checkpoint_interval=3000"]
+EPISODE_ROUNDS = ["total_steps=6000", "rounds=[{steps: 2000}, {steps: 2000}, {steps: 2000}]"]
+ROUNDS = ["total_steps=1200", "rounds=[{steps: 400}, {steps: 400}, {steps: 400}]"]
+# two learners, one per env copy, relaying to each other / sharing one replay
+RELAY = ["env.num_envs=2", "policies={a: {}, b: {}}", "match=[{pursuer: a}, {pursuer: b}]", "relay={between: [a, b]}"]
+SHARED = ["policies={a: {}, b: {}}", "match=[{agent: [a, b]}]", "shared_replay={between: [a, b]}"]
+RAY_ACTORS = ["backend.kind=ray", "backend.learners=actors", "backend.learner_cpus=0.5"]
 # (case, preset, overrides); "{pretrained}" is the run directory of the battle-pretrain case
 CASES = [
     ("pursuit-super-quantile", "pursuit-super-quantile", PURSUIT),
@@ -38,6 +46,16 @@ CASES = [
     ("halfcheetah-dase-td3", "halfcheetah-dase-td3", GYM),
     ("halfcheetah-dase-ddpg", "halfcheetah-dase-ddpg", GYM),
     ("halfcheetah-dase-sac", "halfcheetah-dase-sac", GYM),
+    ("predator-prey-small-accmer", "predator-prey-small-accmer", EPISODES),
+    ("predator-prey-small-pbt-qmix", "predator-prey-small-pbt-qmix", [*EPISODES[1:], *EPISODE_ROUNDS]),
+    ("pursuit-small-pbt-super", "pursuit-small-pbt-super", [*PURSUIT[1:], *ROUNDS]),
+    ("battle-2v2-selfplay", "battle-2v2-selfplay", [*MAGENT[1:-1], "checkpoint_interval=400", "eval={interval: 0}", *ROUNDS]),
+    ("battle-2v2-round-robin", "battle-2v2-round-robin", [*MAGENT[1:-1], "checkpoint_interval=400", *ROUNDS]),
+    ("pursuit-relay-between", "pursuit-super-quantile", [*PURSUIT, *RELAY]),
+    ("halfcheetah-shared-replay-between", "halfcheetah-dase-td3", [*GYM, *SHARED]),
+    ("pursuit-relay-between-ray-actors", "pursuit-super-quantile", [*PURSUIT, *RELAY, *RAY_ACTORS]),
+    ("halfcheetah-shared-replay-between-ray-actors", "halfcheetah-dase-td3", [*GYM, *SHARED, *RAY_ACTORS]),
+    ("pursuit-small-pbt-super-ray", "pursuit-small-pbt-super", [*PURSUIT[1:], *ROUNDS, "backend.kind=ray"]),
 ]
 
 

@@ -16,6 +16,6 @@ config.update(
     pbt={"population": ["a", "b"], "fraction": 0.5},
     eval={"interval": 1500, "episodes": 4},
 )
-trainer = train(build_config(config), out="runs")
-for row in trainer.schemes[0].rows:
+run = train(build_config(config), out="runs")
+for row in run.rounds.schemes[0].rows:
     print(row)

@@ -44,6 +44,6 @@ if __name__ == "__main__":
         }
     )
     factory = EnvFactory(my_env, {"n_agents": 4, "length": 10})
-    trainer = train(config, out=None, env_factory=factory, network_factory=MyQNetwork)
-    greedy = trainer.evaluate_greedy(episodes=8)
+    run = train(config, out=None, env_factory=factory, network_factory=MyQNetwork)
+    greedy = run.evaluator.greedy(episodes=8)
     print(f"greedy reward per episode (4 runners, max 4.0): {np.mean(greedy):.2f}")

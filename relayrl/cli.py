@@ -10,12 +10,15 @@ import numpy as np
 import yaml
 
 from relayrl.core.errors import RelayRLError
-from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
+from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints, load_policies
 from relayrl.experiment.config import RunConfig, apply_overrides, build_config
 from relayrl.experiment.metrics import read_metrics
+from relayrl.experiment.papers import PAPERS, check_options
 from relayrl.experiment.plots import plot_rounds, plot_runs, summary_table
 from relayrl.experiment.presets import PRESETS, config_dict
-from relayrl.experiment.trainer import Trainer, run_dir_for
+from relayrl.experiment.build import build_run
+from relayrl.experiment.run import Run
+from relayrl.experiment.run_dir import run_dir_for
 
 
 def _config_from(preset: str, overrides: list[str], seed: int | None) -> RunConfig:
@@ -32,7 +35,7 @@ def _config_of_run(run_dir: Path, overrides: list[str] | None = None) -> RunConf
     return build_config(apply_overrides(yaml.safe_load(path.read_text()), overrides or []))
 
 
-def _train(config: RunConfig, run_dir: Path) -> Trainer:
+def _train(config: RunConfig, run_dir: Path) -> Run:
     checkpoints = list_checkpoints(run_dir / "checkpoints")
     if checkpoints and checkpoint_steps(checkpoints[-1]) >= config.total_steps:
         print(f"{run_dir} is already complete ({config.total_steps:,} env steps); nothing to do")
@@ -40,29 +43,18 @@ def _train(config: RunConfig, run_dir: Path) -> Trainer:
         print(f"resuming {run_dir} from {checkpoints[-1].name}")
     else:
         print(f"training {config.preset} seed {config.seed} -> {run_dir}")
-    trainer = Trainer(config, run_dir)
+    run = build_run(config, run_dir)
     try:
-        trainer.train()
+        run.train()
     finally:
-        trainer.close()
-    return trainer
+        run.close()
+    return run
 
 
-def _evaluate_vs_random(trainer: Trainer, episodes: int) -> tuple[np.ndarray, np.ndarray]:
+def _evaluate_vs_random(run: Run, episodes: int) -> tuple[np.ndarray, np.ndarray]:
     """The reported group's greedy rewards vs the same group acting uniformly at random
     (other groups greedy in both)."""
-    from relayrl.arena.match import replace_group
-    from relayrl.arena.policy import RandomPolicy
-    from relayrl.experiment.evaluation import evaluate
-
-    g = trainer.reported
-    trained = trainer.evaluate_greedy(episodes)[:, g]
-    seed = trainer.config.seed + trainer.config.eval.seed_offset
-    group = trainer.venv.groups[g]
-    policies = {**trainer.policies, "random baseline": RandomPolicy(group, seed)}
-    matches = replace_group(trainer.matches, group.name, "random baseline")
-    baseline = evaluate(trainer.factory, policies, matches, episodes, seed)[:, g]
-    return trained, baseline
+    return run.evaluator.against_random(episodes, run.reporter.layout.reported)
 
 
 def _print_table(rows: list[tuple[str, str]]) -> None:
@@ -84,6 +76,8 @@ def cmd_list(args: argparse.Namespace) -> None:
     for name, (description, _) in PRESETS.items():
         print(f"{name:<{width}}  {description}")
     print(f"\nalgorithms: {', '.join(sorted(ALGORITHMS))}")
+    for name in sorted(ALGORITHMS):  # each with its config section and what it supports
+        print(f"  {name} ({ALGORITHMS[name].section} section): {ALGORITHMS[name].capabilities.describe()}")
     print(f"environments: {', '.join(ENVS)}, any PettingZoo Parallel env by module path, any Gymnasium id")
     print(f"selection modes (sharing.select): {', '.join(SELECTORS)}")
     print(f"corrections (sharing.correction): {', '.join(CORRECTIONS)}")
@@ -114,20 +108,22 @@ def cmd_resume(args: argparse.Namespace) -> None:
     _train(_config_of_run(run_dir, args.overrides), run_dir)
 
 
-def _trainer_at_checkpoint(run_dir: Path) -> Trainer:
+def _run_at_checkpoint(run_dir: Path) -> Run:
     config = _config_of_run(run_dir)
     checkpoints = list_checkpoints(run_dir / "checkpoints")
     if not checkpoints:
         raise RelayRLError(f"{run_dir} has no checkpoint to evaluate")
-    trainer = Trainer(config, run_dir, verbose=False)
-    trainer.load_policies(checkpoints[-1])
-    return trainer
+    run = build_run(config, run_dir, verbose=False)
+    saved = load_policies(checkpoints[-1])
+    for pid, policy in run.policies.items():
+        policy.load_policy_state(saved[pid], str(checkpoints[-1]))
+    return run
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
-    trainer = _trainer_at_checkpoint(Path(args.run_dir))
-    trained, baseline = _evaluate_vs_random(trainer, args.episodes)
-    trainer.close()
+    run = _run_at_checkpoint(Path(args.run_dir))
+    trained, baseline = _evaluate_vs_random(run, args.episodes)
+    run.close()
     _print_table(
         [
             ("episodes", str(args.episodes)),
@@ -161,9 +157,9 @@ def cmd_table(args: argparse.Namespace) -> None:
 def cmd_quickstart(args: argparse.Namespace) -> None:
     config = _config_from("pursuit-quickstart", args.overrides, args.seed)
     run_dir = run_dir_for(config, Path(args.out))
-    trainer = _train(config, run_dir)
-    trained, baseline = _evaluate_vs_random(trainer, args.episodes)
-    trainer.close()
+    run = _train(config, run_dir)
+    trained, baseline = _evaluate_vs_random(run, args.episodes)
+    run.close()
     plot = plot_runs(
         [run_dir],
         run_dir / "learning_curve.png",
@@ -179,8 +175,8 @@ def cmd_quickstart(args: argparse.Namespace) -> None:
     bandwidth = [r["bandwidth_actual"] for r in rows if not math.isnan(r["bandwidth_actual"])]
     _print_table(
         [
-            ("env steps", f"{trainer.counters.env_steps:,}"),
-            ("updates per agent", f"{trainer.updates:,}"),
+            ("env steps", f"{run.counters.env_steps:,}"),
+            ("updates per agent", f"{run.updates:,}"),
             ("training episode reward (last reports)", f"{np.mean([r['episode_reward_mean'] for r in recent]):.2f}" if recent else "-"),
             ("realised bandwidth (target 0.1)", f"{np.mean(bandwidth):.3f}" if bandwidth else "-"),
             ("env steps/s", f"{np.mean(sps):,.0f}" if sps else "-"),
@@ -217,59 +213,17 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         with_dependencies,
     )
 
-    if args.examples and args.paper != "arena":
-        raise RelayRLError("--examples is an option of reproduce arena")
-    if args.paper == "arena":
-        from relayrl.experiment import arena_examples
-
-        if args.domains or args.tasks or args.settings or args.algos or args.steps or args.scale_switch_from:
-            raise RelayRLError("reproduce arena takes --examples and --seeds (each example's presets fix their steps)")
-        examples = args.examples or list(arena_examples.EXAMPLES)
-        unknown = sorted(set(examples) - set(arena_examples.EXAMPLES))
-        if unknown:
-            raise RelayRLError(f"unknown example(s) {unknown}; choose from {', '.join(arena_examples.EXAMPLES)}")
-        jobs = arena_examples.grid(examples, args.seeds)
-    elif args.paper == "accmer":
-        from relayrl.experiment import accmer_paper
-
-        if args.domains or args.tasks or args.scale_switch_from:
-            raise RelayRLError("--domains, --tasks and --scale-switch-from are options of reproduce super and dase; AccMER takes --settings")
-        settings = ["" if s == "base" else f"-{s}" for s in (args.settings or ["base", "hard"])]
-        unknown = sorted(set(settings) - set(accmer_paper.SETTINGS))
-        if unknown:
-            raise RelayRLError(f"unknown setting(s) {unknown}; choose from base, hard, hard10, 16, 32, small")
-        jobs = accmer_paper.grid(settings, args.algos, args.seeds, args.steps)
-    elif args.paper == "dase":
-        from relayrl.experiment import dase_paper
-        from relayrl.experiment.presets import GYM_TASKS
-
-        if args.domains or args.scale_switch_from or args.settings:
-            raise RelayRLError("--domains, --settings and --scale-switch-from belong to reproduce super and accmer; DASE takes --tasks")
-        tasks = args.tasks or list(dase_paper.DEFAULT_TASKS)
-        unknown = sorted(set(tasks) - set(GYM_TASKS))
-        if unknown:
-            raise RelayRLError(f"unknown task(s) {unknown}; choose from {', '.join(GYM_TASKS)}")
-        jobs = dase_paper.grid(tasks, args.algos, args.seeds, args.steps)
-    else:
-        from relayrl.experiment.super_paper import DOMAINS, grid
-
-        if args.tasks or args.settings:
-            raise RelayRLError("--tasks and --settings are options of reproduce dase and accmer; SUPER takes --domains")
-        domains = args.domains or list(DOMAINS)
-        unknown = sorted(set(domains) - set(DOMAINS))
-        if unknown:
-            raise RelayRLError(f"unknown domain(s) {unknown}; choose from {', '.join(DOMAINS)}")
-        jobs = grid(domains, args.algos, args.seeds, args.steps)
+    paper = PAPERS[args.paper]
+    check_options(paper, args)
+    jobs = paper.jobs(args)
     if not jobs:
         raise RelayRLError(f"no presets match --algos {args.algos}; relayrl list shows the variants")
     missing = sorted({j.preset for j in jobs} - set(PRESETS))
     if missing:
         raise RelayRLError(f"no preset {missing[0]!r}: check --algos against relayrl list")
-    root, results = Path(args.out), Path(args.results or f"docs/results/{args.paper}")
-    if args.scale_switch_from:
-        from relayrl.experiment.super_paper import scale_switch_study
-
-        print(f"wrote {scale_switch_study(Path(args.scale_switch_from), results)}")
+    root, results = Path(args.out), Path(args.results or f"docs/results/{paper.NAME}")
+    for line in paper.studies(args, results):
+        print(line)
     if args.dry_run:
         for job in with_dependencies(jobs):
             print(f"{progress(job, root):>9,} / {job.steps:,}  {job.preset} seed {job.seed}")
@@ -283,24 +237,10 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     results.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y-%m-%d %H:%M %Z")
     (results / "status.md").write_text(f"# Progress of the selected jobs, {stamp}\n\n{status_table(jobs, root)}\n")
-    if args.paper == "arena":
-        written = arena_examples.write_report(results, args.seeds)
-        print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {', '.join(str(p) for p in written)}")
-        return
-    if args.paper == "accmer":
-        written = accmer_paper.write_report(results, tuple(settings), args.steps, args.seeds)
-        print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {', '.join(str(p) for p in written)}")
-        return
-    if args.paper == "dase":
-        written = dase_paper.write_report(results, tuple(tasks), args.steps or dase_paper.DEFAULT_STEPS, args.seeds)
-        print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {', '.join(str(p) for p in written)}")
-        return
-    from relayrl.experiment.super_paper import write_report
-
-    table, far = write_report(results, args.seeds)
-    print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {table} and figures")
-    for line in far:
-        print(f"more than 2 paper std away: {line}")
+    written, lines = paper.report(args, results)
+    print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {', '.join(str(p) for p in written)}")
+    for line in lines:
+        print(line)
 
 
 def _at_least(lowest: int):
@@ -372,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     quick.set_defaults(func=cmd_quickstart, seed=0)
 
     reproduce = sub.add_parser("reproduce", help="run a paper's experiment grid and write its tables and figures")
-    reproduce.add_argument("paper", choices=["super", "dase", "accmer", "arena"])
+    reproduce.add_argument("paper", choices=list(PAPERS))
     reproduce.add_argument("--domains", nargs="+", help="super: pursuit, battle, adversarial-pursuit (default: all)")
     reproduce.add_argument("--tasks", nargs="+", help="dase: halfcheetah, swimmer, ant, lunarlander, ... (default: halfcheetah swimmer)")
     reproduce.add_argument("--settings", nargs="+", choices=["base", "hard", "hard10", "16", "32", "small"], help="accmer: Predator-Prey settings (default: base hard)")

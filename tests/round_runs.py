@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Run, build_run, build_config
 
 
-def train(config: dict, run_dir: Path | None = None) -> Trainer:
-    trainer = Trainer(build_config(config), run_dir, verbose=False)
+def train(config: dict, run_dir: Path | None = None) -> Run:
+    trainer = build_run(build_config(config), run_dir, verbose=False)
     trainer.train()
     trainer.close()
     return trainer

@@ -15,7 +15,7 @@ import yaml
 from faulty_env import faulty_factory
 from relayrl.cli import main
 from relayrl.core.errors import ConfigError, EnvError, NonFiniteError
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Factories, Run, build_run, build_config
 from relayrl.experiment.checkpoint import list_checkpoints, load_policies
 from tiny_runs import TINY_PURSUIT
 
@@ -79,7 +79,7 @@ def test_a_checkpoint_holds_the_filled_rows_of_the_replay_not_its_capacity(tmp_p
     large = _corridor(200, dqn={"learning_starts": 50, "buffer_size": 50_000, "batch_size": 8})
     sizes = []
     for name, config in (("small", small), ("large", large)):
-        trainer = Trainer(build_config(config), tmp_path / name, verbose=False)
+        trainer = build_run(build_config(config), tmp_path / name, verbose=False)
         trainer.train()
         trainer.close()
         (checkpoint,) = list_checkpoints(tmp_path / name / "checkpoints")
@@ -128,7 +128,7 @@ def test_a_hand_edited_config_does_not_fit_the_checkpoint(tmp_path):
     config["model"]["hiddens"] = [32, 32]
     path.write_text(yaml.safe_dump(config))
     with pytest.raises(ConfigError, match=r"model.hiddens: \[64\] -> \[32, 32\]"):
-        Trainer(build_config(config), run_dir, verbose=False).train()
+        build_run(build_config(config), run_dir, verbose=False).train()
 
 
 def test_checkpoint_folders_without_a_complete_checkpoint_are_not_overwritten(tmp_path, capsys):
@@ -150,14 +150,14 @@ def _rows(run_dir: Path) -> list[dict]:
 
 
 def test_a_budget_off_the_report_grid_resumes_to_the_rows_of_an_uninterrupted_run(tmp_path):
-    straight = Trainer(build_config(_corridor(600)), tmp_path / "a", verbose=False)
+    straight = build_run(build_config(_corridor(600)), tmp_path / "a", verbose=False)
     straight.train()
     straight.close()
-    short = Trainer(build_config(_corridor(260)), tmp_path / "b", verbose=False)
+    short = build_run(build_config(_corridor(260)), tmp_path / "b", verbose=False)
     short.train()  # its last row, at 260, is off the grid of 100
     short.close()
     assert [r["env_steps"] for r in _rows(tmp_path / "b")] == ["100", "200", "260"]
-    resumed = Trainer(build_config(_corridor(600)), tmp_path / "b", verbose=False)
+    resumed = build_run(build_config(_corridor(600)), tmp_path / "b", verbose=False)
     resumed.train()
     resumed.close()
     assert _rows(tmp_path / "b") == _rows(tmp_path / "a")
@@ -237,7 +237,7 @@ def test_a_checkpoint_that_cannot_be_written_keeps_the_previous_one(tmp_path, di
     ],
 )
 def test_an_env_that_breaks_the_pettingzoo_contract_is_named(tmp_path, fault, expected):
-    trainer = Trainer(build_config(_corridor()), tmp_path, env_factory=faulty_factory(fault), verbose=False)
+    trainer = build_run(build_config(_corridor()), tmp_path, Factories(env=faulty_factory(fault)), verbose=False)
     with pytest.raises(EnvError) as caught:
         trainer.train()
     trainer.close()
@@ -249,7 +249,7 @@ def test_an_env_that_breaks_the_pettingzoo_contract_is_named(tmp_path, fault, ex
 @pytest.mark.parametrize("fault,what", [("nan_reward", "reward (nan)"), ("inf_obs", "next_obs (inf)")])
 def test_non_finite_env_output_stops_the_run_with_the_agent_named(tmp_path, fault, what):
     """The fault comes at env step 300, after the checkpoint at 200, which stays the latest."""
-    trainer = Trainer(build_config(_corridor(1000)), tmp_path, env_factory=faulty_factory(fault, at_step=300), verbose=False)
+    trainer = build_run(build_config(_corridor(1000)), tmp_path, Factories(env=faulty_factory(fault, at_step=300)), verbose=False)
     with pytest.raises(NonFiniteError) as caught:
         trainer.train()
     trainer.close()
@@ -264,7 +264,7 @@ def test_a_diverging_loss_stops_the_run_and_the_last_checkpoint_stays_finite(tmp
     """A learning rate of 1e12 overflows the Q-values within a few updates after learning
     starts at 250 env steps, after the checkpoint at 200."""
     config = _corridor(1000, dqn={"learning_starts": 250, "buffer_size": 500, "batch_size": 8, "lr": 1e12})
-    trainer = Trainer(build_config(config), tmp_path, verbose=False)
+    trainer = build_run(build_config(config), tmp_path, verbose=False)
     with pytest.raises(NonFiniteError, match=r"the td_loss and grad_norm of agent\(s\) .* are not finite"):
         trainer.train()
     trainer.close()
@@ -276,7 +276,7 @@ def test_a_diverging_loss_stops_the_run_and_the_last_checkpoint_stays_finite(tmp
 
 def test_an_exception_in_an_env_worker_reaches_the_main_process(tmp_path):
     config = _corridor(env={**CORRIDOR, "num_envs": 2, "vector": "subproc"})
-    trainer = Trainer(build_config(config), tmp_path, env_factory=faulty_factory("raise"), verbose=False)
+    trainer = build_run(build_config(config), tmp_path, Factories(env=faulty_factory("raise")), verbose=False)
     try:
         with pytest.raises(EnvError) as caught:
             trainer.train()

@@ -14,7 +14,7 @@ import torch
 from relayrl.cli import main
 from relayrl.core.errors import CheckpointError
 from relayrl.core.tree_files import read_tree, tree_files, write_tree
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Run, build_run, build_config
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint, load_policies
 
 
@@ -51,7 +51,7 @@ def test_loading_a_policy_never_unpickles(tmp_path, monkeypatch):
     config = {"preset": "tiny", "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 8}},
               "total_steps": 200, "report_interval": 100, "checkpoint_interval": 200, "eval": {"interval": 0},
               "dqn": {"learning_starts": 50, "buffer_size": 300, "batch_size": 8}}
-    trainer = Trainer(build_config(config), tmp_path, verbose=False)
+    trainer = build_run(build_config(config), tmp_path, verbose=False)
     trainer.train()
     trainer.close()
     (checkpoint,) = list_checkpoints(tmp_path / "checkpoints")
@@ -93,7 +93,7 @@ def test_a_checkpoint_carrying_code_is_refused_by_resume_eval_and_frozen_opponen
               "total_steps": 200, "report_interval": 100, "checkpoint_interval": 200, "eval": {"interval": 0},
               "dqn": {"learning_starts": 50, "buffer_size": 300, "batch_size": 8}}
     run = tmp_path / "run"
-    trainer = Trainer(build_config(config), run, verbose=False)
+    trainer = build_run(build_config(config), run, verbose=False)
     trainer.train()
     trainer.close()
     (checkpoint,) = list_checkpoints(run / "checkpoints")
@@ -105,12 +105,12 @@ def test_a_checkpoint_carrying_code_is_refused_by_resume_eval_and_frozen_opponen
     with pytest.raises(CheckpointError, match="not relayrl checkpoint data"):
         load_checkpoint(checkpoint)
     with pytest.raises(CheckpointError, match="not relayrl checkpoint data"):  # resume
-        Trainer(build_config({**config, "total_steps": 400}), run, verbose=False).train()
+        build_run(build_config({**config, "total_steps": 400}), run, verbose=False).train()
     assert main(["eval", str(run), "--episodes", "1"]) != 0  # evaluation reads the policy file
     frozen = {**config, "env": {"name": "corridor", "settings": {"n_agents": 2, "n_walkers": 2, "length": 4, "max_steps": 8}},
               "policies": {"runner": {"kind": "frozen", "checkpoint": str(checkpoint)}}}
     with pytest.raises(CheckpointError, match="not relayrl checkpoint data"):
-        Trainer(build_config(frozen), None, verbose=False)
+        build_run(build_config(frozen), None, verbose=False)
     assert not (tmp_path / "RAN").exists()
 
 

@@ -8,14 +8,14 @@ on other agents' transitions; paper 001, SPEC §1.2) and normalises each weighte
 """
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 import torch
 from pydantic import Field, model_validator
 from torch import nn
 
-from relayrl.algos.algorithm import OffPolicySettings, Weights
+from relayrl.algos.algorithm import Capabilities, OffPolicySettings, Weights, algo_key
 from relayrl.algos.obs_normalizer import ObsNormalizer
 from relayrl.core.errors import ConfigError
 from relayrl.core.settings import PositiveInt, Strict
@@ -36,7 +36,7 @@ class ActorCriticConfig(Strict):
     Noise stds are in units of the action range's half-width.
     """
 
-    algo: Literal["td3", "ddpg", "sac"] = "td3"
+    algo: Annotated[str, algo_key("actor_critic")] = "td3"
     actor_lr: float = Field(3e-4, gt=0)
     critic_lr: float = Field(3e-4, gt=0)
     critic_weight_decay: float = Field(0.0, ge=0, description="L2 penalty coefficient on the critic's weights")
@@ -75,6 +75,11 @@ class ActorCriticConfig(Strict):
             random_steps=self.random_steps,
             updates_per_fragment=self.updates_per_step,
         )
+
+
+# What TD3, DDPG and deterministic SAC support: each agent keeps parameters of its own, and
+# DPS weighs shared transitions by how close their deterministic actions are (paper 001).
+CAPABILITIES = Capabilities(frozenset({"continuous"}), select=True, shared_replay=True, relay_between=True, shared_replay_between=True)
 
 
 def continuous_fields(spec: GroupSpec) -> dict[str, FieldSpec]:
@@ -236,6 +241,9 @@ class DeterministicActor:
 
     def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
         raise NotImplementedError
+
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        return list(self._optimizers().values())
 
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {name: m.state_dict() for name, m in {**self._modules(), **self._optimizers()}.items()}

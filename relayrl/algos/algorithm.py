@@ -5,14 +5,16 @@ sampling and sharing; algorithms join through ``ALGORITHMS``.
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import torch
+from pydantic import AfterValidator
 
-from relayrl.core.registry import Registry
+from relayrl.core.registry import Registry, registered
 from relayrl.core.specs import GroupSpec
 from relayrl.replay import FieldSpec
+from relayrl.sharing.exchange import Sharer
 
 # Per-transition weights ``[P, B]``: none (all ones), given, or computed from the
 # algorithm's own actions on the batch's states (DPS needs exactly the actor output the
@@ -55,6 +57,8 @@ class Algorithm(Protocol):
 
     def sync_target(self) -> None: ...
 
+    def optimizers(self) -> list[torch.optim.Optimizer]: ...  # what population-based training perturbs
+
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
@@ -64,34 +68,46 @@ class Algorithm(Protocol):
     def load_policy_state(self, state: dict[str, Any]) -> None: ...
 
 
-class Learner(Protocol):
+class Learner(Sharer, Protocol):
     """What a learning policy drives (DESIGN.md §4): the off-policy learner of transitions
-    (``off_policy.py``) or the learner of whole episodes (``episode_learner.py``)."""
+    (``off_policy.py``) or the learner of whole episodes (``episode_learner.py``). Everything
+    the run, the learner pools and the exchanges between learners (``Sharer``'s methods)
+    call is here."""
 
     spec: GroupSpec
     name: str
     algo: str
     algorithm: Algorithm
     settings: "OffPolicySettings"
-    relay: Any  # the SUPER relay where the learner shares, else None
     updates: int  # gradient steps so far
 
     @property
-    def metric_columns(self) -> tuple[str, ...]: ...
+    def metric_columns(self) -> tuple[str, ...]: ...  # the learner's own columns beside the loss
 
+    # acting
     def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]: ...
 
     def exploration(self, env_steps: int) -> float: ...
 
+    def acting_copy(self) -> Any: ...  # the acting part alone (``relayrl.algos.learner.Acting``)
+
+    def policy_state(self) -> dict[str, Any]: ...
+
+    # experience and learning
     def observe(self, fragment: dict[str, np.ndarray]) -> int: ...
 
     def end_workers(self, workers: np.ndarray) -> None: ...  # their episodes in flight end as truncations
 
     def learn(self, env_steps: int) -> None: ...
 
-    def drain_window(self) -> Any: ...
+    def report(self, env_steps: int) -> dict[str, Any]: ...  # metrics since the last report, by reported name
 
-    def policy_state(self) -> dict[str, Any]: ...
+    # what schemes change (population-based training)
+    def hyperparameters(self) -> dict[str, float]: ...
+
+    def set_hyperparameters(self, values: dict[str, float]) -> None: ...
+
+    def copy_networks_from(self, other: Any) -> None: ...
 
     def state_dict(self) -> dict[str, Any]: ...
 
@@ -126,23 +142,76 @@ class OffPolicySettings:
     priority_eps: float = 1e-6
 
 
+ActionKind = Literal["discrete", "continuous"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an algorithm supports (DESIGN.md §4). Config validation and policy building read
+    these instead of naming algorithms, so an algorithm declares them once, where it registers."""
+
+    actions: frozenset[ActionKind]  # the action spaces it acts in: Discrete, Box
+    on_policy: bool = False  # learns only from its current policy's experience
+    recurrent: bool = False  # its agents carry a hidden state through an episode
+    centralised: bool = False  # trains its group's agents together (a mixer, a centralised critic): acts for the whole group
+    param_sharing: bool = False  # its agents may share one parameter set
+    # the sharing modes that apply (DESIGN.md §1)
+    select: bool = False  # sharing.select other than none: a selection rule at the sender (SUPER)
+    shared_replay: bool = False  # sharing.replay=shared, corrected by sharing.correction (dps: DASE)
+    relay_between: bool = False  # a member of relay.between
+    shared_replay_between: bool = False  # a member of shared_replay.between
+
+    def describe(self) -> str:
+        """The capabilities in words (``relayrl list``)."""
+        traits = [
+            f"{' and '.join(sorted(self.actions))} actions",
+            "on-policy" if self.on_policy else "off-policy",
+            *(["recurrent"] if self.recurrent else []),
+            *(["centralised"] if self.centralised else []),
+            *(["parameter sharing"] if self.param_sharing else []),
+        ]
+        modes = [
+            mode
+            for mode, applies in (
+                ("sharing.select", self.select),
+                ("sharing.replay=shared", self.shared_replay),
+                ("relay.between", self.relay_between),
+                ("shared_replay.between", self.shared_replay_between),
+            )
+            if applies
+        ]
+        return ", ".join(traits) + (f"; sharing modes: {', '.join(modes)}" if modes else "; no sharing mode")
+
+
 @dataclass(frozen=True)
 class AlgorithmEntry:
     """``make(spec, config, n_sets, device, seed, **options)`` builds the algorithm for a
-    group; ``fields(spec)`` are the observation and action fields its replay stores;
-    ``continuous``: it acts in Box action spaces (else in discrete ones). ``learner``
+    group from the run's config section ``section`` (``dqn``, ``actor_critic`` or ``qmix``;
+    the last two name it in their ``algo`` key); ``fields(spec)`` are the observation and
+    action fields its replay stores; ``capabilities``: what it supports. ``learner``
     builds the learner that feeds it, with the off-policy learner's arguments, and
     ``plan(spec, config)`` is that learner's replay before anything is built (None: the
     off-policy learner of transitions, ``relayrl.algos.off_policy``)."""
 
     make: Callable[..., Algorithm]
     fields: Callable[[GroupSpec], dict[str, FieldSpec]]
-    continuous: bool
+    section: str
+    capabilities: Capabilities
     learner: Callable[..., Any] | None = None
     plan: Callable[[GroupSpec, Any], Any] | None = None
 
 
 ALGORITHMS: Registry[AlgorithmEntry] = Registry("algorithm")
+
+
+def algo_key(section: str) -> AfterValidator:
+    """Validates ``<section>.algo``: an algorithm registered with that config section."""
+    return registered(ALGORITHMS, lambda entry: entry.section == section)
+
+
+def algorithms_with(has: Callable[[Capabilities], bool]) -> list[str]:
+    """The registered algorithms whose capabilities ``has`` accepts (what a message offers instead)."""
+    return sorted(name for name in ALGORITHMS if has(ALGORITHMS[name].capabilities))
 
 
 def allowed_choice(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from pydantic import Field, model_validator
 from torch import nn
 
-from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, OffPolicySettings, Weights, allowed_choice
+from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Capabilities, OffPolicySettings, Weights, allowed_choice
 from relayrl.algos.schedules import linear_schedule
 from relayrl.core.errors import ConfigError
 from relayrl.core.settings import Strict
@@ -217,6 +217,9 @@ class DQN:
         """Hard copy of online into target parameters."""
         self.target.load_state_dict(self.online.state_dict())
 
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        return [self.optimizer]
+
     def state_dict(self) -> dict[str, Any]:
         return {
             "online": self.online.state_dict(),
@@ -266,4 +269,7 @@ def _make(
     return DQN(n_sets, spec.obs_shape, spec.n_actions, config, model, device, seed, network_factory)
 
 
-ALGORITHMS.add("dqn", AlgorithmEntry(_make, _fields, continuous=False))
+# DQN's targets do not depend on the behaviour policy: there is nothing for DPS to correct
+# on a shared replay (docs/results/dase/README.md)
+CAPABILITIES = Capabilities(frozenset({"discrete"}), param_sharing=True, select=True, relay_between=True)
+ALGORITHMS.add("dqn", AlgorithmEntry(_make, _fields, "dqn", CAPABILITIES))

@@ -16,13 +16,13 @@ every ``target_update_episodes`` finished episodes.
 
 import time
 from dataclasses import asdict
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import torch
 
 from relayrl.algos.algorithm import ALGORITHMS
-from relayrl.algos.learner import LearnerReports, MetricWindow
+from relayrl.algos.learner import LearnerBase, MetricWindow
 from relayrl.core.errors import ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
@@ -39,7 +39,7 @@ def storage_fields(spec: GroupSpec, config: Any) -> dict:
     return STORAGES[config.storage].fields(spec, config.max_episode_length)
 
 
-class EpisodeLearner(LearnerReports):
+class EpisodeLearner(LearnerBase):
     """A learning policy's episodes, replay, sampler and update budget for one algorithm
     that mixes the N agents of its group."""
 
@@ -54,19 +54,9 @@ class EpisodeLearner(LearnerReports):
         timer: SectionTimer,
         **options: Any,
     ) -> None:
-        if sharing.select != "none" or sharing.replay != "own" or sharing.correction != "none":
-            raise ConfigError(
-                f"policy {spec.name!r}: {algo} learns from whole episodes of its group's agents together, so there is no "
-                "agent to relay to: set sharing.select=none (and replay=own, correction=none)"
-            )
-        self.spec = spec
-        self.name = spec.name
-        self.algo = algo
+        super().__init__(spec, algo, config.off_policy(), ALGORITHMS[algo].make(spec, config, 1, device, seeds[0]), None)
         self.config = config
-        self.settings = config.off_policy()
         self.timer = timer
-        self.relay = None
-        self.algorithm = ALGORITHMS[algo].make(spec, config, 1, device, seeds[0])
         plan = ALGORITHMS[algo].plan(spec, config)  # one replay of buffer_size episodes
         self.fields = plan.fields
         self.replay = plan.build(alpha=config.priority_alpha, beta=config.priority_beta, seed=seeds[1])
@@ -82,17 +72,21 @@ class EpisodeLearner(LearnerReports):
         self.last_target_sync = 0  # in episodes
         self.rng = np.random.default_rng(seeds[3])  # where windows start in stored episodes
 
+    bytes_per_transition = 0  # it relays nothing
+
+    def _not_exchanged(self, *args: Any) -> NoReturn:
+        raise ConfigError(
+            f"policy {self.name!r} learns from whole episodes of its group's agents together: it takes no part in relay.between "
+            "or shared_replay.between, which move single transitions between per-agent learners"
+        )
+
+    export_relay = outgoing = incoming = join_shared_replay = shared_rows = shared_size = _not_exchanged
+
     @property
     def metric_columns(self) -> tuple[str, ...]:
         """The algorithm's metrics, and ``sample_share``: the wall-clock share of the learner's
         updates spent drawing and gathering batches (what AccMER's reuse saves on)."""
         return (*self.algorithm.metric_columns, "sample_share")
-
-    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
-        """``obs [W, N, ...]`` -> actions ``[W, N]`` with the exploration at ``env_steps``
-        (greedy for None: evaluation); ``carry`` is the agents' recurrent state."""
-        explore = 0.0 if env_steps is None else self.exploration(env_steps)
-        return self.algorithm.act(obs, carry, explore, mask)
 
     def observe(self, fragment: dict[str, np.ndarray]) -> int:
         """Stores a fragment ``[T, W, N, ...]`` (the episodes it finished, or its transitions)."""

@@ -1,10 +1,18 @@
 """What every learner shares besides its contract (``relayrl.algos.algorithm.Learner``): the
-update metrics between two reports, and the policy file a checkpoint keeps."""
+acting part an env runner receives, the update metrics between two reports, the
+hyperparameters a scheme may change, and the policy file a checkpoint keeps."""
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from relayrl.algos.layout import AgentLayout
+from relayrl.core.errors import CheckpointError
+from relayrl.core.specs import GroupSpec
+from relayrl.sharing.relay import Relay
 from relayrl.sharing.selectors import Selector
 
 
@@ -26,38 +34,147 @@ class MetricWindow:
         return self.sums[key] / self.counts[key] if self.counts.get(key) else math.nan
 
 
-class LearnerReports:
-    """``window`` (the metrics since the last report), ``policy_state`` and the exploration
-    at an env step for a learner with ``algo``, ``settings`` and ``algorithm``.
-    ``exploration_scale`` multiplies the algorithm's schedule (epsilon, or the action
-    noise): 1 unless a scheme such as population-based training changes it. ``selector``:
-    the sharing's selection rule where the learner relays (SUPER), else None."""
+class Acting:
+    """A learner's acting part: the algorithm's networks on the learner's agent layout, its
+    exploration schedule times ``exploration_scale`` and the uniform actions of the first
+    ``settings.random_steps`` env steps. What an env runner acts with (no replay, sharing
+    or counters); a learner is one too."""
 
-    window: MetricWindow
-    algo: str
-    settings: Any
-    algorithm: Any
-    exploration_scale: float = 1.0
-    selector: Selector | None = None
-    exports: bool = False  # whether it relays to other learners (``relay.between``; off-policy learners only)
+    def __init__(self, spec: GroupSpec, algo: str, settings: Any, algorithm: Any, layout: AgentLayout | None, exploration_scale: float = 1.0) -> None:
+        """``layout``: how entities map to parameter sets (None: the algorithm takes the
+        group's ``[W, N, ...]`` arrays itself, as the episode learners' do)."""
+        self.spec = spec
+        self.name = spec.name
+        self.algo = algo
+        self.settings = settings
+        self.algorithm = algorithm
+        self.layout = layout
+        self.exploration_scale = exploration_scale
 
-    # what acting reads (``act`` of every learner): an env runner's copy keeps these only
-    ACTING_PARTS = ("spec", "name", "algo", "settings", "algorithm", "layout", "exploration_scale")
-
-    def acting_copy(self) -> "LearnerReports":
-        """This learner without its replay, sharing and counters: its ``act`` only, sharing
-        the networks (an env runner in another process receives a pickled copy)."""
-        clone = object.__new__(type(self))
-        clone.__dict__.update({key: value for key, value in vars(self).items() if key in self.ACTING_PARTS})
-        return clone
+    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+        """``obs [W, N, ...]`` -> actions ``[W, N, ...]`` among those ``mask [W, N, A]``
+        allows: uniformly random for the first ``random_steps`` env steps, then with the
+        exploration at ``env_steps``; greedy for ``env_steps=None`` (evaluation)."""
+        if env_steps is not None and env_steps < self.settings.random_steps:
+            return self.algorithm.random_actions(obs.shape[:2], mask), carry
+        explore = 0.0 if env_steps is None else self.exploration(env_steps)
+        if self.layout is None:
+            return self.algorithm.act(obs, carry, explore, mask)
+        sets_mask = None if mask is None else self.layout.to_sets(mask, 1)
+        actions, carry = self.algorithm.act(self.layout.to_sets(obs, 1), carry, explore, sets_mask)
+        return self.layout.to_entities(actions, obs.shape[:1]), carry
 
     def exploration(self, env_steps: int) -> float:
         return self.algorithm.exploration(env_steps) * self.exploration_scale
 
-    def drain_window(self) -> MetricWindow:
-        window, self.window = self.window, MetricWindow()
-        return window
+    def acting_copy(self) -> "Acting":
+        """The acting part alone, sharing the networks (an env runner in another process
+        receives a pickled copy)."""
+        return Acting(self.spec, self.algo, self.settings, self.algorithm, self.layout, self.exploration_scale)
 
     def policy_state(self) -> dict[str, Any]:
         """What acting needs: the algorithm's acting networks and how they map to entities."""
         return {"algo": self.algo, "param_sharing": self.settings.param_sharing, "networks": self.algorithm.policy_state()}
+
+    def load_policy_state(self, state: dict[str, Any], source: str) -> None:
+        """Acting networks of this algorithm and layout (``policy_state``'s), from ``source``;
+        networks of another algorithm, layout or shape are refused."""
+        load_policy_state(self.algorithm, self.settings.param_sharing, self.algo, state, source, repr(self.name))
+
+
+# what a learner keeps of its own when it takes another's networks (population-based
+# training): its exploration streams and update counter
+OWN_STATE = ("rng", "generator", "updates")
+
+
+class LearnerBase(Acting):
+    """What both learners (off-policy transitions, episodes) have beyond acting: the
+    metrics window and its report, relaying to other learners, and the hyperparameters
+    schemes read and set. ``selector``: the sharing's selection rule where the learner
+    relays (SUPER), else None."""
+
+    window: MetricWindow
+    updates: int
+    relay: Relay | None = None
+    selector: Selector | None = None
+    exports: bool = False  # whether it relays to other learners (``relay.between``)
+
+    @property
+    def metric_columns(self) -> tuple[str, ...]:
+        return self.algorithm.metric_columns
+
+    def report(self, env_steps: int) -> dict[str, Any]:
+        """The metrics since the last report, by their reported names (the window starts
+        again): ``updates`` so far and ``window_updates`` in it, the loss as ``td_loss``,
+        ``grad_norm``, ``epsilon`` (NaN where the learner does not explore by epsilon), the
+        seconds spent relaying to and drawing from other learners, each of
+        ``metric_columns``' means, and the relay's counts (``relay``, None where it does not
+        relay)."""
+        window, self.window = self.window, MetricWindow()
+        algorithm = self.algorithm
+        return {
+            "updates": self.updates,
+            "window_updates": window.updates,
+            "td_loss": window.mean(algorithm.loss_metric),
+            "grad_norm": window.mean("grad_norm"),
+            "epsilon": self.exploration(env_steps) if algorithm.exploration_name == "epsilon" else math.nan,
+            "relay_s": window.sums.get("relay_s", 0.0),
+            "draw_s": window.sums.get("draw_s", 0.0),
+            **{key: window.mean(key) for key in self.metric_columns},
+            "relay": self.relay.drain() if self.relay is not None else None,
+        }
+
+    def export_relay(self) -> None:
+        """From now on this learner keeps what its selection picks for other learners
+        (``outgoing``)."""
+        self.exports = True
+
+    def hyperparameters(self) -> dict[str, float]:
+        """What a scheme may change: ``lr`` (the first optimiser's; the others keep their
+        ratio to it), ``exploration`` (the scale of the exploration schedule) and, where the
+        learner relays a share b of its transitions, ``bandwidth``."""
+        found = {"lr": float(self.algorithm.optimizers()[0].param_groups[0]["lr"]), "exploration": self.exploration_scale}
+        bandwidth = getattr(self.selector, "bandwidth", None)
+        if bandwidth is not None:
+            found["bandwidth"] = float(bandwidth)
+        return found
+
+    def set_hyperparameters(self, values: dict[str, float]) -> None:
+        """Sets any of ``hyperparameters()``' keys; an unknown key is an error."""
+        unknown = set(values) - set(self.hyperparameters())
+        if unknown:
+            raise KeyError(f"policy {self.name!r} has no hyperparameter {sorted(unknown)}; it has {sorted(self.hyperparameters())}")
+        if "lr" in values:
+            optimizers = self.algorithm.optimizers()
+            first = optimizers[0].param_groups[0]["lr"]
+            for optimizer in optimizers:
+                for group in optimizer.param_groups:
+                    group["lr"] = values["lr"] if group["lr"] == first else group["lr"] * values["lr"] / first
+        if "exploration" in values:
+            self.exploration_scale = values["exploration"]
+        if "bandwidth" in values:
+            assert self.selector is not None
+            self.selector.bandwidth = values["bandwidth"]
+
+    def copy_networks_from(self, other: "LearnerBase") -> None:
+        """Takes ``other``'s networks, targets and optimiser state (learning rates included);
+        its own replay, exploration streams and counters stay."""
+        own = self.algorithm.state_dict()
+        # a deep copy: an optimiser's load_state_dict keeps the given state tensors, which
+        # the two learners would then update in place together
+        taken = copy.deepcopy({key: value for key, value in other.algorithm.state_dict().items() if key not in OWN_STATE})
+        self.algorithm.load_state_dict({**own, **taken})
+
+
+def load_policy_state(algorithm: Any, param_sharing: bool, algo: str, state: dict[str, Any], source: str, who: str) -> None:
+    """Loads a learner's ``policy_state`` into ``algorithm`` (a frozen opponent, an env
+    runner's copy or an evaluation), refusing networks of another algorithm, layout or shape."""
+    if state["algo"] != algo or state["param_sharing"] != param_sharing:
+        raise CheckpointError(
+            f"{source}: {who} was trained as {state['algo']} with param_sharing={state['param_sharing']}; "
+            f"this run has {algo} with param_sharing={param_sharing}"
+        )
+    try:
+        algorithm.load_policy_state(state["networks"])
+    except (RuntimeError, KeyError) as error:
+        raise CheckpointError(f"{source}: {who}'s networks do not fit this run's model ({error})") from None

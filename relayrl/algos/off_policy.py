@@ -21,13 +21,13 @@ import torch
 
 from relayrl.algos.algorithm import ALGORITHMS, Algorithm, Learner, OffPolicySettings
 from relayrl.algos.layout import AgentLayout
-from relayrl.algos.learner import LearnerReports, MetricWindow
+from relayrl.algos.learner import LearnerBase, MetricWindow
 from relayrl.algos.nstep import NStepBuilder, Transitions
 from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
 from relayrl.replay import FieldSpec, ReplayBuffer, ReplayPlan, row_nbytes
-from relayrl.replay.shared import SharedDraws
+from relayrl.replay.shared import RowSource, SharedDraws
 from relayrl.sharing.config import SharingConfig
 from relayrl.sharing.corrections import CORRECTIONS, DPSCorrection, ExternalWeights
 from relayrl.sharing.relay import Relay, RelayStats
@@ -48,7 +48,7 @@ def replay_plan(spec: GroupSpec, algo: str, settings: OffPolicySettings, sharing
     return ReplayPlan(n_sets, settings.buffer_size, fields, settings.prioritized)
 
 
-class OffPolicyLearner(LearnerReports):
+class OffPolicyLearner(LearnerBase):
     """What a learning policy drives for one group ``[E, N, ...]``: P parameter sets of an
     algorithm (P = N independent agents, 1 with parameter sharing), their replay, n-step
     builder, sharing and update budget."""
@@ -67,16 +67,13 @@ class OffPolicyLearner(LearnerReports):
         """``config``: the algorithm's config section (it gives the ``OffPolicySettings``);
         ``seeds``: algorithm, replay, sharing; ``options``: what the algorithm's builder
         takes besides (the DQN's network shape)."""
-        self.spec = spec
-        self.name = spec.name
-        self.algo = algo
-        self.settings = s = config.off_policy()
+        s = config.off_policy()
+        layout = AgentLayout(spec.n_agents, s.param_sharing)
+        super().__init__(spec, algo, s, ALGORITHMS[algo].make(spec, config, layout.n_sets, device, seeds[0], **options), layout)
         self.sharing = sharing
         self.timer = timer
-        self.layout = AgentLayout(spec.n_agents, s.param_sharing)
         plan = replay_plan(spec, algo, s, sharing)
         self.fields = plan.fields
-        self.algorithm: Algorithm = ALGORITHMS[algo].make(spec, config, self.layout.n_sets, device, seeds[0], **options)
         self.replay: ReplayBuffer | None = plan.build(alpha=s.alpha, beta=s.beta, eps=s.priority_eps, seed=seeds[1])
         self.replay_seed = seeds[1]
         self.shared: SharedDraws | None = None  # a replay shared with other learners (shared_replay.between)
@@ -115,18 +112,6 @@ class OffPolicyLearner(LearnerReports):
         """Metrics reported besides the loss: the algorithm's, and the correction's."""
         extra = ("dps_weight", "external_fraction") if self.correction is not None else ()
         return (*self.algorithm.metric_columns, *extra)
-
-    # ------------------------------------------------------------------ acting
-    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
-        """``obs [E, N, ...]`` -> actions ``[E, N, ...]`` among those ``mask [E, N, A]``
-        allows: uniformly random for the first ``random_steps`` env steps, then with the
-        algorithm's exploration at ``env_steps``; greedy for ``env_steps=None`` (evaluation)."""
-        if env_steps is not None and env_steps < self.settings.random_steps:
-            return self.algorithm.random_actions(obs.shape[:2], mask), carry
-        explore = 0.0 if env_steps is None else self.exploration(env_steps)
-        sets_mask = None if mask is None else self.layout.to_sets(mask, 1)
-        actions, carry = self.algorithm.act(self.layout.to_sets(obs, 1), carry, explore, sets_mask)
-        return self.layout.to_entities(actions, obs.shape[:1]), carry
 
     # ------------------------------------------------------------------ experience
     def observe(self, fragment: dict[str, np.ndarray]) -> int:
@@ -172,15 +157,22 @@ class OffPolicyLearner(LearnerReports):
             self.replay.add(data, priorities=priorities)
         self.window.add({"relay_s": time.perf_counter() - start})  # the seconds relaying between learners costs
 
-    def join_shared_replay(self, first_agent: int) -> None:
+    def join_shared_replay(self, first_agent: int, source: RowSource | None) -> None:
         """From now on this learner's agents store into and draw from a replay shared with
         other learners (``relayrl.replay.shared``), tagged ``first_agent`` + their index; its
-        own replay goes. The run hands the rows over (``shared_rows``) and reports the
-        shared replay's size (``shared_size``) before each ``learn``."""
+        own replay goes. The exchange hands the rows over (``shared_rows``) and reports the
+        shared replay's size (``shared_size``) before each ``learn``; ``source`` is where
+        draws gather the rows (``shared_source`` changes it)."""
         if self.correction is None:
             raise ConfigError(f"policy {self.name!r} does not learn from a shared replay: set its sharing.replay=shared (DASE)")
         self.shared = SharedDraws(first_agent, self.replay_seed)
+        self.shared.source = source
         self.replay = None
+
+    def shared_source(self, source: RowSource) -> None:
+        """Where the shared replay's rows are gathered from now (another actor's replay)."""
+        assert self.shared is not None
+        self.shared.source = source
 
     def shared_rows(self) -> dict[str, np.ndarray] | None:
         """The tagged rows observed since the last call, for the shared replay."""
@@ -352,20 +344,6 @@ class OffPolicyLearner(LearnerReports):
             self.relay.stats = RelayStats(**state["relay"])
         if self.correction is not None:
             self.correction.load_state_dict(state["correction"])
-
-
-def load_policy_state(algorithm: Algorithm, param_sharing: bool, algo: str, state: dict[str, Any], source: str, who: str) -> None:
-    """Loads a learner's ``policy_state`` into ``algorithm`` (a frozen opponent or an
-    evaluation), refusing networks of another algorithm, layout or shape."""
-    if state["algo"] != algo or state["param_sharing"] != param_sharing:
-        raise CheckpointError(
-            f"{source}: {who} was trained as {state['algo']} with param_sharing={state['param_sharing']}; "
-            f"this run has {algo} with param_sharing={param_sharing}"
-        )
-    try:
-        algorithm.load_policy_state(state["networks"])
-    except (RuntimeError, KeyError) as error:
-        raise CheckpointError(f"{source}: {who}'s networks do not fit this run's model ({error})") from None
 
 
 def learner_plan(spec: GroupSpec, algo: str, section: Any, sharing: SharingConfig) -> ReplayPlan:

@@ -25,7 +25,7 @@ gathered from stored transitions; ``tbptt`` truncates backpropagation (paper 003
 """
 
 import copy
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from pydantic import Field, model_validator
 from torch import nn
 
-from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, OffPolicySettings, allowed_choice
+from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Capabilities, OffPolicySettings, algo_key, allowed_choice
 from relayrl.algos.episode_learner import EpisodeLearner, storage_fields
 from relayrl.algos.macpo import macpo_weights, taken_action_probability
 from relayrl.algos.returns import td_lambda_targets
@@ -52,7 +52,7 @@ class ValueDecompositionConfig(Strict):
     epsilon 0.995 -> 0.05 over 100k env steps). Batch and replay count whole episodes,
     as the pymarl-based reference counts them."""
 
-    algo: Literal["qmix"] = "qmix"
+    algo: Annotated[str, algo_key("qmix")] = "qmix"
     mixer: Literal["qmix", "vdn", "none"] = Field("qmix", description="none: independent Q-learning")
     weighting: Literal["none", "macpo"] = Field("none", description="macpo: Lemma 1's weights (paper 002)")
     sampler: Literal["uniform", "prioritized", "reuse"] = Field(
@@ -318,6 +318,9 @@ class ValueDecomposition:
     def load_policy_state(self, state: dict[str, Any]) -> None:
         self.agent.load_state_dict(state["agent"])
 
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        return [self.optimizer]
+
     def state_dict(self) -> dict[str, Any]:
         return {"learned": self.learned.state_dict(), "target": self.target.state_dict(), "optimizer": self.optimizer.state_dict(), "rng": self.rng.bit_generator.state}
 
@@ -338,5 +341,8 @@ def _plan(spec: GroupSpec, config: ValueDecompositionConfig) -> ReplayPlan:
     return ReplayPlan(1, config.buffer_size, storage_fields(spec, config), config.sampler == "prioritized")
 
 
+# whole episodes of the group's agents trained together: no agent's own transitions to select,
+# relay or share
+CAPABILITIES = Capabilities(frozenset({"discrete"}), recurrent=True, centralised=True, param_sharing=True)
 # ``fields`` describes transition rows, which this learner does not store
-ALGORITHMS.add("qmix", AlgorithmEntry(_make, lambda spec: {}, continuous=False, learner=EpisodeLearner, plan=_plan))
+ALGORITHMS.add("qmix", AlgorithmEntry(_make, lambda spec: {}, "qmix", CAPABILITIES, learner=EpisodeLearner, plan=_plan))

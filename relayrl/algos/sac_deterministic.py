@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from relayrl.algos.actor_critic import (
+    CAPABILITIES,
     ActorCriticConfig,
     DeterministicActor,
     StackedMLP,
@@ -128,4 +129,4 @@ def _make(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch
     return DeterministicSAC(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, settings, device, seed)
 
 
-ALGORITHMS.add("sac", AlgorithmEntry(_make, continuous_fields, continuous=True))
+ALGORITHMS.add("sac", AlgorithmEntry(_make, continuous_fields, "actor_critic", CAPABILITIES))

@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from relayrl.algos.actor_critic import (
+    CAPABILITIES,
     ActorCriticConfig,
     DeterministicActor,
     StackedMLP,
@@ -162,5 +163,5 @@ def _make(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch
     return TD3(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, settings, device, seed)
 
 
-ALGORITHMS.add("td3", AlgorithmEntry(_make, continuous_fields, continuous=True))
-ALGORITHMS.add("ddpg", AlgorithmEntry(_make, continuous_fields, continuous=True))
+ALGORITHMS.add("td3", AlgorithmEntry(_make, continuous_fields, "actor_critic", CAPABILITIES))
+ALGORITHMS.add("ddpg", AlgorithmEntry(_make, continuous_fields, "actor_critic", CAPABILITIES))

@@ -192,8 +192,3 @@ def compile_matches(matches: Sequence[Match], groups: Sequence[GroupSpec], num_e
 def replace_group(matches: Sequence[Match], group: str, pid: str) -> list[Match]:
     """The match list with every entity of ``group`` driven by ``pid`` (a baseline in its place)."""
     return [{**match, group: pid} for match in matches]
-
-
-def group_policies(matches: Sequence[Match], group: str) -> list[str]:
-    """The policy ids that drive entities of ``group``."""
-    return match_policy_ids([{group: match[group]} for match in matches if group in match])

@@ -12,22 +12,27 @@ evaluation).
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Protocol
 
 import numpy as np
 import torch
 from pydantic import Field, model_validator
 
 from relayrl.algos import ALGORITHMS
-from relayrl.algos.algorithm import Algorithm, Learner, allowed_choice
+from relayrl.algos.algorithm import Algorithm, Learner, algorithms_with, allowed_choice
 from relayrl.algos.layout import AgentLayout
-from relayrl.algos.off_policy import load_policy_state, make_learner
+from relayrl.algos.learner import load_policy_state
+from relayrl.algos.off_policy import make_learner
 from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.core.profiler import SectionTimer
-from relayrl.core.registry import Registry
+from relayrl.core.registry import Registry, registered
 from relayrl.core.settings import Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.sharing.config import SharingConfig
+
+
+# Policy kinds by their ``policies.<id>.kind`` name: a builder of the policy (entries at the end).
+POLICY_KINDS: Registry[Callable[["PolicyBuild"], Any]] = Registry("policy kind")
 
 
 class PolicyConfig(Strict):
@@ -45,7 +50,7 @@ class PolicyConfig(Strict):
     ``fn(obs [W, N_p, ...], spec) -> actions [W, N_p, ...]``.
     """
 
-    kind: Literal["learning", "frozen", "snapshot", "random", "scripted"] = "learning"
+    kind: Annotated[str, registered(POLICY_KINDS)] = "learning"
     dqn: dict[str, Any] = Field(default_factory=dict, description="changes to the run's dqn section for this policy")
     actor_critic: dict[str, Any] = Field(default_factory=dict, description="changes to the run's actor_critic section")
     qmix: dict[str, Any] = Field(default_factory=dict, description="changes to the run's qmix section")
@@ -113,9 +118,9 @@ class LearningPolicy:
         return self.learner.policy_state()
 
     def load_policy_state(self, state: dict[str, Any], source: str) -> None:
-        """Networks from a checkpoint's policy file (evaluating a saved run)."""
-        learner = self.learner
-        load_policy_state(learner.algorithm, learner.settings.param_sharing, learner.algo, state, source, repr(self.spec.name))
+        """Networks from a checkpoint's policy file (evaluating a saved run), or from its
+        learner's actor."""
+        self.learner.load_policy_state(state, source)
 
     def state_dict(self) -> dict[str, Any]:
         return self.learner.state_dict()
@@ -271,16 +276,18 @@ class PolicyBuild:
     seeds: list[int]
     timer: SectionTimer
     options: dict[str, Any]
-    saved: Callable[[], tuple[dict[str, Any], str]]
+    saved: Callable[[], tuple[dict[str, Any], str]] | None = None  # frozen policies only
 
 
 def _check_spaces(build: PolicyBuild) -> None:
     algo, spec = build.recipe[0], build.spec
-    if ALGORITHMS[algo].continuous != spec.continuous:
+    kind = "continuous" if spec.continuous else "discrete"
+    if kind not in ALGORITHMS[algo].capabilities.actions:
         have = f"Box actions {spec.action_shape}" if spec.continuous else f"{spec.n_actions} discrete actions"
+        able = algorithms_with(lambda capabilities: kind in capabilities.actions)
         raise ConfigError(
             f"policy {spec.name!r} trains {algo}, which cannot act on its slots' {have} "
-            f"({'set actor_critic' if spec.continuous else 'remove actor_critic'} for it, or give those slots another policy)"
+            f"({', '.join(able)} can: train one of them, or give those slots another policy)"
         )
 
 
@@ -293,8 +300,9 @@ def _learning(build: PolicyBuild) -> LearningPolicy:
 def _networks_without_learning(build: PolicyBuild) -> FrozenPolicy:
     _check_spaces(build)
     algo, section, _ = build.recipe
-    if ALGORITHMS[algo].learner is not None:  # FrozenPolicy acts on parameter-set rows, as the off-policy algorithms do
-        raise ConfigError(f"policy {build.spec.name!r}: a {build.config.kind} {algo} policy is not available; use a dqn or actor-critic policy")
+    if ALGORITHMS[algo].capabilities.centralised:  # FrozenPolicy acts on parameter-set rows, not for a whole group
+        per_agent = algorithms_with(lambda capabilities: not capabilities.centralised)
+        raise ConfigError(f"policy {build.spec.name!r}: a {build.config.kind} {algo} policy is not available; use a {', '.join(per_agent)} policy")
     layout = AgentLayout(build.spec.n_agents, section.off_policy().param_sharing)
     algorithm = ALGORITHMS[algo].make(build.spec, section, layout.n_sets, build.device, build.seeds[0], **build.options)
     return FrozenPolicy(build.spec, algo, algorithm, layout, build.config.explore)
@@ -302,11 +310,11 @@ def _networks_without_learning(build: PolicyBuild) -> FrozenPolicy:
 
 def _frozen(build: PolicyBuild) -> FrozenPolicy:
     policy = _networks_without_learning(build)
+    assert build.saved is not None, "a frozen policy's build says where its networks are saved"
     policy.load_policy_state(*build.saved())
     return policy
 
 
-POLICY_KINDS: Registry[Callable[[PolicyBuild], Any]] = Registry("policy kind")
 POLICY_KINDS.add("learning", _learning)
 POLICY_KINDS.add("frozen", _frozen)
 POLICY_KINDS.add("snapshot", _networks_without_learning)  # its networks come from the self-play scheme

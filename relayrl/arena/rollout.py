@@ -60,7 +60,7 @@ def finite_check(groups: list[GroupSpec], first_copy: int = 0) -> Callable[[int,
 
 class Rollout:
     """``policies`` by id act for the slots ``matches`` give them over ``venv``'s copies.
-    ``check(g, step)`` sees every group's step before it is used (the trainer's guard
+    ``check(g, step)`` sees every group's step before it is used (the run's guard
     against non-finite env outputs)."""
 
     def __init__(

@@ -1,7 +1,7 @@
 """Rounds: a run as a list of stretches of training, each with its env step budget, its
 env setting overrides and its matches (paper 004, sections 4.4 and 5; SPEC §2).
 
-Between two rounds the trainer ends every episode in flight as a truncation (the last step
+Between two rounds the run ends every episode in flight as a truncation (the last step
 of the round gets ``truncated`` and ``over``, so n-step windows bootstrap, whole-episode
 replays store the episode, recurrent carries reset), runs the ``on_round_end`` hooks with
 the round's results, builds the next round's env and matches, runs ``on_round_start`` and
@@ -125,3 +125,95 @@ def end_episodes(fragment: dict[str, np.ndarray]) -> None:
     running = ~last["over"]
     last["truncated"] |= running[:, None] & last["valid"] & ~last["terminated"]
     last["over"][:] = True
+
+
+def _text_table(rows: list[dict[str, Any]], title: str) -> str:
+    """Rows of one set of keys as a plain-text table for the progress display."""
+    if not rows:
+        return f"{title}: no rows"
+    keys = list(rows[0])
+    cells = [[f"{v:.4g}" if isinstance(v, float) else str(v) for v in row.values()] for row in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
+    lines = [title, "  ".join(k.rjust(w) for k, w in zip(keys, widths))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
+
+
+class RoundSchedule:
+    """A run's rounds: where each ends, the episodes of the one in progress, and the schemes
+    and hooks that run at their starts and ends. ``write_table(name, rows)`` keeps each
+    scheme's table after every round (the run directory's ``<name>.csv``); ``verbose``
+    prints the rounds' progress and tables."""
+
+    def __init__(
+        self, rounds: list[RoundConfig], hooks: HooksConfig, schemes: list[Any], write_table: Callable[[str, list[dict[str, Any]]], None] | None, verbose: bool
+    ) -> None:
+        self.rounds = rounds
+        self.ends = round_ends(rounds)
+        self.hooks = {when: [load_hook(path) for path in getattr(hooks, when)] for when in ("on_round_start", "on_round_end")}
+        self.schemes = schemes
+        self.write_table = write_table
+        self.verbose = verbose
+        self.returns: list[np.ndarray] = []  # the current round's episodes, [n_groups] each
+        self.copies: list[int] = []  # and the env copy each ran in
+
+    def __bool__(self) -> bool:
+        return bool(self.rounds)
+
+    def record(self, index: int, env_steps: int, fragments: dict[str, dict[str, np.ndarray]], episodes: Any) -> None:
+        """A fragment that ended at ``env_steps``: where it reaches round ``index``'s end, its
+        episodes in flight end with it (``end_episodes``); its finished episodes count."""
+        if not self.rounds:
+            return
+        if env_steps >= self.ends[index]:
+            for fragment in fragments.values():
+                end_episodes(fragment)
+        self.returns += episodes.returns
+        self.copies += episodes.copies
+
+    def end(self, index: int, env_steps: int, policies: dict[str, Any], groups: list[str], matches: list[Match]) -> None:
+        """Round ``index`` ended at ``env_steps``: its results go to the schemes, then to the
+        ``on_round_end`` hooks."""
+        start = self.ends[index - 1] if index else 0
+        returns = np.array(self.returns).reshape(-1, len(groups))
+        results = RoundResults(index, start, env_steps, returns, np.array(self.copies, np.int64), groups, matches)
+        context = RoundContext(index, self.rounds[index], policies, env_steps, results)
+        if self.verbose:
+            means = ", ".join(f"{name} {results.mean_return(name):.2f}" for name in groups)
+            print(f"round {index + 1}/{len(self.rounds)} ended at env step {env_steps:,}: {len(returns)} episodes, mean return {means}")
+        for scheme in self.schemes:
+            scheme.on_round_end(context)
+            if self.write_table is not None:
+                self.write_table(scheme.name, scheme.rows)
+            if self.verbose:
+                print(_text_table([r for r in scheme.rows if r["round"] == index], f"{scheme.name}, round {index + 1}"))
+        for hook in self.hooks["on_round_end"]:
+            hook(context)
+        self.returns, self.copies = [], []
+
+    def begin(self, index: int, env_steps: int, policies: dict[str, Any], matches: list[Match]) -> None:
+        """Round ``index`` starts: announced, then its schemes' and hooks' ``on_round_start``."""
+        if self.verbose:
+            r = self.rounds[index]
+            changes = ", ".join(f"{k}={v}" for k, v in r.env.items()) or "the run's env"
+            shown = "; ".join(", ".join(f"{g}: {ids}" for g, ids in m.items()) for m in matches[:4])
+            more = f" (+{len(matches) - 4} more)" if len(matches) > 4 else ""
+            print(f"round {index + 1}/{len(self.rounds)}{f' {r.name}' if r.name else ''} from env step {env_steps:,}: {changes}; matches {shown}{more}")
+        context = RoundContext(index, self.rounds[index], policies, env_steps)
+        for scheme in self.schemes:
+            scheme.on_round_start(context)
+        for hook in self.hooks["on_round_start"]:
+            hook(context)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "round_returns": [r.tolist() for r in self.returns],
+            "round_copies": self.copies,
+            "schemes": {scheme.name: scheme.state_dict() for scheme in self.schemes},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.returns = [np.array(r) for r in state["round_returns"]]
+        self.copies = list(state["round_copies"])
+        for scheme in self.schemes:
+            scheme.load_state_dict(state["schemes"][scheme.name])

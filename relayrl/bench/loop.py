@@ -1,6 +1,6 @@
 """The whole SUPER training loop: throughput, a profile by section, and a math-only run.
 
-Loop: a preset's Trainer (default pursuit-super-quantile, SPEC §1.1 settings and training
+Loop: a preset's Run (default pursuit-super-quantile, SPEC §1.1 settings and training
 intensity) runs past ``learning_starts`` to warm up, then a measured window with the
 section timer on. Math-only: the same learner, replay (now pre-filled), batch size and
 thread settings doing only what training must do per update (sample, update, priority
@@ -17,7 +17,8 @@ import torch
 from relayrl.experiment.config import apply_overrides, build_config
 from relayrl.experiment.presets import preset_dict
 from relayrl.core.profiler import LOOP_SECTIONS
-from relayrl.experiment.trainer import Trainer
+from relayrl.experiment.build import build_run
+from relayrl.experiment.run import Run
 
 
 @dataclass
@@ -34,11 +35,11 @@ class LoopResult:
         return self.env_steps_per_s / self.math_env_steps_per_s
 
 
-def _math_only(trainer: Trainer, updates: int) -> float:
-    """Seconds per update (sample + update + priority update) on the trainer's replay."""
-    learner = next(iter(trainer.learners.values()))
+def _math_only(run: Run, updates: int) -> float:
+    """Seconds per update (sample + update + priority update) on the run's replay."""
+    learner = next(iter(run.learners.values()))
     replay, algorithm, batch_size = learner.replay, learner.algorithm, learner.batch_size
-    sync = torch.cuda.synchronize if trainer.device.type == "cuda" else (lambda: None)
+    sync = torch.cuda.synchronize if learner.algorithm.device.type == "cuda" else (lambda: None)
 
     def one() -> None:
         batch = replay.sample(batch_size)
@@ -58,30 +59,30 @@ def measure(preset: str, overrides: list[str], steps: int, label: str, math_upda
     config = build_config(apply_overrides(preset_dict(preset), ["eval.interval=0", *overrides]))
     warmup = config.dqn.learning_starts + 1000
     config.total_steps = warmup
-    trainer = Trainer(config, None, verbose=False)
+    run = build_run(config, None, verbose=False)
     try:
-        trainer.train()
-        math_before = _math_only(trainer, math_updates)
-        trainer.timer.enabled = True
-        if trainer.device.type == "cuda":
-            trainer.timer.sync = torch.cuda.synchronize
-        trainer.config.total_steps = warmup + steps
-        steps0, updates0 = trainer.counters.env_steps, trainer.updates
+        run.train()
+        math_before = _math_only(run, math_updates)
+        run.timer.enabled = True
+        if next(iter(run.learners.values())).algorithm.device.type == "cuda":
+            run.timer.sync = torch.cuda.synchronize
+        run.config.total_steps = warmup + steps
+        steps0, updates0 = run.counters.env_steps, run.updates
         start = time.perf_counter()
-        trainer.train()
+        run.train()
         seconds = time.perf_counter() - start
-        trainer.timer.enabled = False
-        math_after = _math_only(trainer, math_updates)
+        run.timer.enabled = False
+        math_after = _math_only(run, math_updates)
     finally:
-        trainer.close()
-    sections = dict(trainer.timer.seconds)
+        run.close()
+    sections = dict(run.timer.seconds)
     sections["other"] = max(0.0, seconds - sum(sections.values()))
     fragment = config.dqn.fragment_length
     math_seconds = min(math_before, math_after)  # the faster math run: the stricter ratio
     return LoopResult(
         label=label,
-        env_steps_per_s=(trainer.counters.env_steps - steps0) / seconds,
-        updates_per_s=(trainer.updates - updates0) / seconds,
+        env_steps_per_s=(run.counters.env_steps - steps0) / seconds,
+        updates_per_s=(run.updates - updates0) / seconds,
         section_share={name: sections.get(name, 0.0) / seconds for name in (*LOOP_SECTIONS, "other")},
         math_env_steps_per_s=fragment / math_seconds,
         math_updates_per_s=1.0 / math_seconds,

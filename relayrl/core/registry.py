@@ -4,6 +4,9 @@ layer above them lists their kinds."""
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
+from pydantic import AfterValidator
+from pydantic_core import PydanticCustomError
+
 T = TypeVar("T")
 
 
@@ -24,6 +27,10 @@ class Registry(Generic[T]):
         """Decorator form of ``add``."""
         return lambda entry: self.add(name, entry)
 
+    def remove(self, name: str) -> None:
+        """Withdraws an entry (a plugin unloaded, a test undoing its registration)."""
+        del self._entries[name]
+
     def __getitem__(self, name: str) -> T:
         try:
             return self._entries[name]
@@ -35,3 +42,19 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
+
+
+def registered(registry: Registry[T], accepts: Callable[[T], bool] | None = None) -> AfterValidator:
+    """Validates a config value that names an entry of ``registry`` (those ``accepts`` takes,
+    where given) when the config is validated, so an entry registered later is accepted; a
+    wrong name fails as a ``Literal`` of the names would, listing them."""
+
+    def check(name: str) -> str:
+        names = [n for n in registry if accepts is None or accepts(registry[n])]
+        if name not in names:
+            quoted = [repr(n) for n in names]
+            expected = f"{', '.join(quoted[:-1])} or {quoted[-1]}" if len(quoted) > 1 else "".join(quoted)
+            raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+        return name
+
+    return AfterValidator(check)

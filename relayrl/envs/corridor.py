@@ -5,14 +5,20 @@ Actions: 0 = left, 1 = right. Reaching the last cell gives +1 and the runner lea
 episode (terminated); everything else gives 0. The episode is truncated after
 ``max_steps``. ``n_walkers`` adds a second team, ``walker_i``, with the same rules: a
 second agent group for multi-team tests (a team can be gone while the other plays on). With random exploration the reward is rare, so one runner's lucky
-transition is worth much to the others: exactly the case SUPER relays.
+transition is worth much to the others: exactly the case SUPER relays. Its config section,
+``corridor``, is here too.
 """
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
+from pydantic import Field
+
+from relayrl.core.settings import Strict
+from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
+from relayrl.envs.section import EnvSection
 
 
 class CorridorEnv(ParallelEnv):
@@ -77,3 +83,21 @@ class CorridorEnv(ParallelEnv):
 
     def close(self) -> None:
         pass
+
+
+class CorridorSettings(Strict):
+    n_agents: int = Field(4, ge=1)
+    length: int = Field(8, ge=2)
+    max_steps: int = Field(20, ge=1)
+    n_walkers: int = Field(0, ge=0, description="a second team of the same runners (multi-team tests)")
+
+
+class CorridorSection(EnvSection):
+    name: Literal["corridor"] = "corridor"
+    settings: CorridorSettings = CorridorSettings()
+
+    def group_names(self) -> list[str]:
+        return ["runner", "walker"] if self.settings.n_walkers else ["runner"]
+
+
+ENVS.add("corridor", EnvEntry(lambda settings: EnvFactory(CorridorEnv, dict(settings), {"runner": "uint8", "walker": "uint8"}), CorridorSection))

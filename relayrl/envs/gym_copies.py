@@ -7,17 +7,22 @@ bootstrapping), and the finished episode is recorded for agent k. The copies for
 agent group ``[E, K, ...]`` (E = 1 for training; E > 1 steps evaluation episodes as a
 batch), so the learners above see the same interface as for Pursuit.
 Observations are float32, the networks' precision (MuJoCo's float64 is rounded once, here).
+Its config section, ``gym``, is here too.
 """
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from pydantic import Field, model_validator
 
+from relayrl.core.settings import Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.episodes import EpisodeStats
+from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
+from relayrl.envs.section import EnvSection
 from relayrl.envs.types import GroupObs, GroupStep
 
 
@@ -172,5 +177,40 @@ class GymCopiesEnv:
 
 
 def make_gym_copies(num_envs: int, env_id: str, n_agents: int, kwargs: dict[str, Any] | None = None) -> GymCopiesEnv:
-    """The ``gym`` env factory's batched constructor (``relayrl.envs.registry``)."""
+    """The ``gym`` env factory's batched constructor."""
     return GymCopiesEnv(env_id, n_agents, num_envs, **(kwargs or {}))
+
+
+class GymSettings(Strict):
+    """K copies of one single-agent Gymnasium env as one K-agent team (DASE, paper 001):
+    agent k acts only in copy k, seeded seed + k."""
+
+    env_id: str = "HalfCheetah-v5"
+    n_agents: int = Field(2, ge=1, description="K: agents, one env copy each")
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="passed to gymnasium.make")
+
+    @model_validator(mode="after")
+    def _registered(self) -> "GymSettings":
+        check_env_id(self.env_id)
+        return self
+
+
+class GymSection(EnvSection):
+    """A Gymnasium env copied K times; its one team is ``agent``."""
+
+    name: Literal["gym"] = "gym"
+    actions = "any"
+    # a factory: the default task is checked (it needs the mujoco extra) only when a gym env is configured
+    settings: GymSettings = Field(default_factory=GymSettings)
+
+    @model_validator(mode="after")
+    def _one_copy_set(self) -> "GymSection":
+        if self.num_envs != 1 or self.vector != "sync":
+            raise ValueError("gym envs already step K copies, one per agent: leave env.num_envs=1 and env.vector=sync")
+        return self
+
+    def group_names(self) -> list[str]:
+        return ["agent"]
+
+
+ENVS.add("gym", EnvEntry(lambda settings: EnvFactory(None, dict(settings), vectorised=make_gym_copies), GymSection))

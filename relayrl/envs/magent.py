@@ -5,15 +5,20 @@ Battle on an 18x18 map gives 6 red v 6 blue (13x13x5 observations, 21 actions); 
 that are killed leave the episode. Adversarial-Pursuit on an 18x18 map gives 4 predators
 (10x10x5, 13 actions) and 8 prey (9x9x5, 9 actions); prey are never removed. Each team is
 one agent group. Versions: magent2 0.3.4 with pettingzoo 1.27.0 (the ``magent`` extra).
+Their config sections, ``battle`` and ``adversarial-pursuit``, are here too.
 """
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pettingzoo.utils.env import ParallelEnv
 from pettingzoo.utils.wrappers import BaseParallelWrapper
+from pydantic import Field
 
 from relayrl.core.errors import MissingExtraError
+from relayrl.core.settings import Strict
+from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
+from relayrl.envs.section import EnvSection
 
 # Paper 000, Table 3 (Battle) and Table 4 (Adversarial Pursuit).
 BATTLE_SETTINGS: dict[str, Any] = {
@@ -81,3 +86,53 @@ def make_adversarial_pursuit(**settings: Any) -> ParallelEnv:
     except ImportError as error:
         raise MissingExtraError("magent2", "magent") from error
     return WholeState(adversarial_pursuit_v4.parallel_env(**_checked(settings, ADVERSARIAL_PURSUIT_SETTINGS, "adversarial-pursuit")))
+
+
+class BattleSettings(Strict):
+    """magent2 battle_v4 settings; defaults are the SUPER paper's (Table 3): 18x18 gives 6 v 6."""
+
+    map_size: int = Field(18, ge=12)
+    max_cycles: int = Field(1000, ge=1)
+    minimap_mode: bool = False
+    extra_features: bool = False
+    step_reward: float = -0.005
+    dead_penalty: float = -0.1
+    attack_penalty: float = -0.1
+    attack_opponent_reward: float = 0.2
+
+
+class AdversarialPursuitSettings(Strict):
+    """magent2 adversarial_pursuit_v4 settings; defaults are the SUPER paper's (Table 4):
+    18x18 gives 4 predators and 8 prey."""
+
+    map_size: int = Field(18, ge=7)
+    max_cycles: int = Field(500, ge=1)
+    minimap_mode: bool = False
+    extra_features: bool = False
+    tag_penalty: float = -0.2
+
+
+class BattleSection(EnvSection):
+    """MAgent2 Battle: teams ``red`` and ``blue``; killed agents leave the episode."""
+
+    name: Literal["battle"] = "battle"
+    settings: BattleSettings = BattleSettings()
+    needs = {"battle": ("magent2", "magent")}
+
+    def group_names(self) -> list[str]:
+        return ["red", "blue"]
+
+
+class AdversarialPursuitSection(EnvSection):
+    """MAgent2 Adversarial-Pursuit: teams ``predator`` and ``prey``."""
+
+    name: Literal["adversarial-pursuit"] = "adversarial-pursuit"
+    settings: AdversarialPursuitSettings = AdversarialPursuitSettings()
+    needs = {"adversarial-pursuit": ("magent2", "magent")}
+
+    def group_names(self) -> list[str]:
+        return ["predator", "prey"]
+
+
+ENVS.add("battle", EnvEntry(lambda settings: EnvFactory(make_battle, dict(settings)), BattleSection))
+ENVS.add("adversarial-pursuit", EnvEntry(lambda settings: EnvFactory(make_adversarial_pursuit, dict(settings)), AdversarialPursuitSection))

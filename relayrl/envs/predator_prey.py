@@ -25,8 +25,9 @@ game and can be given (``step_with_draws``): tests replay them through a separat
 per-game implementation.
 """
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from gymnasium import spaces
@@ -36,6 +37,8 @@ from pydantic import Field, model_validator
 from relayrl.core.settings import Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.episodes import EpisodeStats
+from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
+from relayrl.envs.section import EnvSection
 from relayrl.envs.types import GroupObs, GroupStep
 
 # right, down, left, up, stay, catch (the reference's action order; rows are (x, y) offsets)
@@ -476,3 +479,28 @@ class PredatorPreyParallelEnv(ParallelEnv):
             {a: truncated for a in agents},
             {a: {} for a in agents},
         )
+
+
+class PredatorPreySection(EnvSection):
+    """``predator-prey`` runs E games as arrays, ``predator-prey-pz`` one PettingZoo env per
+    game, with the same dynamics."""
+
+    name: Literal["predator-prey", "predator-prey-pz"] = "predator-prey"
+    settings: PredatorPreySettings = PredatorPreySettings()
+
+    @model_validator(mode="after")
+    def _vector_kind(self) -> "PredatorPreySection":
+        if self.name == "predator-prey" and self.vector != "sync":
+            raise ValueError("the vectorised predator-prey runs in-process; vector=subproc needs env.name=predator-prey-pz")
+        return self
+
+    def group_names(self) -> list[str]:
+        return ["predator"]
+
+
+def _factory(vectorised: bool) -> Callable[[dict[str, Any]], EnvFactory]:
+    return lambda settings: EnvFactory(PredatorPreyParallelEnv, dict(settings), {"predator": "int8"}, PredatorPreyVectorEnv if vectorised else None)
+
+
+ENVS.add("predator-prey", EnvEntry(_factory(vectorised=True), PredatorPreySection))
+ENVS.add("predator-prey-pz", EnvEntry(_factory(vectorised=False), PredatorPreySection))

@@ -1,15 +1,19 @@
-"""Environment factories by name; a factory is picklable so subprocess workers can use it."""
+"""Environments by name: each built-in one's factory and config section, and any installed
+PettingZoo Parallel env by its module path. A factory is picklable so subprocess workers
+can use it."""
 
 import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from pettingzoo.utils.env import ParallelEnv
+from pydantic import Field, model_validator
 
 from relayrl.core.registry import Registry
 from relayrl.envs.pettingzoo_adapter import ParallelEnvAdapter
+from relayrl.envs.section import EnvSection
 
 
 @dataclass(frozen=True)
@@ -33,55 +37,20 @@ class EnvFactory:
         return ParallelEnvAdapter(self.make(), self.obs_dtypes)
 
 
-def _pursuit(settings: dict[str, Any], vectorised: bool) -> EnvFactory:
-    from relayrl.envs.pursuit import make_pursuit
-    from relayrl.envs.pursuit_vector import PursuitVectorEnv
+@dataclass(frozen=True)
+class EnvEntry:
+    """A built-in environment: ``factory(settings)`` makes it from its section's settings;
+    ``section`` is its config section class (``env:``), which may serve several names (the
+    same dynamics implemented twice)."""
 
-    return EnvFactory(make_pursuit, dict(settings), {"pursuer": "uint8"}, PursuitVectorEnv if vectorised else None)
-
-
-def _predator_prey(settings: dict[str, Any], vectorised: bool) -> EnvFactory:
-    from relayrl.envs.predator_prey import PredatorPreyParallelEnv, PredatorPreyVectorEnv
-
-    return EnvFactory(PredatorPreyParallelEnv, dict(settings), {"predator": "int8"}, PredatorPreyVectorEnv if vectorised else None)
+    factory: Callable[[dict[str, Any]], EnvFactory]
+    section: type[EnvSection]
 
 
-def _magent(maker_name: str) -> Callable[[dict[str, Any]], EnvFactory]:
-    def build(settings: dict[str, Any]) -> EnvFactory:
-        from relayrl.envs import magent
-
-        return EnvFactory(getattr(magent, maker_name), dict(settings))
-
-    return build
-
-
-def _corridor(settings: dict[str, Any]) -> EnvFactory:
-    from relayrl.envs.corridor import CorridorEnv
-
-    return EnvFactory(CorridorEnv, dict(settings), {"runner": "uint8", "walker": "uint8"})
-
-
-def _gym(settings: dict[str, Any]) -> EnvFactory:
-    from relayrl.envs.gym_copies import make_gym_copies
-
-    return EnvFactory(None, dict(settings), vectorised=make_gym_copies)
-
-
-# Built-in environments: ``pursuit`` (vectorised NumPy Pursuit), ``pursuit-pz`` (PettingZoo
-# SISL's own implementation), ``predator-prey`` (the stag hunt, vectorised) and
-# ``predator-prey-pz`` (one game per PettingZoo env, the same dynamics),
-# ``battle`` and ``adversarial-pursuit`` (MAgent2), ``gym`` (K
-# copies of a Gymnasium env, one per agent) and ``corridor`` (test env). Each builder
-# imports its env only when called: the optional extras stay optional.
-ENVS: Registry[Callable[[dict[str, Any]], EnvFactory]] = Registry("environment")
-ENVS.add("pursuit", lambda settings: _pursuit(settings, vectorised=True))
-ENVS.add("pursuit-pz", lambda settings: _pursuit(settings, vectorised=False))
-ENVS.add("predator-prey", lambda settings: _predator_prey(settings, vectorised=True))
-ENVS.add("predator-prey-pz", lambda settings: _predator_prey(settings, vectorised=False))
-ENVS.add("battle", _magent("make_battle"))
-ENVS.add("adversarial-pursuit", _magent("make_adversarial_pursuit"))
-ENVS.add("corridor", _corridor)
-ENVS.add("gym", _gym)
+# Built-in environments by ``env.name``: each env's module registers its own (imported by
+# ``relayrl.envs``) and imports what it needs only when its factory is called, so the
+# optional extras stay optional.
+ENVS: Registry[EnvEntry] = Registry("environment")
 
 
 def parallel_env(module: str, **kwargs: Any) -> ParallelEnv:
@@ -99,11 +68,33 @@ def check_parallel_env(module: str) -> None:
         raise ValueError(f"{module} has no parallel_env(): name a PettingZoo Parallel env module, e.g. pettingzoo.sisl.multiwalker_v9")
 
 
+MODULE_PATH = r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$"
+
+
+class PettingZooSection(EnvSection):
+    """Any installed PettingZoo Parallel env by its module path (``pettingzoo.sisl.multiwalker_v9``,
+    ``mpe2.simple_spread_v3``): ``settings`` are the keyword arguments of its
+    ``parallel_env``. Its groups are its agents with one name prefix and equal spaces,
+    known once it is built."""
+
+    name: str = Field(pattern=MODULE_PATH)
+    settings: dict[str, Any] = Field(default_factory=dict, description="passed to the module's parallel_env")
+    actions: ClassVar[str] = "any"
+
+    @model_validator(mode="after")
+    def _importable(self) -> "PettingZooSection":
+        check_parallel_env(self.name)
+        return self
+
+    def group_names(self) -> None:
+        return None
+
+
 def make_env_factory(name: str, settings: dict[str, Any]) -> EnvFactory:
     """A built-in environment by name (``ENVS``), or any installed PettingZoo Parallel env
     by its module path with ``settings`` as its keyword arguments."""
     if name in ENVS:
-        return ENVS[name](settings)
+        return ENVS[name].factory(settings)
     if "." in name:
         check_parallel_env(name)
         return EnvFactory(functools.partial(parallel_env, name), dict(settings))

@@ -4,14 +4,14 @@ Python API::
 
     from relayrl.experiment import load_preset, train
     config = load_preset("pursuit-super-quantile").model_copy(update={"total_steps": 50_000})
-    trainer = train(config, out="runs")
+    run = train(config, out="runs")
 
 or from policies by id, a match list and a step budget (paper 004, figure 5)::
 
     from relayrl.experiment import train_policies
     policies = {"super": {"sharing": {"select": "quantile"}}, "idle": {"kind": "random"}}
     match = [{"pursuer": ["super"] * 6 + ["idle"] * 2}]
-    trainer = train_policies(policies, match, 100_000, env="pursuit", scale=4)
+    run = train_policies(policies, match, 100_000, env="pursuit", scale=4)
 """
 
 from collections.abc import Mapping, Sequence
@@ -22,13 +22,17 @@ from relayrl.algos.dqn import NetworkFactory
 
 from relayrl.experiment.config import RunConfig, apply_overrides, build_config
 from relayrl.experiment.presets import load_preset, preset_dict, preset_names
-from relayrl.experiment.trainer import Trainer, run_dir_for
+from relayrl.experiment.build import Factories, build_run
+from relayrl.experiment.run import Run
+from relayrl.experiment.run_dir import run_dir_for
 
 __all__ = [
+    "Factories",
+    "Run",
     "RunConfig",
-    "Trainer",
     "apply_overrides",
     "build_config",
+    "build_run",
     "load_preset",
     "preset_dict",
     "preset_names",
@@ -45,16 +49,16 @@ def train(
     env_factory=None,
     network_factory: NetworkFactory | None = None,
     verbose: bool = True,
-) -> Trainer:
-    """Trains (or resumes, if the run directory has checkpoints) and returns the Trainer.
+) -> Run:
+    """Trains (or resumes, if the run directory has checkpoints) and returns the Run.
     ``out=None`` trains in memory without writing a run directory."""
     run_dir = run_dir_for(config, Path(out)) if out is not None else None
-    trainer = Trainer(config, run_dir, env_factory=env_factory, network_factory=network_factory, verbose=verbose)
+    run = build_run(config, run_dir, Factories(env_factory, network_factory), verbose)
     try:
-        trainer.train()
+        run.train()
     finally:
-        trainer.close()
-    return trainer
+        run.close()
+    return run
 
 
 def train_policies(
@@ -68,7 +72,7 @@ def train_policies(
     out: str | Path | None = None,
     verbose: bool = True,
     **settings: Any,
-) -> Trainer:
+) -> Run:
     """Trains ``policies`` (id -> its ``policies:`` entry) placed on the entities of ``env``
     (a name or an ``env:`` section) by ``match`` (one env copy's ``{group: ids}`` each),
     repeated ``scale`` times, for ``steps`` env steps. ``settings``: other config sections

@@ -2,15 +2,16 @@
 starts with the key path, the bad value and what is allowed."""
 
 import hashlib
-import importlib.util
 import json
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
-from relayrl.algos import ALGORITHMS
+from relayrl.algos import ALGORITHMS, Capabilities
+from relayrl.algos.algorithm import algorithms_with
 from relayrl.algos.actor_critic import ActorCriticConfig
 from relayrl.algos.qmix import ValueDecompositionConfig
 from relayrl.algos.dqn import DQNConfig
@@ -22,240 +23,25 @@ from relayrl.arena.schemes.selfplay import SelfPlayConfig
 from relayrl.arena.schemes.tournament import TournamentConfig, round_robin
 from relayrl.core.errors import ConfigError
 from relayrl.core.settings import Strict
-from relayrl.envs.predator_prey import PredatorPreySettings
+from relayrl.envs.gym_copies import GymSection
+from relayrl.envs.pursuit import PursuitSection, PursuitSettings
+from relayrl.envs.registry import ENVS, MODULE_PATH, PettingZooSection
+from relayrl.envs.section import EnvSection
 from relayrl.nets.qnetwork import ModelConfig
-from relayrl.sharing.config import BANDWIDTH_RULES, SharingConfig
-
-
-class PursuitSettings(Strict):
-    """pettingzoo.sisl pursuit_v5 settings; defaults are the SUPER paper's (Table 2)."""
-
-    x_size: int = Field(16, ge=2)
-    y_size: int = Field(16, ge=2)
-    n_evaders: int = Field(30, ge=1)
-    n_pursuers: int = Field(8, ge=1)
-    obs_range: int = Field(7, ge=1)
-    n_catch: int = Field(2, ge=1)
-    freeze_evaders: bool = False
-    tag_reward: float = 0.01
-    catch_reward: float = 5.0
-    urgency_reward: float = -0.1
-    surround: bool = True
-    max_cycles: int = Field(500, ge=1)
-    shared_reward: bool = False
-    constraint_window: float = Field(1.0, ge=0.0, le=1.0)
-
-    @model_validator(mode="after")
-    def _runnable(self) -> "PursuitSettings":
-        from relayrl.envs.pursuit_vector import validate_settings
-
-        validate_settings(self.model_dump())
-        return self
-
-
-class CorridorSettings(Strict):
-    n_agents: int = Field(4, ge=1)
-    length: int = Field(8, ge=2)
-    max_steps: int = Field(20, ge=1)
-    n_walkers: int = Field(0, ge=0, description="a second team of the same runners (multi-team tests)")
-
-
-class BattleSettings(Strict):
-    """magent2 battle_v4 settings; defaults are the SUPER paper's (Table 3): 18x18 gives 6 v 6."""
-
-    map_size: int = Field(18, ge=12)
-    max_cycles: int = Field(1000, ge=1)
-    minimap_mode: bool = False
-    extra_features: bool = False
-    step_reward: float = -0.005
-    dead_penalty: float = -0.1
-    attack_penalty: float = -0.1
-    attack_opponent_reward: float = 0.2
-
-
-class AdversarialPursuitSettings(Strict):
-    """magent2 adversarial_pursuit_v4 settings; defaults are the SUPER paper's (Table 4):
-    18x18 gives 4 predators and 8 prey."""
-
-    map_size: int = Field(18, ge=7)
-    max_cycles: int = Field(500, ge=1)
-    minimap_mode: bool = False
-    extra_features: bool = False
-    tag_penalty: float = -0.2
-
-
-class EnvSection(Strict):
-    """What every environment section has: E copies stepped together, in this process or
-    in worker processes (envs without a batched implementation)."""
-
-    num_envs: int = Field(1, ge=1, description="env copies stepped together (E)")
-    actions: ClassVar[str] = "discrete"  # the action spaces its groups have: discrete, continuous or any
-    vector: Literal["sync", "subproc"] = Field("sync", description="copies in this process or in workers")
-    # env name -> (module it imports, the relayrl extra that installs it)
-    needs: ClassVar[dict[str, tuple[str, str]]] = {}
-
-    def env_settings(self) -> dict[str, Any]:
-        """The keyword arguments the env is built with."""
-        settings = getattr(self, "settings")
-        return settings if isinstance(settings, dict) else settings.model_dump()
-
-    @model_validator(mode="after")
-    def _installed(self) -> "EnvSection":
-        name = getattr(self, "name", "")
-        if name in self.needs:
-            module, extra = self.needs[name]
-            if importlib.util.find_spec(module) is None:
-                raise ValueError(f"{name} needs {module}, which is not installed: pip install -c constraints.txt -e '.[{extra}]'")
-        return self
-
-
-class PursuitEnv(EnvSection):
-    """``pursuit`` is relayrl's vectorised implementation, ``pursuit-pz`` PettingZoo's own;
-    both have the same dynamics (tests/envs/test_pursuit_vector.py)."""
-
-    name: Literal["pursuit", "pursuit-pz"] = "pursuit"
-    settings: PursuitSettings = PursuitSettings()
-    needs = {"pursuit-pz": ("pymunk", "sisl")}
-
-    @model_validator(mode="after")
-    def _vector_kind(self) -> "PursuitEnv":
-        if self.name == "pursuit" and self.vector != "sync":
-            raise ValueError("the vectorised pursuit runs in-process; vector=subproc needs env.name=pursuit-pz")
-        return self
-
-    def group_names(self) -> list[str]:
-        return ["pursuer"]
-
-
-class PredatorPreyEnv(EnvSection):
-    """The stag hunt of SPEC §1.3 (``relayrl.envs.predator_prey``): ``predator-prey`` runs E
-    games as arrays, ``predator-prey-pz`` one PettingZoo env per game, with the same dynamics."""
-
-    name: Literal["predator-prey", "predator-prey-pz"] = "predator-prey"
-    settings: PredatorPreySettings = PredatorPreySettings()
-
-    @model_validator(mode="after")
-    def _vector_kind(self) -> "PredatorPreyEnv":
-        if self.name == "predator-prey" and self.vector != "sync":
-            raise ValueError("the vectorised predator-prey runs in-process; vector=subproc needs env.name=predator-prey-pz")
-        return self
-
-    def group_names(self) -> list[str]:
-        return ["predator"]
-
-
-class CorridorEnv(EnvSection):
-    name: Literal["corridor"] = "corridor"
-    settings: CorridorSettings = CorridorSettings()
-
-    def group_names(self) -> list[str]:
-        return ["runner", "walker"] if self.settings.n_walkers else ["runner"]
-
-
-class BattleEnv(EnvSection):
-    """MAgent2 Battle: teams ``red`` and ``blue``; killed agents leave the episode."""
-
-    name: Literal["battle"] = "battle"
-    settings: BattleSettings = BattleSettings()
-    needs = {"battle": ("magent2", "magent")}
-
-    def group_names(self) -> list[str]:
-        return ["red", "blue"]
-
-
-class AdversarialPursuitEnv(EnvSection):
-    """MAgent2 Adversarial-Pursuit: teams ``predator`` and ``prey``."""
-
-    name: Literal["adversarial-pursuit"] = "adversarial-pursuit"
-    settings: AdversarialPursuitSettings = AdversarialPursuitSettings()
-    needs = {"adversarial-pursuit": ("magent2", "magent")}
-
-    def group_names(self) -> list[str]:
-        return ["predator", "prey"]
-
-
-class GymSettings(Strict):
-    """K copies of one single-agent Gymnasium env as one K-agent team (DASE, paper 001):
-    agent k acts only in copy k, seeded seed + k."""
-
-    env_id: str = "HalfCheetah-v5"
-    n_agents: int = Field(2, ge=1, description="K: agents, one env copy each")
-    kwargs: dict[str, Any] = Field(default_factory=dict, description="passed to gymnasium.make")
-
-    @model_validator(mode="after")
-    def _registered(self) -> "GymSettings":
-        from relayrl.envs.gym_copies import check_env_id
-
-        check_env_id(self.env_id)
-        return self
-
-
-class GymEnv(EnvSection):
-    """A Gymnasium env copied K times; its one team is ``agent``."""
-
-    name: Literal["gym"] = "gym"
-    actions = "any"
-    # a factory: the default task is checked (it needs the mujoco extra) only when a gym env is configured
-    settings: GymSettings = Field(default_factory=GymSettings)
-
-    @model_validator(mode="after")
-    def _one_copy_set(self) -> "GymEnv":
-        if self.num_envs != 1 or self.vector != "sync":
-            raise ValueError("gym envs already step K copies, one per agent: leave env.num_envs=1 and env.vector=sync")
-        return self
-
-    def group_names(self) -> list[str]:
-        return ["agent"]
-
-
-MODULE_PATH = r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$"
-
-
-class PettingZooEnv(EnvSection):
-    """Any installed PettingZoo Parallel env by its module path (``pettingzoo.sisl.multiwalker_v9``,
-    ``mpe2.simple_spread_v3``): ``settings`` are the keyword arguments of its
-    ``parallel_env``. Its groups are its agents with one name prefix and equal spaces,
-    known once it is built."""
-
-    name: str = Field(pattern=MODULE_PATH)
-    settings: dict[str, Any] = Field(default_factory=dict, description="passed to the module's parallel_env")
-    actions: ClassVar[str] = "any"
-
-    @model_validator(mode="after")
-    def _importable(self) -> "PettingZooEnv":
-        from relayrl.envs.registry import check_parallel_env
-
-        check_parallel_env(self.name)
-        return self
-
-    def group_names(self) -> None:
-        return None
-
-
-BUILTIN_SECTIONS: dict[str, type[EnvSection]] = {
-    "pursuit": PursuitEnv,
-    "pursuit-pz": PursuitEnv,
-    "predator-prey": PredatorPreyEnv,
-    "predator-prey-pz": PredatorPreyEnv,
-    "corridor": CorridorEnv,
-    "battle": BattleEnv,
-    "adversarial-pursuit": AdversarialPursuitEnv,
-    "gym": GymEnv,
-}
-ENV_NAMES = tuple(BUILTIN_SECTIONS)
+from relayrl.sharing.config import SharingConfig
+from relayrl.sharing.selectors import bandwidth_rules
 
 
 def _env_kind(value: Any) -> str:
-    """The union member of an env section: a built-in name, else a module path (PettingZoo)."""
+    """The union member of an env section: a built-in name's, else a module path's (PettingZoo)."""
     name = value.get("name", "pursuit") if isinstance(value, dict) else getattr(value, "name", "pursuit")
-    section = BUILTIN_SECTIONS.get(name)
-    return section.__name__ if section is not None else PettingZooEnv.__name__
+    return ENVS[name].section.__name__ if name in ENVS else PettingZooSection.__name__
 
 
 def _named_env(value: Any) -> Any:
     """``env.name`` may be a Gymnasium id (``Pendulum-v1``): K copies of it, the ``gym`` env;
     any other name that is neither built in nor a module path is refused with the choices."""
-    if not isinstance(value, dict) or value.get("name", "pursuit") in BUILTIN_SECTIONS:
+    if not isinstance(value, dict) or value.get("name", "pursuit") in ENVS:
         return value
     name = value["name"]
     if isinstance(name, str) and re.match(MODULE_PATH, name):
@@ -266,23 +52,21 @@ def _named_env(value: Any) -> Any:
         settings = {**value.get("settings", {}), "env_id": name}
         return {**value, "name": "gym", "settings": settings}
     raise ValueError(
-        f"unknown env {name!r}: use a built-in ({', '.join(BUILTIN_SECTIONS)}), a PettingZoo Parallel env's module "
+        f"unknown env {name!r}: use a built-in ({', '.join(ENVS)}), a PettingZoo Parallel env's module "
         f"path (pettingzoo.sisl.multiwalker_v9, mpe2.simple_spread_v3) or a Gymnasium id (Pendulum-v1)"
     )
 
 
+# Every built-in env's section (registered beside the env) and the section of a PettingZoo
+# module path: the union is built when this module is imported, after ``relayrl.envs``
+# registered the built-in envs.
+ENV_SECTIONS: tuple[type[EnvSection], ...] = (*dict.fromkeys(ENVS[name].section for name in ENVS), PettingZooSection)
+ENV_TAGS = tuple(section.__name__ for section in ENV_SECTIONS)
 EnvConfig = Annotated[
-    Annotated[PursuitEnv, Tag("PursuitEnv")]
-    | Annotated[PredatorPreyEnv, Tag("PredatorPreyEnv")]
-    | Annotated[CorridorEnv, Tag("CorridorEnv")]
-    | Annotated[BattleEnv, Tag("BattleEnv")]
-    | Annotated[AdversarialPursuitEnv, Tag("AdversarialPursuitEnv")]
-    | Annotated[GymEnv, Tag("GymEnv")]
-    | Annotated[PettingZooEnv, Tag("PettingZooEnv")],
+    Union[tuple(Annotated[section, Tag(section.__name__)] for section in ENV_SECTIONS)],
     Discriminator(_env_kind),
     BeforeValidator(_named_env),
 ]
-ENV_TAGS = ("PursuitEnv", "PredatorPreyEnv", "CorridorEnv", "BattleEnv", "AdversarialPursuitEnv", "GymEnv", "PettingZooEnv")
 
 
 class EvalConfig(Strict):
@@ -410,7 +194,7 @@ class RunConfig(Strict):
     preset: str = "custom"
     total_steps: int = Field(800_000, ge=1)
     seed: int = Field(0, ge=0, lt=2**63, description="NumPy and torch seeds are non-negative")
-    env: EnvConfig = PursuitEnv()
+    env: EnvConfig = PursuitSection()
     model: ModelConfig = ModelConfig()
     dqn: DQNConfig = DQNConfig()
     actor_critic: ActorCriticConfig | None = Field(None, description="continuous actions: the actor-critic learner (dqn is unused)")
@@ -492,10 +276,13 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> "RunConfig":
-        if isinstance(self.env, GymEnv) and self.actor_critic is None:
+        if isinstance(self.env, GymSection) and self.actor_critic is None:
             raise ValueError("gym envs train the actor-critic learner: set actor_critic (e.g. the preset halfcheetah-td3)")
-        if self.env.actions == "discrete" and self.actor_critic is not None:
-            raise ValueError(f"actor_critic applies to continuous actions; {self.env.name} has discrete actions (remove it)")
+        actions = ALGORITHMS[self.algorithm()[0]].capabilities.actions
+        if self.env.actions != "any" and self.env.actions not in actions:
+            able = algorithms_with(lambda capabilities: self.env.actions in capabilities.actions)
+            raise ValueError(f"{self.algorithm_section()} applies to {' and '.join(sorted(actions))} actions; {self.env.name} has "
+                             f"{self.env.actions} actions ({', '.join(able)} act on them)")
         if self.qmix is not None and self.actor_critic is not None:
             raise ValueError("qmix and actor_critic are two learners: set one of them")
         limit = getattr(self.env.settings, "max_cycles", None)
@@ -530,17 +317,17 @@ class RunConfig(Strict):
                 if silent:
                     raise ValueError(
                         f"pbt.perturb has 'bandwidth' but {silent} relay no transitions by a bandwidth: "
-                        f"give them a selection rule (sharing.select: {', '.join(BANDWIDTH_RULES)}) or drop 'bandwidth'"
+                        f"give them a selection rule (sharing.select: {', '.join(bandwidth_rules())}) or drop 'bandwidth'"
                     )
         if self.relay is not None:
             strangers = [pid for pid in self.relay.between if pid not in self.policies or not self.policies[pid].learns]
             if strangers:
                 raise ValueError(f"relay.between names {strangers}, which are not learning policies declared in policies")
-            self._refuse_episode_learners("relay.between", self.relay.between)
+            self._check_members("relay.between", self.relay.between, lambda capabilities: capabilities.relay_between)
             silent = [pid for pid in self.relay.between if not self.recipe(pid)[2].relays_by_bandwidth]
             if silent:
                 raise ValueError(f"relay.between has {silent}, which select no transitions to relay: give them a selection rule "
-                                 f"(sharing.select: {', '.join(BANDWIDTH_RULES)})")
+                                 f"(sharing.select: {', '.join(bandwidth_rules())})")
         if self.shared_replay is not None:
             self._check_shared_replay(self.shared_replay.between)
         if self.tournament is not None:
@@ -610,14 +397,14 @@ class RunConfig(Strict):
                 raise ValueError(f"sharing.team indices must be in [0, {n_agents}), got {self.sharing.team}")
         return self
 
-    def _refuse_episode_learners(self, key: str, between: list[str]) -> None:
-        """The relay and the shared replay move single transitions between per-agent learners;
-        a value-decomposition learner trains its group's agents together on whole episodes."""
-        recipes = {pid: self.recipe(pid) for pid in between}
-        episodic = {pid: algo for pid, (algo, section, _) in recipes.items() if isinstance(section, ValueDecompositionConfig)}
-        if episodic:
-            raise ValueError(f"{key} has {episodic}, which learn from whole episodes of their group's agents together: {key} "
-                             "joins DQN or actor-critic learners, whose agents keep transitions of their own: drop these policies from it")
+    def _check_members(self, key: str, between: list[str], applies: Callable[[Capabilities], bool]) -> None:
+        """The relay and the shared replay move single transitions between per-agent learners:
+        only learners whose algorithm's capabilities include ``key`` take part."""
+        algos = {pid: self.recipe(pid)[0] for pid in between}
+        refused = {pid: algo for pid, algo in algos.items() if not applies(ALGORITHMS[algo].capabilities)}
+        if refused:
+            raise ValueError(f"{key} has {refused}, whose algorithms take no part in it: {key} joins learners of "
+                             f"{', '.join(algorithms_with(applies))}, whose agents keep transitions of their own: drop these policies from it")
 
     def _check_shared_replay(self, between: list[str]) -> None:
         """The policies of ``shared_replay.between`` learn from a shared replay of one capacity."""
@@ -626,7 +413,7 @@ class RunConfig(Strict):
             raise ValueError(f"shared_replay.between names {strangers}, which are not learning policies declared in policies")
         if len(set(between)) < len(between):
             raise ValueError(f"shared_replay.between names a policy twice: {between}")
-        self._refuse_episode_learners("shared_replay.between", between)
+        self._check_members("shared_replay.between", between, lambda capabilities: capabilities.shared_replay_between)
         recipes = {pid: self.recipe(pid) for pid in between}
         own = [pid for pid, (_, _, sharing) in recipes.items() if sharing.replay != "shared"]
         if own:
@@ -641,12 +428,18 @@ class RunConfig(Strict):
     def _check_recipe(self, pid: str, algo: str, section: Any, sharing: SharingConfig) -> None:
         """Settings a learner cannot combine (checked for the run's and each policy's recipe)."""
         where = "" if pid == "" else f"policy {pid!r}: "
-        settings = section.off_policy()
-        if not ALGORITHMS[algo].continuous and (sharing.replay == "shared" or sharing.correction != "none"):
+        settings, capabilities = section.off_policy(), ALGORITHMS[algo].capabilities
+        if sharing.select != "none" and not capabilities.select:
+            selecting = ", ".join(algorithms_with(lambda c: c.select))
+            raise ValueError(f"{where}sharing.select={sharing.select} applies to {selecting} learners, not {algo}: set sharing.select=none")
+        if not capabilities.shared_replay and (sharing.replay == "shared" or sharing.correction != "none"):
+            sharing_replay = ", ".join(algorithms_with(lambda c: c.shared_replay))
             raise ValueError(
-                f"{where}sharing.replay=shared and correction=dps apply to actor-critic learners: DQN targets do not depend on the "
-                "behaviour policy, and DPS needs deterministic continuous actions (docs/results/dase/README.md)"
+                f"{where}sharing.replay=shared and correction=dps apply to actor-critic learners ({sharing_replay}), not {algo}: DQN "
+                "targets do not depend on the behaviour policy, and DPS needs deterministic continuous actions (docs/results/dase/README.md)"
             )
+        if settings.param_sharing and not capabilities.param_sharing:
+            raise ValueError(f"{where}{algo} keeps a parameter set per agent: set {self.algorithm_section()}.param_sharing=false")
         if sharing.priority == "sender_td" and not settings.prioritized:
             raise ValueError(f"{where}sharing.priority=sender_td sets priorities in a prioritized replay: use priority=max here")
         if settings.param_sharing and sharing.select != "none":
@@ -724,7 +517,7 @@ def config_changes(before: dict[str, Any], after: dict[str, Any], prefix: str = 
 def _same_env(a: str, b: str) -> bool:
     """Names of one env section are implementations of the same dynamics (``pursuit`` and
     ``pursuit-pz``): a run may continue on the other one."""
-    return a in BUILTIN_SECTIONS and b in BUILTIN_SECTIONS and BUILTIN_SECTIONS[a] is BUILTIN_SECTIONS[b]
+    return a in ENVS and b in ENVS and ENVS[a].section is ENVS[b].section
 
 
 def check_resumable(saved: dict[str, Any], config: "RunConfig", source: str) -> dict[str, tuple[Any, Any]]:

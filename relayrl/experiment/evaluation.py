@@ -1,10 +1,12 @@
 """Evaluation episodes, stepped as a batch of env copies (one episode per copy) by the one
-rollout."""
+rollout: greedy evaluations during a run, and the comparison of a trained group against a
+uniformly random one."""
 
 import numpy as np
 
-from relayrl.arena.match import Match
-from relayrl.arena.policy import Policy
+from relayrl.arena.collect import Venue
+from relayrl.arena.match import Match, replace_group
+from relayrl.arena.policy import Policy, RandomPolicy
 from relayrl.arena.rollout import Rollout
 from relayrl.envs.registry import EnvFactory
 from relayrl.envs.vector_env import VectorEnv, make_vector_env
@@ -26,3 +28,52 @@ def evaluate(
     finally:
         if owned:
             venv.close()
+
+
+class Evaluator:
+    """Greedy evaluations of a run's policies, with the policies only evaluations play
+    (``eval.policies``, a held-out opponent) on the matches ``eval.match`` gives (default:
+    the venue's), every evaluation reset with ``seed``."""
+
+    def __init__(self, policies: dict[str, Policy], held_out: dict[str, Policy], matches: list[Match], seed: int) -> None:
+        self.policies = {**policies, **held_out}  # acting greedily: frozen ones with their own small exploration
+        self.matches = matches
+        self.seed = seed
+        self.venue: Venue | None = None
+        self.venv: VectorEnv | None = None  # kept between evaluations where building copies is costly
+
+    def open(self, venue: Venue) -> None:
+        """Evaluates on the venue's env (and its matches, where ``eval.match`` is not given)."""
+        if self.venue is None or venue.factory is not self.venue.factory:
+            self.close()
+        self.venue = venue
+
+    def greedy(self, episodes: int) -> np.ndarray:
+        """Greedy episodes ``[episodes, n_groups]``: each group's reward summed over its
+        entities; for K copies of a single-agent env, each agent's ``episodes`` episodes
+        without exploration noise, ``[episodes * K, 1]`` (paper 001, C.6)."""
+        assert self.venue is not None, "open a venue first"
+        matches = self.matches or self.venue.matches
+        if not self.venue.venv.independent_episodes:
+            return evaluate(self.venue.factory, self.policies, matches, episodes, self.seed)
+        # Gymnasium copies are kept between evaluations: building MuJoCo models costs more
+        # than it does for the other envs, and a reset with the same seeds restarts them alike
+        if self.venv is None or self.venv.num_envs != episodes:
+            self.close()
+            self.venv = make_vector_env(self.venue.factory, episodes)
+        return evaluate(self.venue.factory, self.policies, matches, episodes, self.seed, self.venv)
+
+    def against_random(self, episodes: int, group: int) -> tuple[np.ndarray, np.ndarray]:
+        """Group ``group``'s greedy rewards, and the same group's acting uniformly at random
+        (the other groups greedy in both): ``[episodes]`` each."""
+        assert self.venue is not None, "open a venue first"
+        trained = self.greedy(episodes)[:, group]
+        spec = self.venue.venv.groups[group]
+        policies = {**self.policies, "random baseline": RandomPolicy(spec, self.seed)}
+        matches = replace_group(self.venue.matches, spec.name, "random baseline")
+        return trained, evaluate(self.venue.factory, policies, matches, episodes, self.seed)[:, group]
+
+    def close(self) -> None:
+        if self.venv is not None:
+            self.venv.close()
+            self.venv = None

@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relayrl.arena.runners import start_ray
+from relayrl.arena.ray.runners import start_ray
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.config import RunConfig
-from relayrl.experiment.metrics import read_metrics
-from relayrl.experiment.plots import mean_std
 from relayrl.experiment.presets import load_preset
 from relayrl.experiment.run_lock import is_locked
 
@@ -252,30 +250,3 @@ def collect(jobs: list[Job], root: Path, results: Path) -> int:
                     shutil.copy2(run / name, dest / name)
             copied += 1
     return copied
-
-
-def runs_of(preset: str, results: Path) -> list[list[dict[str, float]]]:
-    """Metrics of every seed of the preset's configuration kept under ``results/runs``
-    (copies made by ``collect``, matched by config hash)."""
-    config_hash = load_preset(preset).config_hash()
-    rows = []
-    for experiment in sorted((results / "runs").glob(f"*-{config_hash}")):
-        for seed_dir in sorted(experiment.iterdir()):
-            if (seed_dir / "metrics.csv").is_file():
-                rows.append(read_metrics(seed_dir))
-    return rows
-
-
-def table_cell(values: list[float], runs: list[list[dict[str, float]]], seeds: int) -> str:
-    """One cell of a reproduction table: mean (std) of ``values`` across seeds, marked when
-    fewer than ``seeds`` seeds have a value; for runs without a value yet, how far they are."""
-    if values:
-        partial = "" if len(values) >= seeds else f" [{len(values)}/{seeds} seeds]"
-        return f"{mean_std(values)}{partial}"
-    if not runs:
-        return "not run"
-    last = sorted(int(r[-1]["env_steps"]) for r in runs if r)
-    if not last:
-        return "started"
-    span = f"{last[0]:,}" if last[0] == last[-1] else f"{last[0]:,}-{last[-1]:,}"
-    return f"running ({len(runs)} seed{'s' if len(runs) > 1 else ''} at {span} steps)"

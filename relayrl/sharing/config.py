@@ -1,14 +1,14 @@
 """The ``sharing`` section of a config (DESIGN.md §1: selection at the sender x correction
 at the receiver)."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from relayrl.core.registry import registered
 from relayrl.core.settings import Strict
-
-
-BANDWIDTH_RULES = ("quantile", "gaussian", "stochastic", "uniform")  # the selection rules that relay a share b
+from relayrl.sharing.corrections import CORRECTIONS
+from relayrl.sharing.selectors import SELECTORS
 
 
 class SharingConfig(Strict):
@@ -23,7 +23,7 @@ class SharingConfig(Strict):
     ``correction: none`` with a shared replay is ES-DASE.
     """
 
-    select: Literal["quantile", "gaussian", "stochastic", "uniform", "all", "none"] = "none"
+    select: Annotated[str, registered(SELECTORS)] = "none"
     bandwidth: float = Field(0.1, gt=0, le=1)
     window: int = Field(1500, ge=1)
     running_moments: bool = Field(False, description="gaussian: constant-memory moments instead of a window")
@@ -33,7 +33,7 @@ class SharingConfig(Strict):
     team: list[int] | None = Field(None, description="agent indices that send and receive; None = all")
     priority: Literal["max", "sender_td"] = "max"
     replay: Literal["own", "shared"] = "own"
-    correction: Literal["none", "dps"] = "none"
+    correction: Annotated[str, registered(CORRECTIONS)] = "none"
     divergence: Literal["sym_kl", "jsd", "kl"] = "sym_kl"
     reference_cov: Literal["sigma", "std_squared"] = Field(
         "sigma", description="DPS reference N(0, s I): s = exploration std (paper eq. 7) or its square"
@@ -43,12 +43,12 @@ class SharingConfig(Strict):
 
     @property
     def relays_by_bandwidth(self) -> bool:
-        return self.select in BANDWIDTH_RULES
+        return SELECTORS[self.select].by_bandwidth
 
     @model_validator(mode="after")
     def _shared_replay(self) -> "SharingConfig":
         if self.replay == "shared" and self.select != "all":
             raise ValueError("a shared replay holds every agent's transitions: set sharing.select=all with sharing.replay=shared")
-        if self.correction == "dps" and self.replay != "shared":
-            raise ValueError("correction=dps weights other agents' rows of a shared replay: set sharing.replay=shared")
+        if self.correction != "none" and self.replay != "shared":
+            raise ValueError(f"correction={self.correction} weights other agents' rows of a shared replay: set sharing.replay=shared")
         return self

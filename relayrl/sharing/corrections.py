@@ -22,13 +22,15 @@ Everything is batched over a leading agent axis ``[K, ...]``.
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
 
 from relayrl.core.registry import Registry
-from relayrl.sharing.config import SharingConfig
+
+if TYPE_CHECKING:  # the sharing section validates its correction against CORRECTIONS
+    from relayrl.sharing.config import SharingConfig
 
 Divergence = Literal["sym_kl", "kl", "jsd", "none"]
 ReferenceCov = Literal["sigma", "std_squared"]
@@ -202,10 +204,10 @@ class DPSCorrection:
         self.generator.set_state(state["generator"])
 
 
-def _dps(weighted: bool) -> Callable[[SharingConfig, float, torch.device, int], DPSCorrection]:
+def _dps(weighted: bool) -> Callable[["SharingConfig", float, torch.device, int], DPSCorrection]:
     """DPS weights with ``sharing.divergence``, or (``weighted=False``) weight 1 throughout."""
 
-    def build(sharing: SharingConfig, sigma: float, device: torch.device, seed: int) -> DPSCorrection:
+    def build(sharing: "SharingConfig", sigma: float, device: torch.device, seed: int) -> DPSCorrection:
         chosen: Divergence = sharing.divergence if weighted else "none"
         settings = DPSSettings(chosen, sharing.reference_cov, sigma, sharing.cov_regulariser, sharing.jsd_samples)
         return DPSCorrection(settings, device, seed)
@@ -216,6 +218,6 @@ def _dps(weighted: bool) -> Callable[[SharingConfig, float, torch.device, int], 
 # ``sharing.correction`` -> builder(sharing, exploration noise sigma, device, seed) of the
 # receiver's correction on a shared tagged replay: ``dps`` with ``sharing.divergence``
 # (DASE), ``none`` for plain sharing (ES-DASE: every transition weighted 1).
-CORRECTIONS: Registry[Callable[[SharingConfig, float, torch.device, int], DPSCorrection]] = Registry("correction")
+CORRECTIONS: Registry[Callable[["SharingConfig", float, torch.device, int], DPSCorrection]] = Registry("correction")
 CORRECTIONS.add("dps", _dps(weighted=True))
 CORRECTIONS.add("none", _dps(weighted=False))

@@ -19,7 +19,9 @@ from relayrl.core.registry import Registry
 class Selector(Protocol):
     """``bandwidth``: the target share b of transitions relayed, settable between two
     fragments (population-based training perturbs it); rules that ignore b (``all``,
-    ``none``) have none."""
+    ``none``) have ``bandwidth = None``."""
+
+    bandwidth: float | None
 
     def select(self, td_abs: np.ndarray, valid: np.ndarray) -> np.ndarray: ...
     def state_dict(self) -> dict[str, Any]: ...
@@ -218,6 +220,8 @@ class UniformSelector:
 class FixedSelector:
     """``all`` (share-all ablation) or ``none`` (independent learners)."""
 
+    bandwidth = None  # no share to target: all or nothing
+
     def __init__(self, share: bool) -> None:
         self.share = share
 
@@ -245,22 +249,38 @@ class SelectionSettings:
     seed: int = 0
 
 
-# Selection rules by their ``sharing.select`` name; a new rule registers a builder here.
-SELECTOR_BUILDERS: Registry[Callable[[SelectionSettings], Selector]] = Registry("selection mode")
-SELECTOR_BUILDERS.add("quantile", lambda s: QuantileSelector(s.n_senders, s.bandwidth, s.window))
-SELECTOR_BUILDERS.add("gaussian", lambda s: GaussianSelector(s.n_senders, s.bandwidth, s.window, s.gaussian_scale, s.running_moments))
-SELECTOR_BUILDERS.add(
-    "stochastic",
-    lambda s: StochasticSelector(s.n_senders, s.bandwidth, s.window, s.stochastic_alpha, s.stochastic_normaliser, s.seed),
+@dataclass(frozen=True)
+class SelectionRule:
+    """A ``sharing.select`` mode: ``build`` makes its selector; ``by_bandwidth``: it relays a
+    share b of the transitions (``sharing.bandwidth``, what population-based training perturbs)."""
+
+    build: Callable[[SelectionSettings], Selector]
+    by_bandwidth: bool
+
+
+# Selection rules by their ``sharing.select`` name; a new rule registers here.
+SELECTORS: Registry[SelectionRule] = Registry("selection mode")
+SELECTORS.add("quantile", SelectionRule(lambda s: QuantileSelector(s.n_senders, s.bandwidth, s.window), True))
+SELECTORS.add(
+    "gaussian",
+    SelectionRule(lambda s: GaussianSelector(s.n_senders, s.bandwidth, s.window, s.gaussian_scale, s.running_moments), True),
 )
-SELECTOR_BUILDERS.add("uniform", lambda s: UniformSelector(s.bandwidth, s.seed))
-SELECTOR_BUILDERS.add("all", lambda s: FixedSelector(True))
-SELECTOR_BUILDERS.add("none", lambda s: FixedSelector(False))
-SELECTORS = tuple(SELECTOR_BUILDERS)
+SELECTORS.add(
+    "stochastic",
+    SelectionRule(lambda s: StochasticSelector(s.n_senders, s.bandwidth, s.window, s.stochastic_alpha, s.stochastic_normaliser, s.seed), True),
+)
+SELECTORS.add("uniform", SelectionRule(lambda s: UniformSelector(s.bandwidth, s.seed), True))
+SELECTORS.add("all", SelectionRule(lambda s: FixedSelector(True), False))
+SELECTORS.add("none", SelectionRule(lambda s: FixedSelector(False), False))
+
+
+def bandwidth_rules() -> list[str]:
+    """The selection modes that relay a share b of the transitions."""
+    return [mode for mode in SELECTORS if SELECTORS[mode].by_bandwidth]
 
 
 def make_selector(mode: str, n_senders: int, *, bandwidth: float, window: int, **options: Any) -> Selector:
     """The selector registered as ``mode``; ``options``: the other ``SelectionSettings``."""
-    if mode not in SELECTOR_BUILDERS:
+    if mode not in SELECTORS:
         raise ValueError(f"unknown selection mode {mode!r}; allowed: {', '.join(SELECTORS)}")
-    return SELECTOR_BUILDERS[mode](SelectionSettings(n_senders, bandwidth, window, **options))
+    return SELECTORS[mode].build(SelectionSettings(n_senders, bandwidth, window, **options))

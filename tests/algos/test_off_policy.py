@@ -63,8 +63,8 @@ def test_every_registered_algorithm_learns_through_the_one_learner(algo):
     np.testing.assert_array_equal(learner.replay.size, [3 * T * E] * N)
     gradient_steps = 3 * T * E // learner.settings.fragment_length * learner.settings.updates_per_fragment
     assert learner.updates == gradient_steps
-    window = learner.drain_window()
-    assert window.updates == gradient_steps and np.isfinite(window.mean(learner.algorithm.loss_metric))
+    report = learner.report(3 * T * E)
+    assert report["window_updates"] == gradient_steps and np.isfinite(report["td_loss"])
     batch = learner.replay.sample(8).data
     assert learner.algorithm.td_error(batch).shape == (N, 8)
 
@@ -97,9 +97,9 @@ def test_a_relay_learner_shares_and_a_shared_replay_learner_tags():
     assert tagged.replay.n_buffers == 1 and int(tagged.replay.size[0]) == T * E * N
     np.testing.assert_array_equal(np.bincount(tagged.replay.storage()["agent"][0, : T * E * N]), [T * E] * N)
     tagged.learn(env_steps=T * E)
-    window = tagged.drain_window()
+    report = tagged.report(T * E)
     assert tagged.metric_columns == ("actor_loss", "dps_weight", "external_fraction")
-    assert 0 < window.mean("dps_weight") <= 1 and 0 < window.mean("external_fraction") < 1
+    assert 0 < report["dps_weight"] <= 1 and 0 < report["external_fraction"] < 1
 
 
 def test_scoring_transitions_leaves_the_update_stream_untouched():

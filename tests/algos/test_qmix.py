@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from relayrl.core.errors import ConfigError
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Run, build_run, build_config
 from relayrl.nets.gru import RecurrentQNetwork
 
 TIMING = {"sps", "updates_per_s", "wall_s", "sample_share"}
@@ -29,8 +29,8 @@ def _config(total: int, **qmix) -> dict:
     }
 
 
-def _train(config: dict, run_dir: Path | None = None) -> Trainer:
-    trainer = Trainer(build_config(config), run_dir, verbose=False)
+def _train(config: dict, run_dir: Path | None = None) -> Run:
+    trainer = build_run(build_config(config), run_dir, verbose=False)
     trainer.train()
     trainer.close()
     return trainer
@@ -90,12 +90,12 @@ def test_each_learner_trains_on_whole_episodes(qmix):
     (learner,) = trainer.learners.values()
     assert learner.episodes >= 600 // 40  # every episode ends by the 40-step limit at the latest
     assert learner.updates == learner.episodes - learner.config.batch_size + 1  # one update per episode once a batch is stored
-    assert np.isfinite(trainer.history[-1]["td_loss"])
+    assert np.isfinite(trainer.reporter.history[-1]["td_loss"])
 
 
 def test_central_targets_change_what_q_tot_learns_and_nothing_before_the_first_update():
     configs = [{**_config(400, weighting="macpo", bootstrap=b), "report_interval": 40} for b in ("own", "central")]
-    own, central = (_train(config).history for config in configs)
+    own, central = (_train(config).reporter.history for config in configs)
     first = next(i for i, row in enumerate(own) if row["updates"] > 0)
     assert first >= 2
     assert _untimed(own[:first]) == _untimed(central[:first])  # the same play until Q_tot learns
@@ -116,7 +116,7 @@ def test_windows_from_transition_storage_train(qmix):
     (learner,) = trainer.learners.values()
     assert learner.storage.size == 300  # transitions: the ring is full after 600 steps
     assert learner.updates == learner.episodes  # a batch of 4 windows is stored before the first episode ends
-    assert np.isfinite(trainer.history[-1]["td_loss"])
+    assert np.isfinite(trainer.reporter.history[-1]["td_loss"])
     if qmix.get("sampler") == "reuse":
         assert not np.allclose(learner.sampler.weights, 1.0)  # each window's weight went back to its first step
 
@@ -156,8 +156,8 @@ def test_qmix_learns_to_catch_stags():
     config = _config(8000, batch_size=32, buffer_size=1000, epsilon_steps=4000, target_update_episodes=20)
     config.update(report_interval=2000, checkpoint_interval=8000, eval={"interval": 8000, "episodes": 32})
     trainer = _train(config)
-    assert trainer.history[0]["episode_reward_mean"] < 0.6  # the first 2000 steps, mostly random
-    assert trainer.history[-1]["eval_reward_mean"] > 1.0
+    assert trainer.reporter.history[0]["episode_reward_mean"] < 0.6  # the first 2000 steps, mostly random
+    assert trainer.reporter.history[-1]["eval_reward_mean"] > 1.0
 
 
 @pytest.mark.parametrize(
@@ -170,8 +170,8 @@ def test_qmix_learns_to_catch_stags():
         ({"qmix": {"burn_in": 5}}, "sequence_length"),
         ({"qmix": {"storage": "transitions"}}, "sequence_length"),
         ({"qmix": {"bootstrap": "central"}}, "weighting=macpo"),
-        ({"policies": {"a": {}, "b": {}}, "relay": {"between": ["a", "b"]}}, "relay.between has .* whole episodes"),
-        ({"policies": {"a": {}, "b": {}}, "shared_replay": {"between": ["a", "b"]}}, "shared_replay.between has .* whole episodes"),
+        ({"policies": {"a": {}, "b": {}}, "relay": {"between": ["a", "b"]}}, "relay.between has .* take no part"),
+        ({"policies": {"a": {}, "b": {}}, "shared_replay": {"between": ["a", "b"]}}, "shared_replay.between has .* take no part"),
     ],
 )
 def test_bad_settings_are_refused_before_training(change, message):
@@ -179,4 +179,4 @@ def test_bad_settings_are_refused_before_training(change, message):
     for key, value in change.items():
         config[key] = {**config.get(key, {}), **value}
     with pytest.raises((ConfigError, ValueError), match=message):
-        Trainer(build_config(config), None, verbose=False)
+        build_run(build_config(config), None, verbose=False)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from relayrl.core.errors import ConfigError
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Run, build_run, build_config
 
 pytest.importorskip("magent2")
 
@@ -45,7 +45,7 @@ def test_evaluations_play_the_held_out_opponent_only(tmp_path, monkeypatch):
     calls = tmp_path / "calls.txt"
     monkeypatch.setenv("RELAYRL_TEST_CALLS", str(calls))
     evaluation = {"interval": 120, "episodes": 2, "policies": {"still": {"kind": "scripted", "script": "held_out.hold"}}, "match": [{"blue": "blue", "red": "still"}]}
-    trainer = Trainer(build_config(_config(eval=evaluation)), tmp_path / "run", verbose=False)
+    trainer = build_run(build_config(_config(eval=evaluation)), tmp_path / "run", verbose=False)
     trainer.train()
     trainer.close()
     steps = [int(n) for n in calls.read_text().split()]
@@ -57,7 +57,7 @@ def test_evaluations_play_the_held_out_opponent_only(tmp_path, monkeypatch):
 
 def test_a_frozen_held_out_team_comes_from_another_runs_checkpoint(tmp_path):
     both = _config(policies={"red": {}}, report_group=None)  # both teams learn
-    first = Trainer(build_config(both), tmp_path / "other", verbose=False)
+    first = build_run(build_config(both), tmp_path / "other", verbose=False)
     first.train()
     first.close()
     evaluation = {
@@ -66,11 +66,11 @@ def test_a_frozen_held_out_team_comes_from_another_runs_checkpoint(tmp_path):
         "policies": {"veteran": {"kind": "frozen", "checkpoint": str(tmp_path / "other"), "pretrained_policy": "red"}},
         "match": [{"blue": "blue", "red": "veteran"}],
     }
-    trainer = Trainer(build_config(_config(eval=evaluation)), tmp_path / "run", verbose=False)
+    trainer = build_run(build_config(_config(eval=evaluation)), tmp_path / "run", verbose=False)
     trainer.train()
     trainer.close()
     assert trainer.frozen_sources["veteran"].startswith(str(tmp_path / "other"))
-    held = trainer.eval_policies["veteran"].policy_state()["networks"]
+    held = trainer.evaluator.policies["veteran"].policy_state()["networks"]
     saved = first.policies["red"].policy_state()["networks"]
     torch.testing.assert_close(held, saved, rtol=0, atol=0)
 

@@ -8,7 +8,7 @@ import pytest
 from relayrl.arena.match import compile_matches
 from relayrl.core.errors import ConfigError
 from relayrl.core.specs import GroupSpec
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Run, build_run, build_config
 
 CORRIDOR = {"name": "corridor", "settings": {"n_agents": 3, "n_walkers": 2, "length": 4, "max_steps": 12}}
 RUNNER = GroupSpec("runner", ("runner_0", "runner_1", "runner_2"), (4,), np.dtype(np.uint8), 2)
@@ -120,13 +120,13 @@ def test_a_match_run_trains_pools_and_evaluates():
         scale=2,
     ))
     assert config.env.num_envs == 4
-    trainer = Trainer(config, None, verbose=False)
+    trainer = build_run(config, None, verbose=False)
     assert list(trainer.learners) == ["a", "b"] and trainer.learners["b"].algorithm.optimizer.param_groups[0]["lr"] == 1e-3
-    assert {pid: (s.n_agents, s.agent_ids) for pid, s in trainer.policy_specs.items()} == {
+    assert {pid: (s.n_agents, s.agent_ids) for pid, s in {pid: p.spec for pid, p in trainer.policies.items()}.items()} == {
         "a": (3, ("runner_0", "walker_0", "walker_1")), "b": (1, ("runner_1",)), "r": (1, ("runner_2",)),
     }
-    trainer._start()
-    fragments = trainer._collect()
+    trainer.start()
+    fragments = trainer.collector.collect(trainer.n_steps, 0).fragments
     assert {pid: f["obs"].shape[1:3] for pid, f in fragments.items()} == {"a": (4, 3), "b": (6, 1), "r": (2, 1)}
     rows = trainer.train()
     trainer.close()
@@ -141,4 +141,4 @@ def test_a_policy_named_after_no_group_of_a_user_env_is_refused():
     """A user env's groups are known once it is built: the check happens there, before training."""
     config = build_config({**_config(), "env": {"name": "testenvs.masked"}, "policies": {"agents": {}}})
     with pytest.raises(ConfigError, match=r"policies \['agents'\] drive no entity.*groups of testenvs.masked: \['agent'\]"):
-        Trainer(config, None, verbose=False)
+        build_run(config, None, verbose=False)

@@ -2,15 +2,17 @@
 opponents, random and scripted ones, sharing within a group, and agents or whole groups
 leaving the episode (paper 000, section 5.3 and appendix C.3; paper 004, section 3)."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from relayrl.algos import ALGORITHMS, Capabilities
 from relayrl.core.errors import CheckpointError, ConfigError
-from relayrl.experiment import Trainer, build_config
-from relayrl.arena.policy import FrozenPolicy, LearningPolicy, RandomPolicy, ScriptedPolicy
+from relayrl.experiment import Run, build_run, build_config
+from relayrl.arena.policy import POLICY_KINDS, FrozenPolicy, LearningPolicy, RandomPolicy, ScriptedPolicy
 from relayrl.experiment.checkpoint import list_checkpoints, load_policies
 
 TWO_TEAMS = {"name": "corridor", "settings": {"n_agents": 3, "n_walkers": 2, "length": 4, "max_steps": 12}}
@@ -36,14 +38,14 @@ def _params(policy) -> list[torch.Tensor]:
 
 
 def _pretrain(root: Path) -> Path:
-    trainer = Trainer(build_config(_config()), root / "pretrain", verbose=False)
+    trainer = build_run(build_config(_config()), root / "pretrain", verbose=False)
     trainer.train()
     trainer.close()
     return root / "pretrain"
 
 
 def test_each_group_has_its_own_learning_policy():
-    trainer = Trainer(build_config(_config()), None, verbose=False)
+    trainer = build_run(build_config(_config()), None, verbose=False)
     assert [(name, p.spec.n_agents, type(p)) for name, p in trainer.policies.items()] == [
         ("runner", 3, LearningPolicy), ("walker", 2, LearningPolicy)
     ]
@@ -53,7 +55,7 @@ def test_each_group_has_its_own_learning_policy():
 def test_frozen_team_loads_the_pretrained_networks_and_never_learns(tmp_path):
     pretrained = load_policies(list_checkpoints(_pretrain(tmp_path) / "checkpoints")[-1])["walker"]
     config = build_config(_config(policies={"walker": {"kind": "frozen", "checkpoint": str(tmp_path / "pretrain")}}))
-    trainer = Trainer(config, tmp_path / "main", verbose=False)
+    trainer = build_run(config, tmp_path / "main", verbose=False)
     walker, runner = trainer.policies["walker"], trainer.policies["runner"]
     assert isinstance(walker, FrozenPolicy) and list(trainer.learners) == ["runner"]
     for p, q in zip(walker.algorithm.online.state_dict().values(), pretrained["networks"]["online"].values()):
@@ -63,7 +65,7 @@ def test_frozen_team_loads_the_pretrained_networks_and_never_learns(tmp_path):
     for p, q in zip(_params(walker), before_walker):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
     assert any(not torch.equal(p, q) for p, q in zip(_params(runner), before_runner))
-    assert trainer.venv.groups[trainer.reported].name == "runner"
+    assert trainer.venue.venv.groups[trainer.reporter.layout.reported].name == "runner"
     assert "frozen_policies_from" in (tmp_path / "main" / "provenance.yaml").read_text()
 
 
@@ -71,7 +73,7 @@ def test_pretrained_preset_that_was_not_run_is_a_clear_error(tmp_path):
     config = build_config({**_config(), "env": {"name": "battle"}, "dqn": {"buffer_size": 100},
                            "policies": {"red": {"kind": "frozen", "pretrained": "battle-pretrain"}}})
     with pytest.raises(CheckpointError, match="relayrl train battle-pretrain --seed 0"):
-        Trainer(config, tmp_path / "battle-x" / "0", verbose=False)
+        build_run(config, tmp_path / "battle-x" / "0", verbose=False)
 
 
 @pytest.mark.parametrize(
@@ -99,14 +101,14 @@ def test_co_evolving_opponents_learn_without_sharing():
     """Runners share everything within their team; the co-evolving walkers train plain DDQN."""
     opponent = {"dqn": {"double_q": True, "dueling": True, "prioritized": True}, "sharing": {"select": "none"}}
     config = build_config(_config(sharing={"select": "all"}, policies={"walker": opponent}))
-    trainer = Trainer(config, None, verbose=False)
+    trainer = build_run(config, None, verbose=False)
     runner, walker = trainer.learners["runner"], trainer.learners["walker"]
     assert walker.relay is None and runner.relay is not None
     before = _params(trainer.policies["walker"])
-    trainer._start()
+    trainer.start()
     expected = {name: np.zeros(learner.spec.n_agents, np.int64) for name, learner in trainer.learners.items()}
     for _ in range(10):  # 40 env steps
-        fragments = trainer._collect()
+        fragments = trainer.collector.collect(trainer.n_steps, 0).fragments
         for name, learner in trainer.learners.items():
             expected[name] += fragments[name]["valid"].sum(axis=(0, 1))
             learner.observe(fragments[name])
@@ -118,12 +120,12 @@ def test_co_evolving_opponents_learn_without_sharing():
 
 
 def test_no_transitions_from_agents_that_left_even_when_a_whole_group_is_gone():
-    trainer = Trainer(build_config(_config()), None, verbose=False)
-    trainer._start()
+    trainer = build_run(build_config(_config()), None, verbose=False)
+    trainer.start()
     expected = {name: np.zeros(learner.spec.n_agents, np.int64) for name, learner in trainer.learners.items()}
     team_gone_while_other_plays = 0
     for _ in range(100):  # 400 env steps, ~40 episodes of random walkers
-        steps = trainer._collect()
+        steps = trainer.collector.collect(trainer.n_steps, 0).fragments
         runners, walkers = (steps[name]["valid"].reshape(len(steps[name]["valid"]), -1) for name in ("runner", "walker"))
         team_gone_while_other_plays += int((runners.any(axis=1) & ~walkers.any(axis=1)).sum())
         for name, learner in trainer.learners.items():
@@ -135,7 +137,7 @@ def test_no_transitions_from_agents_that_left_even_when_a_whole_group_is_gone():
 
 
 def test_per_group_metrics_are_written(tmp_path):
-    trainer = Trainer(build_config(_config()), tmp_path, verbose=False)
+    trainer = build_run(build_config(_config()), tmp_path, verbose=False)
     rows = trainer.train()
     assert {"episode_reward_mean/runner", "episode_reward_mean/walker", "td_loss/walker"} <= set(rows[-1])
     assert rows[-1]["episode_reward_mean"] == rows[-1]["episode_reward_mean/runner"]
@@ -145,7 +147,7 @@ def test_per_group_metrics_are_written(tmp_path):
 
 def test_a_scripted_policy_acts_by_its_function_and_never_learns(tmp_path):
     config = build_config(_config(policies={"walker": {"kind": "scripted", "script": "scripted.always_right"}}))
-    trainer = Trainer(config, tmp_path, verbose=False)
+    trainer = build_run(config, tmp_path, verbose=False)
     assert isinstance(trainer.policies["walker"], ScriptedPolicy) and list(trainer.learners) == ["runner"]
     rows = trainer.train()
     trainer.close()
@@ -163,7 +165,7 @@ def test_a_scripted_policy_acts_by_its_function_and_never_learns(tmp_path):
 )
 def test_a_script_that_cannot_act_is_named(script, error, message):
     with pytest.raises(error, match=message):
-        trainer = Trainer(build_config(_config(policies={"walker": {"kind": "scripted", "script": script}})), None, verbose=False)
+        trainer = build_run(build_config(_config(policies={"walker": {"kind": "scripted", "script": script}})), None, verbose=False)
         trainer.train()
 
 
@@ -174,9 +176,22 @@ def test_a_script_belongs_to_scripted_policies_only():
         build_config(_config(policies={"walker": {"script": "scripted.always_right"}}))
 
 
-def test_a_random_policy_acts_uniformly_and_never_learns():
-    trainer = Trainer(build_config(_config(policies={"walker": {"kind": "random"}})), None, verbose=False)
+def test_a_registered_policy_kind_drives_its_slots(register):
+    register(POLICY_KINDS, "uniform", lambda build: RandomPolicy(build.spec, build.seeds[0]))
+    trainer = build_run(build_config(_config(policies={"walker": {"kind": "uniform"}})), None, verbose=False)
     assert isinstance(trainer.policies["walker"], RandomPolicy) and list(trainer.learners) == ["runner"]
-    trainer._start()
-    actions = np.concatenate([trainer._collect()["walker"]["action"].reshape(-1) for _ in range(25)])  # 100 steps x 2 walkers
-    assert set(np.unique(actions)) == set(range(trainer.policy_specs["walker"].n_actions))
+
+
+def test_an_algorithm_is_refused_on_action_spaces_its_capabilities_lack(register):
+    register(ALGORITHMS, "td3-discrete", replace(ALGORITHMS["td3"], capabilities=Capabilities(frozenset({"discrete"}))))
+    config = build_config({"env": {"name": "Pendulum-v1", "settings": {"n_agents": 1}}, "actor_critic": {"algo": "td3-discrete"}})
+    with pytest.raises(ConfigError, match=r"policy 'agent' trains td3-discrete, which cannot act on its slots' Box actions \(1,\) \(ddpg, sac, td3 can"):
+        build_run(config, None, verbose=False)
+
+
+def test_a_random_policy_acts_uniformly_and_never_learns():
+    trainer = build_run(build_config(_config(policies={"walker": {"kind": "random"}})), None, verbose=False)
+    assert isinstance(trainer.policies["walker"], RandomPolicy) and list(trainer.learners) == ["runner"]
+    trainer.start()
+    actions = np.concatenate([trainer.collector.collect(trainer.n_steps, 0).fragments["walker"]["action"].reshape(-1) for _ in range(25)])  # 100 steps x 2 walkers
+    assert set(np.unique(actions)) == set(range(trainer.policies["walker"].spec.n_actions))

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Run, build_run, build_config
 from relayrl.experiment.checkpoint import list_checkpoints
 from round_runs import rows, shared_replay_config
 
@@ -60,28 +60,28 @@ def _config(total_steps: int, **extra) -> dict:
     }
 
 
-def _kill_when(trainer: Trainer, env_steps: int, kill) -> threading.Thread:
+def _kill_when(trainer: Run, env_steps: int, kill) -> threading.Thread:
     """Calls ``kill(runners)`` from another thread once the run passed ``env_steps``."""
 
     def watch() -> None:
-        while trainer.runners is None or trainer.counters.env_steps < env_steps:
+        while trainer.collector.runners is None or trainer.counters.env_steps < env_steps:
             time.sleep(0.005)
-        kill(trainer.runners)
+        kill(trainer.collector.runners)
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     return thread
 
 
-def _stored_and_pending(trainer: Trainer) -> int:
+def _stored_and_pending(trainer: Run) -> int:
     """The agent steps the learner holds: replay rows and n-step windows still waiting."""
     learner = trainer.learners["runner"]
     pending = learner.nstep.pending
     return int(learner.replay.size.sum()) + (0 if pending is None else int(pending["valid"].sum()))
 
 
-def _train_with_a_kill(config: dict, run_dir, kill, capsys) -> tuple[Trainer, str]:
-    trainer = Trainer(build_config(config), run_dir, verbose=False)
+def _train_with_a_kill(config: dict, run_dir, kill, capsys) -> tuple[Run, str]:
+    trainer = build_run(build_config(config), run_dir, verbose=False)
     watcher = _kill_when(trainer, 900, kill)
     trainer.train()
     watcher.join(timeout=5)
@@ -125,8 +125,8 @@ def test_a_killed_learner_actor_restarts_from_its_last_checkpoint(cluster, tmp_p
         match=[{"runner": "a"}, {"runner": "b"}],
         backend={"kind": "ray", "runners": 2, "runner_cpus": 1, "learners": "actors", "learner_cpus": 1},
     )
-    trainer = Trainer(build_config(config), tmp_path / "run", verbose=False)
-    watcher = _kill_when(trainer, 900, lambda _: ray.kill(trainer.learner_actors.remote["a"].actor))
+    trainer = build_run(build_config(config), tmp_path / "run", verbose=False)
+    watcher = _kill_when(trainer, 900, lambda _: ray.kill(trainer.learners.remote["a"].actor))
     trainer.train()
     watcher.join(timeout=5)
     trainer.close()
@@ -146,15 +146,15 @@ def _shared_replay_config() -> dict:
     )
 
 
-def _agents_held(trainer: Trainer) -> np.ndarray:
+def _agents_held(trainer: Run) -> np.ndarray:
     """How many rows of each agent the shared replay holds at the run's end."""
-    held = trainer.shared_replay.gather(np.arange(trainer.shared_replay.size))
+    held = trainer.learners.exchanges[0].replay.gather(np.arange(trainer.learners.exchanges[0].replay.size))
     return np.bincount(held["agent"], minlength=2)
 
 
 def test_a_killed_learner_of_a_shared_replay_restarts_from_its_last_checkpoint_and_the_replay_keeps_its_rows(cluster, tmp_path, capsys):
-    trainer = Trainer(build_config(_shared_replay_config()), tmp_path / "run", verbose=False)
-    watcher = _kill_when(trainer, 600, lambda _: ray.kill(trainer.learner_actors.remote["a"].actor))
+    trainer = build_run(build_config(_shared_replay_config()), tmp_path / "run", verbose=False)
+    watcher = _kill_when(trainer, 600, lambda _: ray.kill(trainer.learners.remote["a"].actor))
     trainer.train()
     watcher.join(timeout=5)
     trainer.close()
@@ -176,11 +176,11 @@ def _kill(actor) -> None:
 
 @pytest.mark.parametrize(("when", "held"), [("between fragments", 1000), ("while the learners draw", 990)])
 def test_a_killed_shared_replay_actor_restarts_from_its_last_checkpoint(cluster, tmp_path, capsys, when, held):
-    trainer = Trainer(build_config(_shared_replay_config()), tmp_path / "run", verbose=False)
+    trainer = build_run(build_config(_shared_replay_config()), tmp_path / "run", verbose=False)
     iteration = trainer.iteration
 
     def kill_at_600() -> None:
-        shared = trainer.learner_actors.shared
+        shared = trainer.learners.shared
         if when == "between fragments" and trainer.counters.env_steps == 600:
             _kill(shared.actor)
         elif when == "while the learners draw" and not hasattr(shared, "killed"):
@@ -208,7 +208,7 @@ def test_a_killed_shared_replay_actor_restarts_from_its_last_checkpoint(cluster,
 def test_a_killed_driver_resumes_from_its_last_checkpoint_and_ends_as_an_uninterrupted_run(cluster, tmp_path):
     made, _ = cluster
     config = _config(3000, backend={"kind": "ray", "runners": 2, "runner_cpus": 1, "address": made.address})
-    straight = Trainer(build_config(config), tmp_path / "straight", verbose=False)
+    straight = build_run(build_config(config), tmp_path / "straight", verbose=False)
     straight.train()
     straight.close()
     path = tmp_path / "config.yaml"

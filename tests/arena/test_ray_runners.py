@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from relayrl.arena.runners import rotated, slices
+from relayrl.arena.ray.runners import rotated, slices
 from relayrl.core.errors import ConfigError
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Run, build_run, build_config
 from round_runs import rows, shared_replay_config, stop_at
 
 ray = pytest.importorskip("ray")
@@ -40,14 +40,14 @@ def _config(num_envs: int, **extra) -> dict:
     }
 
 
-def _train(config: dict, run_dir) -> Trainer:
-    trainer = Trainer(build_config(config), run_dir, verbose=False)
+def _train(config: dict, run_dir) -> Run:
+    trainer = build_run(build_config(config), run_dir, verbose=False)
     trainer.train()
     trainer.close()
     return trainer
 
 
-def _same_networks(a: Trainer, b: Trainer) -> None:
+def _same_networks(a: Run, b: Run) -> None:
     for p, q in zip(a.learners["runner"].algorithm.online.parameters(), b.learners["runner"].algorithm.online.parameters()):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
 
@@ -131,10 +131,8 @@ def test_too_many_runners_are_refused_before_training():
 
 
 def test_more_runners_than_the_cluster_has_cpus_are_refused(tmp_path):
-    trainer = Trainer(build_config(_config(4, backend={"kind": "ray", "runners": 4})), tmp_path / "run", verbose=False)
     with pytest.raises(ConfigError, match="runners=4 x runner_cpus=1 and 0 learner actors x learner_cpus=1 need 4 CPUs but the Ray cluster has 3"):
-        trainer.train()
-    trainer.close()
+        build_run(build_config(_config(4, backend={"kind": "ray", "runners": 4})), tmp_path / "run", verbose=False)
 
 
 TWO_TEAMS = {"policies": {"a": {}, "b": {}}, "match": [{"runner": "a"}, {"runner": "b"}]}
@@ -223,7 +221,8 @@ def test_a_shared_replay_is_the_same_in_the_driver_and_between_learner_actors_an
     table = rows(tmp_path / "driver" / "metrics.csv", timing)
     assert rows(tmp_path / "actors" / "metrics.csv", timing) == table
     assert all(0.0 < float(r["dps_weight/b"]) < 1.0 for r in table if int(r["env_steps"]) > 200)
-    held = actors.shared_replay.gather(np.arange(actors.shared_replay.size))  # home after the run
+    replay = actors.learners.exchanges[0].replay  # home after the run
+    held = replay.gather(np.arange(replay.size))
     np.testing.assert_array_equal(np.bincount(held["agent"]), [600, 600])  # every agent step of both learners
     for pid in ("a", "b"):
         for p, q in zip(driver.learners[pid].algorithm.actor.parameters(), actors.learners[pid].algorithm.actor.parameters()):

@@ -13,7 +13,7 @@ import torch
 from relayrl.arena.round import end_episodes
 from relayrl.arena.schemes.curriculum import curriculum
 from relayrl.core.errors import ConfigError
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Run, build_run, build_config
 from round_runs import hook_module, rows, stop_at, train
 
 SMALL_GAME = {"n_predators": 4, "n_stags": 2, "x_size": 5, "y_size": 5, "max_cycles": 40}
@@ -61,7 +61,7 @@ def test_each_round_trains_on_its_env_and_hooks_see_its_results(tmp_path, hooks)
     config = _config(ROUNDS, hooks={"on_round_start": ["round_hooks:record"], "on_round_end": ["round_hooks:record"]})
     trainer = train(config, tmp_path / "run")
     assert trainer.counters.env_steps == 1200 == build_config(config).total_steps
-    assert trainer.venv.settings["miscapture"] == -0.5 and trainer.venv.settings["n_stags"] == 2  # the last round's env
+    assert trainer.venue.venv.settings["miscapture"] == -0.5 and trainer.venue.venv.settings["n_stags"] == 2  # the last round's env
     seen = [json.loads(line) for line in hooks.read_text().splitlines()]
     assert [(e["when"], e["round"]) for e in seen] == [("start", 0), ("end", 0), ("start", 1), ("end", 1), ("start", 2), ("end", 2)]
     ends = [e for e in seen if e["when"] == "end"]
@@ -132,7 +132,7 @@ def test_bad_rounds_are_refused_before_training(change, message):
 def test_a_round_that_changes_a_policys_shapes_is_refused_before_training():
     config = build_config(_config([{"steps": 400}, {"steps": 400, "env": {"n_predators": 3}}]))
     with pytest.raises(ConfigError, match="keep their shapes"):
-        Trainer(config, None, verbose=False)
+        build_run(config, None, verbose=False)
 
 
 def test_the_curriculum_example_is_a_valid_config():

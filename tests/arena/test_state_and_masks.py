@@ -8,7 +8,7 @@ import pytest
 from relayrl.arena.policy import RandomPolicy
 from relayrl.arena.rollout import Rollout
 from relayrl.envs import SyncVectorEnv, make_env_factory, make_vector_env
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Run, build_run, build_config
 
 
 def _config(**extra) -> dict:
@@ -28,11 +28,11 @@ def _config(**extra) -> dict:
 
 @pytest.mark.parametrize("vector", ["sync", "subproc"])
 def test_fragments_carry_state_and_masks_and_every_action_is_allowed(vector):
-    trainer = Trainer(build_config(_config(env={"vector": vector})), None, verbose=False)
+    trainer = build_run(build_config(_config(env={"vector": vector})), None, verbose=False)
     try:
-        trainer._start()
+        trainer.start()
         for _ in range(20):  # 60 env steps: random start, epsilon-greedy, and the random policy
-            fragments = trainer._collect()
+            fragments = trainer.collector.collect(trainer.n_steps, 0).fragments
             for pid, f in fragments.items():
                 t = f["reward"].shape[0]
                 assert f["state"].shape == (t, 3, 9) and f["next_state"].shape == (t, 3, 9)
@@ -83,7 +83,7 @@ def test_a_dqn_learns_the_best_allowed_action():
         policies={},
         match=[],
     ))
-    trainer = Trainer(config, None, verbose=False)
+    trainer = build_run(config, None, verbose=False)
     assert "next_action_mask" in trainer.learners["agent"].fields
     rows = trainer.train()
     trainer.close()

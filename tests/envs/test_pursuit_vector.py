@@ -181,8 +181,9 @@ def test_spawn_distribution_matches_pettingzoo():
         span = positions.max(axis=1) - positions.min(axis=1)
         assert (span[:, 0] <= int(8 * 0.8)).all() and (span[:, 1] <= int(7 * 0.8)).all()
 
-    game = _game_of(ParallelEnvAdapter(make_pursuit(**settings)))
-    game._seed(5)
+    adapter = ParallelEnvAdapter(make_pursuit(**settings))
+    adapter.env.aec_env.unwrapped.reset(seed=5)  # seeds the game's generator
+    game = _game_of(adapter)
     reference = {"pursuers": np.zeros(56, np.int64), "evaders": np.zeros(56, np.int64)}
     for _ in range(1000):
         game.reset()

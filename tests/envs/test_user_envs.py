@@ -13,7 +13,7 @@ from relayrl.core.errors import ConfigError
 from relayrl.envs import EnvFactory
 from relayrl.envs.arena_interface import ArenaListEnv, ArenaParallelEnv
 from relayrl.envs.corridor import CorridorEnv
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Factories, Run, build_run, build_config
 
 SHORT = {"total_steps": 400, "report_interval": 200, "checkpoint_interval": 400, "eval": {"interval": 400, "episodes": 1}}
 
@@ -80,10 +80,10 @@ def test_the_round_trip_steps_like_the_env_itself():
 def test_a_list_interface_env_trains():
     config = build_config({"preset": "tag", "env": {"name": "corridor"}, **SHORT, "model": {"hiddens": [16], "head_hidden": 16},
                            "dqn": {"learning_starts": 100, "buffer_size": 1000, "batch_size": 8}})
-    trainer = Trainer(config, None, env_factory=EnvFactory(_arena_tag), verbose=False)
+    trainer = build_run(config, None, Factories(env=EnvFactory(_arena_tag)), verbose=False)
     rows = trainer.train()
     trainer.close()
-    assert [(g.name, g.n_agents) for g in trainer.venv.groups] == [("tagger", 2)]
+    assert [(g.name, g.n_agents) for g in trainer.venue.venv.groups] == [("tagger", 2)]
     assert rows[-1]["env_steps"] == 400 and rows[-1]["updates"] > 0 and np.isfinite(rows[-1]["eval_reward_mean"])
 
 
@@ -92,10 +92,10 @@ def test_a_pettingzoo_env_by_module_path_trains_with_sharing():
     config = build_config({"preset": "spread", "env": {"name": "mpe2.simple_spread_v3", "settings": {"max_cycles": 25}}, **SHORT,
                            "model": {"hiddens": [32], "head_hidden": 32}, "sharing": {"select": "quantile"},
                            "dqn": {"learning_starts": 100, "buffer_size": 1000}})
-    trainer = Trainer(config, None, verbose=False)
+    trainer = build_run(config, None, verbose=False)
     rows = trainer.train()
     trainer.close()
-    assert [(g.name, g.n_agents, g.n_actions) for g in trainer.venv.groups] == [("agent", 3, 5)]
+    assert [(g.name, g.n_agents, g.n_actions) for g in trainer.venue.venv.groups] == [("agent", 3, 5)]
     assert sum(r["transitions_relayed"] for r in rows) > 0 and rows[-1]["episodes"] > 0
 
 
@@ -103,8 +103,8 @@ def test_box_actions_of_a_pettingzoo_env_train_an_actor_critic():
     pytest.importorskip("Box2D")
     config = build_config({"preset": "walkers", "env": {"name": "pettingzoo.sisl.multiwalker_v9", "settings": {"n_walkers": 2, "max_cycles": 50}},
                            **SHORT, "actor_critic": {"random_steps": 100, "batch_size": 32, "buffer_size": 1000, "hidden": [32]}})
-    trainer = Trainer(config, None, verbose=False)
-    (group,) = trainer.venv.groups
+    trainer = build_run(config, None, verbose=False)
+    (group,) = trainer.venue.venv.groups
     assert group.continuous and group.action_shape == (4,) and group.n_agents == 2
     actions, _ = trainer.policies[group.name].act(np.zeros((1, 2, *group.obs_shape), np.float32), None, 10_000)
     assert actions.shape == (1, 2, 4) and np.all(np.abs(actions) <= 1.0)

@@ -1,11 +1,16 @@
 """Configs: presets validate, overrides reach every key, bad input fails before training."""
 
 import sys
+from dataclasses import replace
 
 import pytest
 
+from relayrl.algos import ALGORITHMS, Capabilities
 from relayrl.core.errors import ConfigError, MissingExtraError
+from relayrl.envs.registry import ENVS
 from relayrl.experiment import apply_overrides, build_config, load_preset, preset_dict, preset_names
+from relayrl.sharing.corrections import CORRECTIONS
+from relayrl.sharing.selectors import SELECTORS, SelectionRule
 
 ISSUE_PRESETS = [
     "pursuit-dqn",
@@ -106,6 +111,48 @@ def test_bad_value_names_the_path_value_and_allowed():
         build_config(apply_overrides(preset_dict("pursuit-ddqn"), ["sharing.select=topk"]))
     with pytest.raises(ConfigError, match=r"sharing\.bandwidth: .*less than or equal to 1.*got 2"):
         build_config(apply_overrides(preset_dict("pursuit-ddqn"), ["sharing.bandwidth=2"]))
+
+
+def _config(preset: str, *overrides: str):
+    return build_config(apply_overrides(preset_dict(preset), list(overrides)))
+
+
+def test_a_registered_selector_correction_or_algorithm_is_a_valid_config_value(register):
+    """A new rule, correction or algorithm joins by registering: validation takes its name."""
+    register(SELECTORS, "top-half", SelectionRule(SELECTORS["quantile"].build, by_bandwidth=True))
+    config = _config("pursuit-ddqn", "sharing.select=top-half", "sharing.bandwidth=0.5")
+    assert config.sharing.select == "top-half" and config.sharing.relays_by_bandwidth
+    with pytest.raises(ConfigError, match=r"sharing\.select: Input should be 'quantile'.*, 'none' or 'top-half' \(got 'topk'\)"):
+        _config("pursuit-ddqn", "sharing.select=topk")
+    register(CORRECTIONS, "dps-again", CORRECTIONS["dps"])
+    assert _config("halfcheetah-dase-td3", "sharing.correction=dps-again").sharing.correction == "dps-again"
+    register(ALGORITHMS, "td3-again", ALGORITHMS["td3"])
+    assert _config("halfcheetah-td3", "actor_critic.algo=td3-again").algorithm()[0] == "td3-again"
+
+
+def test_an_algorithm_key_takes_the_algorithms_of_its_section_only():
+    with pytest.raises(ConfigError, match=r"actor_critic\.algo: Input should be 'sac', 'td3' or 'ddpg' \(got 'qmix'\)"):
+        _config("halfcheetah-td3", "actor_critic.algo=qmix")
+    with pytest.raises(ConfigError, match=r"policies\.blue\.kind: Input should be 'learning', .* or 'scripted' \(got 'frozn'\)"):
+        _config("battle-ddqn", "policies.blue.kind=frozn")
+
+
+def test_the_sharing_modes_an_algorithm_declares_are_the_ones_it_may_use(register):
+    """A SUPER selection rule, and DASE's shared replay with DPS, need algorithms that declare them."""
+    td3 = ALGORITHMS["td3"]
+    register(ALGORITHMS, "td3-alone", replace(td3, capabilities=Capabilities(frozenset({"continuous"}))))
+    register(ALGORITHMS, "td3-selecting", replace(td3, capabilities=Capabilities(frozenset({"continuous"}), select=True)))
+    with pytest.raises(ConfigError, match="sharing.select=quantile applies to ddpg, dqn, sac, td3, td3-selecting learners, not td3-alone"):
+        _config("halfcheetah-td3", "actor_critic.algo=td3-alone", "sharing.select=quantile")
+    assert _config("halfcheetah-td3", "actor_critic.algo=td3-selecting", "sharing.select=quantile").sharing.select == "quantile"
+    with pytest.raises(ConfigError, match=r"replay=shared and correction=dps apply to actor-critic learners \(ddpg, sac, td3\), not td3-selecting"):
+        _config("halfcheetah-dase-td3", "actor_critic.algo=td3-selecting")
+
+
+@pytest.mark.parametrize("name", list(ENVS))
+def test_an_env_name_takes_the_config_section_registered_beside_the_env(name):
+    learner = {} if ENVS[name].section.actions == "discrete" else {"actor_critic": {}}
+    assert type(build_config({"env": {"name": name}, **learner}).env) is ENVS[name].section
 
 
 def test_inconsistent_values_fail():

@@ -13,7 +13,7 @@ PACKAGE = Path(relayrl.__file__).resolve().parent
 
 
 def _revision(checkout: Path) -> str:
-    code = "from relayrl.experiment.trainer import provenance; print(provenance()['git_revision'])"
+    code = "from relayrl.experiment.run_dir import provenance; print(provenance()['git_revision'])"
     out = subprocess.run([sys.executable, "-c", code], cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)},
                          capture_output=True, text=True, check=True)
     return out.stdout.strip()

@@ -10,10 +10,11 @@ import pytest
 
 from relayrl.cli import main
 from relayrl.experiment.checkpoint import list_checkpoints
-from relayrl.experiment.grid import Job, find_run, progress, run_grid, table_cell, with_dependencies
+from relayrl.experiment.grid import Job, find_run, progress, run_grid, with_dependencies
+from relayrl.experiment.papers.common import table_cell
+from relayrl.experiment.papers.super import PAPER_TABLE1, grid, snapshot
 from relayrl.experiment.presets import PRESETS, load_preset
 from relayrl.experiment.run_lock import is_locked
-from relayrl.experiment.super_paper import PAPER_TABLE1, grid, snapshot
 
 
 def test_grid_runs_the_issue_priorities_first_and_every_preset_exists():
@@ -146,15 +147,15 @@ def test_ray_backend_runs_a_job(tmp_path):
 
 
 def test_gaussian_scale_switch_study_on_a_trained_run(tmp_path):
-    from relayrl.experiment import Trainer, build_config
-    from relayrl.experiment.super_paper import figures, scale_switch_study
+    from relayrl.experiment import Run, build_run, build_config
+    from relayrl.experiment.papers.super import figures, scale_switch_study
 
     config = build_config({
         "preset": "scale", "total_steps": 600, "checkpoint_interval": 600, "eval": {"interval": 0},
         "env": {"name": "pursuit", "settings": {"x_size": 8, "y_size": 8, "n_evaders": 3, "n_pursuers": 2}},
         "dqn": {"learning_starts": 100, "buffer_size": 1000},
     })
-    Trainer(config, tmp_path / "run", verbose=False).train()
+    build_run(config, tmp_path / "run", verbose=False).train()
     out = scale_switch_study(tmp_path / "run", tmp_path / "results", window=100)
     rows = out.read_text().splitlines()[1:]
     assert len(rows) == 3 * 6

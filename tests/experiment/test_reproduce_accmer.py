@@ -5,7 +5,7 @@ import csv
 from pathlib import Path
 
 from relayrl.cli import main
-from relayrl.experiment.accmer_paper import PAPER_SAVING, grid, time_figure, time_table
+from relayrl.experiment.papers.accmer import PAPER_SAVING, grid, time_figure, time_table
 from relayrl.experiment.presets import PRESETS, load_preset
 
 

@@ -6,8 +6,9 @@ import math
 from pathlib import Path
 
 from relayrl.cli import main
-from relayrl.experiment.dase_paper import PAPER_TABLES, common_step_table, grid, score
 from relayrl.experiment.grid import Job, command, progress
+from relayrl.experiment.papers.common import final_reward
+from relayrl.experiment.papers.dase import LAST_EVALUATIONS, PAPER_TABLES, common_step_table, grid
 from relayrl.experiment.presets import PRESETS, load_preset
 
 
@@ -24,9 +25,9 @@ def test_grid_puts_td3_vs_dase_first_seed_by_seed_and_every_preset_exists():
 def test_score_is_the_mean_of_the_last_ten_evaluations_at_the_step():
     rows = [{"env_steps": s, "eval_reward_mean": float(s // 1000)} for s in range(1000, 15001, 1000)]
     rows.insert(3, {"env_steps": 3500, "eval_reward_mean": math.nan})  # reports without evaluation are skipped
-    assert score(rows, 12_000) == sum(range(3, 13)) / 10
-    assert math.isnan(score(rows, 20_000))  # not there yet
-    assert math.isnan(score(rows[:5], 5000))  # fewer than ten evaluations
+    assert final_reward(rows, 12_000, LAST_EVALUATIONS) == sum(range(3, 13)) / 10
+    assert math.isnan(final_reward(rows, 20_000, LAST_EVALUATIONS))  # not there yet
+    assert math.isnan(final_reward(rows[:5], 5000, LAST_EVALUATIONS))  # fewer than ten evaluations
 
 
 def _write_run(results: Path, preset: str, seed: int, evals: list[float]) -> None:

@@ -14,7 +14,7 @@ import torch
 from relayrl.core.errors import CheckpointError
 from relayrl.envs import EnvFactory
 from relayrl.envs.corridor import CorridorEnv
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Factories, Run, build_run, build_config
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints, load_checkpoint
 from relayrl.experiment.metrics import read_metrics
 
@@ -46,14 +46,14 @@ def _rows(run_dir: Path) -> list[dict]:
         return [{k: v for k, v in r.items() if k not in TIMING} for r in csv.DictReader(handle)]
 
 
-def _learner(trainer: Trainer):
+def _learner(trainer: Run):
     """The learner of the run's one group."""
     (learner,) = trainer.learners.values()
     return learner
 
 
-def _train(config: dict, run_dir: Path) -> Trainer:
-    trainer = Trainer(build_config(config), run_dir, verbose=False)
+def _train(config: dict, run_dir: Path) -> Run:
+    trainer = build_run(build_config(config), run_dir, verbose=False)
     trainer.train()
     trainer.close()
     return trainer
@@ -86,7 +86,7 @@ def test_corrupt_checkpoint_is_detected(tmp_path):
     with pytest.raises(CheckpointError, match="corrupt"):
         load_checkpoint(last)
     with pytest.raises(CheckpointError, match="corrupt"):
-        Trainer(build_config(_tiny(CORRIDOR, 800)), tmp_path, verbose=False).train()
+        build_run(build_config(_tiny(CORRIDOR, 800)), tmp_path, verbose=False).train()
 
 
 class InterruptingCorridor(CorridorEnv):
@@ -104,7 +104,7 @@ class InterruptingCorridor(CorridorEnv):
 def test_ctrl_c_keeps_last_checkpoint_and_metrics(tmp_path):
     config = _tiny({**CORRIDOR, "num_envs": 1}, 2000)
     factory = EnvFactory(InterruptingCorridor, CORRIDOR["settings"])
-    trainer = Trainer(build_config(config), tmp_path, env_factory=factory, verbose=False)
+    trainer = build_run(build_config(config), tmp_path, Factories(env=factory), verbose=False)
     with pytest.raises(KeyboardInterrupt):
         trainer.train()
     rows = _rows(tmp_path)
@@ -113,7 +113,7 @@ def test_ctrl_c_keeps_last_checkpoint_and_metrics(tmp_path):
     assert [c.name for c in checkpoints] == ["step_0000000400"]
     assert load_checkpoint(checkpoints[-1])["counters"]["env_steps"] == 400
     InterruptingCorridor.steps_before_interrupt = 10**9
-    resumed = Trainer(build_config(config), tmp_path, env_factory=factory, verbose=False)
+    resumed = build_run(build_config(config), tmp_path, Factories(env=factory), verbose=False)
     resumed.train()
     assert [int(r["env_steps"]) for r in _rows(tmp_path)] == list(range(200, 2001, 200))
 
@@ -123,10 +123,10 @@ def test_pettingzoo_env_state_resumes_on_the_vectorised_pursuit(tmp_path, capsys
     dynamics): learners and replay load, in-flight episodes restart."""
     pz = _tiny({**PURSUIT, "name": "pursuit-pz"}, 400)
     saved = _train(pz, tmp_path / "pz").state_dict()
-    fast = Trainer(build_config(_tiny(PURSUIT, 800)), None, verbose=False)
+    fast = build_run(build_config(_tiny(PURSUIT, 800)), None, verbose=False)
     fast.load_state_dict(saved)
     assert "episodes restart" in capsys.readouterr().err
-    assert fast.counters.env_steps == 400 and fast.rollout.observed[0].obs.shape == (1, 3, 7, 7, 3)
+    assert fast.counters.env_steps == 400 and fast.collector.rollout.observed[0].obs.shape == (1, 3, 7, 7, 3)
     fast.iteration()
     for p, q in zip(saved["policies"]["pursuer"]["algorithm"]["online"].values(), _learner(fast).algorithm.state_dict()["online"].values()):
         assert p.shape == q.shape
@@ -140,10 +140,10 @@ def test_a_run_directory_is_trained_by_one_process_at_a_time(tmp_path):
     holder.acquire()
     assert is_locked(tmp_path)
     with pytest.raises(RelayRLError, match="is being trained by pid"):
-        Trainer(build_config(_tiny(CORRIDOR, 200)), tmp_path, verbose=False).train()
+        build_run(build_config(_tiny(CORRIDOR, 200)), tmp_path, verbose=False).train()
     holder.release()
     assert not is_locked(tmp_path)
-    Trainer(build_config(_tiny(CORRIDOR, 200)), tmp_path, verbose=False).train()
+    build_run(build_config(_tiny(CORRIDOR, 200)), tmp_path, verbose=False).train()
     assert not is_locked(tmp_path)
 
 
@@ -165,5 +165,6 @@ def test_sigterm_saves_a_checkpoint_where_it_stops_and_the_run_resumes(tmp_path)
     (checkpoint,) = list_checkpoints(metrics.parent / "checkpoints")
     stopped_at = checkpoint_steps(checkpoint)
     assert reported[-1]["env_steps"] <= stopped_at < 200_000  # where it stopped, not a checkpoint_interval multiple
-    resumed = Trainer(build_config(load_checkpoint(checkpoint)["config"]), metrics.parent, verbose=False)
-    assert resumed.resume_from_latest() == stopped_at
+    resumed = build_run(build_config(load_checkpoint(checkpoint)["config"]), metrics.parent, verbose=False)
+    resumed.load_state_dict(*resumed.run_dir.load_latest())
+    assert resumed.counters.env_steps == stopped_at

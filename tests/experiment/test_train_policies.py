@@ -27,7 +27,7 @@ def _rows(path):
 
 def test_python_yaml_and_cli_make_the_same_run(tmp_path):
     trainer = train_policies(POLICIES, MATCH, 400, env=ENV, scale=2, out=tmp_path / "py", verbose=False, preset="arena", **SETTINGS)
-    assert trainer.venv.num_envs == 4 and list(trainer.learners) == ["runners", "walkers"]
+    assert trainer.venue.venv.num_envs == 4 and list(trainer.learners) == ["runners", "walkers"]
     assert trainer.learners["runners"].relay is not None and trainer.learners["walkers"].relay is None
     (py_run,) = (tmp_path / "py").glob("arena-*/0")
     path = tmp_path / "arena.yaml"

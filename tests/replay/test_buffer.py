@@ -305,7 +305,7 @@ def test_state_dict_holds_only_the_filled_rows_without_copying_them() -> None:
     buf.add(rows(np.arange(3 * 5).reshape(3, 5) % 256), mask=np.array([[True] * 5, [False] * 5, [True, False] * 2 + [True]]))
     state = buf.state_dict()
     assert [len(r) for r in state["data"]["obs"]] == [30, 25, 28]
-    assert all(np.shares_memory(rows_i, buf._store["obs"]) for rows_i in state["data"]["obs"])
+    assert all(np.shares_memory(rows_i, buf.storage()["obs"]) for rows_i in state["data"]["obs"])
     restored = ReplayBuffer(3, 40, FIELDS, prioritized=True, seed=2)
     restored.add(rows(np.full((3, 40), 7)))  # rows beyond the saved ones are cleared on load
     restored.load_state_dict(pickle.loads(pickle.dumps(state)))

@@ -85,8 +85,7 @@ def test_learners_of_one_shared_replay_tag_their_rows_apart_and_weight_only_the_
     replay = _replay()
     learners = [_learner(10), _learner(20)]
     for first, learner in enumerate(learners):
-        learner.join_shared_replay(first)
-        learner.shared.source = replay
+        learner.join_shared_replay(first, replay)
         assert learner.replay is None and "replay" not in learner.state_dict()
     for learner, seed in zip(learners, (1, 2)):
         learner.observe(_fragment(seed))
@@ -97,17 +96,17 @@ def test_learners_of_one_shared_replay_tag_their_rows_apart_and_weight_only_the_
         learner.shared_size(size)
         learner.learn(env_steps=100)
     for first, learner in enumerate(learners):
-        window = learner.drain_window()
-        assert window.updates == 20  # one per env step, drawn in one gather
-        external = window.mean("external_fraction")
+        report = learner.report(100)
+        assert report["window_updates"] == 20  # one per env step, drawn in one gather
+        external = report["external_fraction"]
         assert 0.3 < external < 0.7  # about half the draws are the other learner's rows, and only those are weighted
-        assert window.mean("dps_weight") < 1.0
+        assert report["dps_weight"] < 1.0
 
 
 def test_a_learner_without_a_shared_replay_cannot_join_one():
     learner = OffPolicyLearner(SPEC, "td3", CONFIG, SharingConfig(), torch.device("cpu"), [1, 2, 3], SectionTimer())
     with pytest.raises(Exception, match="sharing.replay=shared"):
-        learner.join_shared_replay(0)
+        learner.join_shared_replay(0, None)
 
 
 def test_a_draw_the_replay_could_not_serve_changes_nothing():

@@ -15,19 +15,13 @@ lineage (who copied whom, each member's hyperparameters and return per round) is
 scheme's table.
 """
 
-import copy
 from typing import Any, Literal
 
 import numpy as np
-import torch
 from pydantic import Field
 
 from relayrl.arena.round import RoundContext
 from relayrl.core.settings import Strict
-from relayrl.sharing.selectors import FixedSelector, Selector
-
-
-OWN = ("rng", "generator", "updates")  # what a member keeps of its own: exploration RNGs, update counter
 
 
 class PBTConfig(Strict):
@@ -39,20 +33,6 @@ class PBTConfig(Strict):
         min_length=1,
         description="what explore perturbs: the learning rates, the exploration's scale, the sharing bandwidth (members that relay)",
     )
-
-
-def _optimizers(algorithm: Any) -> list[torch.optim.Optimizer]:
-    """Every optimiser the algorithm holds, in attribute order."""
-    return [value for value in vars(algorithm).values() if isinstance(value, torch.optim.Optimizer)]
-
-
-def learning_rate(algorithm: Any) -> float:
-    return float(_optimizers(algorithm)[0].param_groups[0]["lr"])
-
-
-def _selector(learner: Any) -> Selector | None:
-    """The learner's selection rule where it relays a share b of its transitions, else None."""
-    return None if isinstance(learner.selector, FixedSelector) else learner.selector
 
 
 class PopulationBasedTraining:
@@ -76,29 +56,19 @@ class PopulationBasedTraining:
         order = np.argsort(-means, kind="stable")  # best first; a member without episodes ranks last
         k = max(1, int(len(members) * self.config.fraction))
         top, bottom = order[:k], order[len(members) - k :]
-        algorithms = {m: context.policies[m].learner.algorithm for m in members}
         learners = {m: context.policies[m].learner for m in members}
         sources = {members[b]: members[int(self.rng.choice(top))] for b in bottom}
         for member, source in sources.items():
-            own = algorithms[member].state_dict()
-            # a deep copy: an optimiser's load_state_dict keeps the given state tensors, which
-            # the two members would then update in place together
-            taken = copy.deepcopy({key: value for key, value in algorithms[source].state_dict().items() if key not in OWN})
-            algorithms[member].load_state_dict({**own, **taken})
-            learners[member].exploration_scale = learners[source].exploration_scale
-            selector, source_selector = _selector(learners[member]), _selector(learners[source])
-            if selector is not None and source_selector is not None:
-                selector.bandwidth = source_selector.bandwidth
-            if "lr" in self.config.perturb:
-                factor = float(self.rng.choice(self.config.factors))
-                for optimizer in _optimizers(algorithms[member]):
-                    for group in optimizer.param_groups:
-                        group["lr"] *= factor
-            if "exploration" in self.config.perturb:
-                learners[member].exploration_scale *= float(self.rng.choice(self.config.factors))
-            if "bandwidth" in self.config.perturb:
-                selector.bandwidth = min(1.0, selector.bandwidth * float(self.rng.choice(self.config.factors)))
+            learners[member].copy_networks_from(learners[source])  # with the optimiser state: the learning rates
+            values = learners[source].hyperparameters()
+            for key in ("lr", "exploration", "bandwidth"):  # explore: one factor each, drawn in this order
+                if key in self.config.perturb:
+                    values[key] *= float(self.rng.choice(self.config.factors))
+            if "bandwidth" in values:
+                values["bandwidth"] = min(1.0, values["bandwidth"])
+            learners[member].set_hyperparameters(values)
         for m, mean in zip(members, means):
+            found = learners[m].hyperparameters()
             self.rows.append(
                 {
                     "round": context.index,
@@ -106,9 +76,9 @@ class PopulationBasedTraining:
                     "mean_return": float(mean) if np.isfinite(mean) else float("nan"),
                     "episodes": int(returns[m].size) if m in returns else 0,
                     "copied_from": sources.get(m, ""),
-                    "lr": learning_rate(algorithms[m]),
-                    **({"exploration_scale": learners[m].exploration_scale} if "exploration" in self.config.perturb else {}),
-                    **({"bandwidth": _selector(learners[m]).bandwidth} if "bandwidth" in self.config.perturb else {}),
+                    "lr": found["lr"],
+                    **({"exploration_scale": found["exploration"]} if "exploration" in self.config.perturb else {}),
+                    **({"bandwidth": found["bandwidth"]} if "bandwidth" in self.config.perturb else {}),
                 }
             )
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Run, build_run, build_config
 
 
 def _trainer(select="none", team=None, num_envs=1, param_sharing=False, total=400, learning_starts=1000, n_agents=3):
@@ -18,26 +18,26 @@ def _trainer(select="none", team=None, num_envs=1, param_sharing=False, total=40
             "eval": {"interval": 0},
         }
     )
-    return Trainer(config, None, verbose=False)
+    return build_run(config, None, verbose=False)
 
 
 def test_share_all_inserts_every_transition_into_every_other_replay():
     trainer = _trainer("all")
-    trainer._start()
+    trainer.start()
     trainer.iteration()  # 4 env steps, 3 agents, nobody leaves a 30-cell corridor in 4 steps
     np.testing.assert_array_equal(trainer.learners["runner"].replay.size, [4 * 3] * 3)
 
 
 def test_no_sharing_keeps_replays_private():
     trainer = _trainer("none")
-    trainer._start()
+    trainer.start()
     trainer.iteration()
     np.testing.assert_array_equal(trainer.learners["runner"].replay.size, [4] * 3)
 
 
 def test_team_filter_limits_senders_and_receivers():
     trainer = _trainer("all", team=[0, 2])
-    trainer._start()
+    trainer.start()
     trainer.iteration()
     np.testing.assert_array_equal(trainer.learners["runner"].replay.size, [8, 4, 8])
     assert trainer.learners["runner"].relay.stats.sent.tolist() == [4, 0, 4]
@@ -45,7 +45,7 @@ def test_team_filter_limits_senders_and_receivers():
 
 def test_relayed_rows_are_the_senders_transitions():
     trainer = _trainer("all", n_agents=2)
-    trainer._start()
+    trainer.start()
     trainer.iteration()
     stored = trainer.learners["runner"].replay.storage()
     own0 = stored["obs"][0, :4]
@@ -55,7 +55,7 @@ def test_relayed_rows_are_the_senders_transitions():
 
 def test_parameter_sharing_has_one_replay_with_every_entity():
     trainer = _trainer(param_sharing=True)
-    trainer._start()
+    trainer.start()
     trainer.iteration()
     assert trainer.learners["runner"].layout.n_sets == 1 and trainer.learners["runner"].batch_size == 3 * 4
     np.testing.assert_array_equal(trainer.learners["runner"].replay.size, [4 * 3])
@@ -80,7 +80,7 @@ def test_section_timer_profiles_the_loop_only_when_enabled():
         "total_steps": 300, "report_interval": 100, "eval": {"interval": 0},
         "sharing": {"select": "quantile"}, "dqn": {"learning_starts": 100, "batch_size": 8},
     })
-    trainer = Trainer(config, None, verbose=False)
+    trainer = build_run(config, None, verbose=False)
     trainer.config.total_steps = 150
     trainer.train()
     assert trainer.timer.seconds == {}

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from relayrl.core.errors import ConfigError
-from relayrl.experiment import Trainer, build_config
+from relayrl.experiment import Run, build_run, build_config
 from relayrl.experiment.presets import load_preset
 
 TIMING = {"sps", "updates_per_s", "wall_s"}
@@ -38,8 +38,8 @@ def _rows(run_dir: Path) -> list[dict]:
         return [{k: v for k, v in r.items() if k not in TIMING} for r in csv.DictReader(handle)]
 
 
-def _train(config: dict, run_dir: Path | None) -> Trainer:
-    trainer = Trainer(build_config(config), run_dir, verbose=False)
+def _train(config: dict, run_dir: Path | None) -> Run:
+    trainer = build_run(build_config(config), run_dir, verbose=False)
     trainer.train()
     trainer.close()
     return trainer
@@ -62,7 +62,7 @@ def test_own_replays_without_sharing():
 
 
 def test_random_start_then_policy_actions():
-    trainer = Trainer(build_config(_config(2, 400, DASE)), None, verbose=False)
+    trainer = build_run(build_config(_config(2, 400, DASE)), None, verbose=False)
     learner = trainer.learners["agent"]
 
     def act(env_steps: int | None) -> np.ndarray:
@@ -75,7 +75,7 @@ def test_random_start_then_policy_actions():
     noisy_a, noisy_b = act(150), act(150)
     assert not np.array_equal(noisy_a, noisy_b)
     trainer.train()
-    rows = trainer.history
+    rows = trainer.reporter.history
     assert rows[0]["updates"] == 0 and rows[1]["updates"] == 51  # learning starts at random_steps=150
     assert rows[-1]["updates"] == 251
     assert all(0.0 <= r["dps_weight"] <= 1.0 for r in rows[2:])
@@ -83,8 +83,8 @@ def test_random_start_then_policy_actions():
 
 
 def test_evaluation_plays_each_agent_without_noise():
-    trainer = Trainer(build_config(_config(2, 100, DASE, eval={"interval": 100, "episodes": 3})), None, verbose=False)
-    first, second = trainer.evaluate_greedy(3), trainer.evaluate_greedy(3)
+    trainer = build_run(build_config(_config(2, 100, DASE, eval={"interval": 100, "episodes": 3})), None, verbose=False)
+    first, second = trainer.evaluator.greedy(3), trainer.evaluator.greedy(3)
     assert first.shape == (6, 1)
     np.testing.assert_array_equal(first, second)  # same start states, deterministic actors
 
@@ -201,7 +201,7 @@ def test_super_selection_relays_actor_critic_transitions_by_td_error(algo):
     config["actor_critic"]["buffer_size"] = 2000
     trainer = _train(config, None)
     learner = trainer.learners["agent"]
-    rows = trainer.history
+    rows = trainer.reporter.history
     offered = 600 * 3
     relayed = sum(r["transitions_relayed"] for r in rows)
     assert 0.1 * offered < relayed < 0.35 * offered

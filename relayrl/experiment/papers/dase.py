@@ -1,5 +1,5 @@
-"""Reproduction of the DASE paper (paper 001): the run grid, Table 4 / Table 5 style tables
-with our numbers next to the paper's, learning curves and the DPS weights.
+"""``relayrl reproduce dase``: the DASE paper (paper 001), its run grid, Table 4 / Table 5
+style tables with our numbers next to the paper's, learning curves and the DPS weights.
 
 Scores are the paper's (appendix F): the average evaluation return over the last 10
 evaluations (every 1000 steps, 10 episodes without noise), averaged over all agents of a
@@ -9,14 +9,19 @@ mean +- half a standard deviation across seeds, smoothed over a sliding window o
 evaluations (appendix C.7).
 """
 
-import math
+import argparse
 from pathlib import Path
 
 import numpy as np
 
-from relayrl.experiment.grid import Job, runs_of, table_cell
-from relayrl.experiment.plots import aggregate, mean_std, pyplot, save_if_drawn, seeds_label
+from relayrl.experiment.grid import Job
+from relayrl.experiment.papers.common import draw_curve, final_rewards, no_studies, option_values, runs_of, seeds_cell, table_cell, write_tables
+from relayrl.experiment.plots import pyplot, save_if_drawn
 from relayrl.experiment.presets import GYM_TASKS, load_preset
+
+NAME = "dase"
+OPTIONS = frozenset({"tasks", "algos", "steps"})
+REFUSAL = frozenset({"domains", "settings", "scale_switch_from"}), "--domains, --settings and --scale-switch-from belong to reproduce super and accmer; DASE takes --tasks"
 
 TASKS = ("halfcheetah", "swimmer", "ant", "lunarlander")  # the tasks of Tables 4-5
 DEFAULT_TASKS = ("halfcheetah", "swimmer")
@@ -77,12 +82,13 @@ def grid(tasks: list[str], algos: list[str] | None, seeds: int, steps: int | Non
     return jobs
 
 
-def score(rows: list[dict[str, float]], step: int) -> float:
-    """Mean of the last 10 evaluations at or before ``step`` (NaN if the run is not there)."""
-    evals = [r["eval_reward_mean"] for r in rows if r["env_steps"] <= step and not math.isnan(r["eval_reward_mean"])]
-    if not rows or rows[-1]["env_steps"] < step or len(evals) < LAST_EVALUATIONS:
-        return math.nan
-    return float(np.mean(evals[-LAST_EVALUATIONS:]))
+def _tasks(args: argparse.Namespace) -> list[str]:
+    return option_values(args.tasks, GYM_TASKS, "task", DEFAULT_TASKS)
+
+
+def jobs(args: argparse.Namespace) -> list[Job]:
+    """The grid for ``relayrl reproduce dase``'s options."""
+    return grid(_tasks(args), args.algos, args.seeds, args.steps)
 
 
 def table(results: Path, buffer: str, tasks: tuple[str, ...], step: int, seeds: int) -> str:
@@ -96,7 +102,7 @@ def table(results: Path, buffer: str, tasks: tuple[str, ...], step: int, seeds: 
             reference = paper.get(variant, {}).get(task)
             cells.append(f"{reference:.2f}" if reference is not None else "-")
             runs = runs_of(f"{task}-{variant}{buffer}", results)
-            cells.append(table_cell([v for v in (score(r, step) for r in runs) if not math.isnan(v)], runs, seeds))
+            cells.append(table_cell(final_rewards(runs, step, LAST_EVALUATIONS), runs, seeds))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -119,8 +125,8 @@ def common_step_table(results: Path, tasks: tuple[str, ...], buffer: str = "") -
         step = min(max(int(rows[-1]["env_steps"]) for rows in variant_runs) for variant_runs in runs.values()) // 1000 * 1000
         cells = []
         for variant in columns:
-            values = [v for v in (score(r, step) for r in runs.get(variant, [])) if not math.isnan(v)]
-            cells.append(f"{mean_std(values)} [{len(values)} seed{'s' if len(values) > 1 else ''}]" if values else "-")
+            values = final_rewards(runs.get(variant, []), step, LAST_EVALUATIONS)
+            cells.append(seeds_cell(values) if values else "-")
         lines.append(f"| {task} | {step:,} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -139,19 +145,16 @@ def curves(
     """One panel per task: mean +- half std across seeds of ``key`` for each variant,
     smoothed over 25 reports; ``log_y``: unsmoothed on a log scale (DPS weights span
     orders of magnitude)."""
+    def display(mean: np.ndarray, std: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (mean, std / 2) if log_y else (_sliding(mean, WINDOW), _sliding(std, WINDOW) / 2)
+
     plt = pyplot()
     fig, axes = plt.subplots(1, len(tasks), figsize=(6 * len(tasks), 4.2), squeeze=False)
     drew = False
     for ax, task in zip(axes[0], tasks):
         for variant in variants:
             # every run reports at the same env steps, so a bin of one step keeps each report
-            steps, mean, std, count = aggregate(runs_of(f"{task}-{variant}", results), key, bin_size=1)
-            if not len(steps):
-                continue
-            mean, half = (mean, std / 2) if log_y else (_sliding(mean, WINDOW), _sliding(std, WINDOW) / 2)
-            ax.plot(steps, mean, label=seeds_label(TABLE_ROWS.get(variant, variant), steps, count))
-            ax.fill_between(steps, mean - half, mean + half, alpha=0.2)
-            drew = True
+            drew |= draw_curve(ax, runs_of(f"{task}-{variant}", results), key, TABLE_ROWS.get(variant, variant), display=display)
         ax.set_title(GYM_TASKS[task])
         ax.set_xlabel("environment steps per agent")
         ax.set_ylabel(ylabel)
@@ -198,15 +201,22 @@ def write_report(results: Path, tasks: tuple[str, ...], step: int, seeds: int) -
             common,
             "",
         ]
-    written = [results / "tables.md"]
-    written[0].write_text("\n".join(text))
     main = ["td3", "dase-td3", "dase-td3-es", "dase-td3-kl", "dase-td3-jsd", "dase-td3-stdsq", "dase-td3-k5", "dase-td3-k10"]
-    for path in (
+    return write_tables(results / "tables.md", text, (
         curves(results, figures / "learning_curves_100k.png", tasks, main, "eval_reward_mean", "evaluation return", "TD3 and DASE, replay 100k"),
         curves(results, figures / "learning_curves_1m.png", tasks, [f"{v}-1m" for v in main], "eval_reward_mean", "evaluation return", "TD3 and DASE, replay 1M"),
         curves(results, figures / "learning_curves_ddpg_sac.png", tasks, ["ddpg", "dase-ddpg", "sac", "dase-sac"], "eval_reward_mean", "evaluation return", "DDPG and SAC (deterministic actor) with and without DASE"),
         curves(results, figures / "dps_weights.png", tasks, [v for v in main if v.startswith("dase")], "dps_weight", "mean DPS weight of external transitions", "DPS weights during training", log_y=True),
-    ):
-        if path is not None:
-            written.append(path)
-    return written
+    ))
+
+
+def _tasks(args: argparse.Namespace) -> list[str]:
+    return option_values(args.tasks, GYM_TASKS, "task", DEFAULT_TASKS)
+
+
+studies = no_studies
+
+
+def report(args: argparse.Namespace, results: Path) -> tuple[list[Path], list[str]]:
+    """``write_report`` for ``relayrl reproduce dase``'s options."""
+    return write_report(results, tuple(_tasks(args)), args.steps or DEFAULT_STEPS, args.seeds), []

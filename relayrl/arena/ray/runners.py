@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from relayrl.arena.match import Match
-from relayrl.arena.policy import LearningPolicy, Policy
+from relayrl.arena.policy import Policy
 from relayrl.arena.rollout import Rollout, finite_check
 from relayrl.core.device import configure_threads
 from relayrl.core.errors import ConfigError, MissingExtraError
@@ -150,7 +150,6 @@ class RayRunners:
         self.need = f"backend.runners={runners} x runner_cpus={runner_cpus} needs {runners * runner_cpus:g} CPUs"
         self.slices = slices(env.num_envs, runners)
         self.policies = policies
-        self.learning = [pid for pid, p in policies.items() if isinstance(p, LearningPolicy)]
         self.seed = seed  # replacements derive theirs from it
         self.actor = ray.remote(num_cpus=runner_cpus)(EnvRunner)
         self.arguments = (env.name, env.env_settings(), env.vector)
@@ -215,11 +214,13 @@ class RayRunners:
         streams = {pid: derive_seeds(seed, k, f"runners/{pid}") for pid, p in self.policies.items() if p.acting_rng is not None}
         self.ray.get([a.reset.remote(seeds[i], {pid: s[i] for pid, s in streams.items()}) for i, a in enumerate(self.actors)])
 
-    def collect(self, n_steps: int, env_steps: int) -> tuple[dict[str, dict[str, np.ndarray]], EpisodeStats, list[tuple[int, int]]]:
-        """Every runner's ``n_steps`` steps with the learners' current networks, joined along
-        the worker axis in copy order; the finished episodes in runner order; the copies
-        (first, count) that restarted because their runner died."""
-        networks = self.ray.put({pid: self.policies[pid].policy_state() for pid in self.learning})
+    def collect(
+        self, n_steps: int, env_steps: int, networks: dict[str, dict[str, Any]]
+    ) -> tuple[dict[str, dict[str, np.ndarray]], EpisodeStats, list[tuple[int, int]]]:
+        """Every runner's ``n_steps`` steps after loading the learners' acting ``networks``
+        (by policy), joined along the worker axis in copy order; the finished episodes in
+        runner order; the copies (first, count) that restarted because their runner died."""
+        networks = self.ray.put(networks)
         results, restarted = self._call("collect", env_steps, n_steps, env_steps, networks)
         joined: dict[str, dict[str, list[np.ndarray]]] = {}
         episodes = EpisodeStats()

@@ -35,14 +35,12 @@ from typing import Any
 import numpy as np
 
 from relayrl.algos.algorithm import Learner
-from relayrl.algos.learner import MetricWindow
 from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, PolicyBuild
-from relayrl.arena.runners import STARTUP_S
+from relayrl.arena.ray.runners import STARTUP_S
 from relayrl.core.device import configure_threads
 from relayrl.core.errors import ConfigError
 from relayrl.replay import ReplayPlan
 from relayrl.replay.shared import SharedReplay
-from relayrl.sharing.relay import RelayStats
 
 
 class RemoteRows:
@@ -97,15 +95,17 @@ class LearnerActor:
     are read-only views of its object store, and a learner writes into its buffers."""
 
     def __init__(self, build: PolicyBuild, state: bytes, threads: int, exports: bool, first_agent: int | None) -> None:
-        """``first_agent``: its agents' first tag in the replay it shares, where it shares one."""
+        """``exports``: it relays to other learners; ``first_agent``: its agents' first tag
+        in the replay it shares, where it shares one."""
         configure_threads(threads)
         policy = POLICY_KINDS[build.config.kind](build)
         assert isinstance(policy, LearningPolicy)
         self.learner = policy.learner
         if first_agent is not None:
-            self.learner.join_shared_replay(first_agent)
+            self.learner.join_shared_replay(first_agent, None)  # its source comes with each step
         self.learner.load_state_dict(pickle.loads(state))
-        self.learner.exports = exports
+        if exports:
+            self.learner.export_relay()
 
     def ready(self) -> bool:
         return True
@@ -127,7 +127,7 @@ class LearnerActor:
         if shared is not None:
             size, replay = shared
             self.learner.shared_size(size)
-            self.learner.shared.source = RemoteRows(replay)
+            self.learner.shared_source(RemoteRows(replay))
         self.learner.learn(env_steps)
         box, sent = self.learner.outgoing() if self.learner.exports else (None, 0)
         return (self.learner.updates, self.learner.policy_state(), sent), box
@@ -151,27 +151,14 @@ class LearnerActor:
     def end_workers(self, workers: np.ndarray) -> None:
         self.learner.end_workers(workers)
 
-    def drain_window(self) -> MetricWindow:
-        return self.learner.drain_window()
-
-    def drain_relay(self) -> RelayStats:
-        return self.learner.relay.drain()
+    def report(self, env_steps: int) -> dict[str, Any]:
+        return self.learner.report(env_steps)
 
     def state_dict(self) -> bytes:
         return pickle.dumps(self.learner.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
 
     def load_state_dict(self, state: bytes) -> None:
         self.learner.load_state_dict(pickle.loads(state))
-
-
-class RemoteRelay:
-    """The relay counters of a learner actor, drained as the driver's relay is."""
-
-    def __init__(self, remote: "RemoteLearner") -> None:
-        self.remote = remote
-
-    def drain(self) -> RelayStats:
-        return self.remote.call("drain_relay")
 
 
 class HomedActor:
@@ -197,38 +184,45 @@ class HomedActor:
 
 
 class RemoteLearner(HomedActor):
-    """What the trainer drives while a learner is away in its actor: ``observe``, ``learn``,
-    ``end_workers``, ``drain_window`` and ``relay.drain`` go to the actor; what describes
-    the learner (name, algorithm, settings, exploration) is read from its home copy."""
+    """A learner in its actor, as the learner pool and the exchanges drive it (the
+    ``Learner`` methods they call: ``observe``, ``learn``, ``report``, ``end_workers``,
+    ``outgoing``, ``incoming``, the shared replay's); ``home`` is the driver's copy, which
+    acts (through its policy) and is what the actor starts and restarts from."""
 
-    def __init__(
-        self, home: Learner, build: PolicyBuild, ray: Any, actor_class: Any, threads: int, shared_replay: "RemoteSharedReplay | None" = None
-    ) -> None:
-        """``shared_replay``: the replay it shares, where it shares one."""
+    def __init__(self, home: Learner, build: PolicyBuild, ray: Any, actor_class: Any, threads: int) -> None:
         self.home, self.build, self.ray, self.actor_class, self.threads = home, build, ray, actor_class, threads
-        shared = getattr(home, "shared", None)
-        self.first_agent = shared.first_agent if shared is not None else None
-        self.shared_replay = shared_replay if shared is not None else None
+        self.name = home.name
+        self.bytes_per_transition = home.bytes_per_transition
+        self.exports = False  # set by the relay between learners (``export_relay``)
+        self.first_agent: int | None = None  # set by a shared replay (``join_shared_replay``)
+        self.shared_replay: "RemoteSharedReplay | None" = None  # the replay actor it draws from
         self.rows: Any = None  # the rows its last fragment adds to the shared replay (an object in Ray's store)
         self.size = 0  # the shared replay's size once they are in
         self.n_workers = 0  # the worker axis of its fragments (0 before the first)
         self.home_workers: int | None = None  # that of the fragments before the home copy's state (None: the same)
-        self.relay = RemoteRelay(self) if home.relay is not None else None
         self.updates = home.updates
         self.fragment: dict[str, np.ndarray] | None = None
         self.stepping: tuple[Any, dict[str, np.ndarray] | None, int] | None = None  # the call in flight
         self.box: Any = None  # the transitions the last step relays to other learners (an object in Ray's store)
         self.sent = 0
-        self.actor = self._start()
+        self.actor: Any = None
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "home":  # not set yet (never read before __init__ sets it)
-            raise AttributeError(name)
-        return getattr(self.home, name)
+    def export_relay(self) -> None:
+        self.exports = True
+
+    def join_shared_replay(self, first_agent: int, source: Any) -> None:
+        """Its actor's learner joins the shared replay with tags from ``first_agent``; it
+        draws from the replay actor (``RemoteSharedReplay``) given at ``start``."""
+        self.first_agent = first_agent
+
+    def start(self, shared_replay: "RemoteSharedReplay | None") -> None:
+        """Starts the actor from the home copy (after the exchanges connected)."""
+        self.shared_replay = shared_replay if self.first_agent is not None else None
+        self.actor = self._start()
 
     def _start(self) -> Any:
         state = pickle.dumps(self.home.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
-        actor = self.actor_class.remote(self.build, state, self.threads, self.home.exports, self.first_agent)
+        actor = self.actor_class.remote(self.build, state, self.threads, self.exports, self.first_agent)
         _, waiting = self.ray.wait([actor.ready.remote()], timeout=STARTUP_S)
         if waiting:
             raise ConfigError(f"the learner actor of policy {self.home.name!r} did not start within {STARTUP_S} s: "
@@ -301,8 +295,8 @@ class RemoteLearner(HomedActor):
     def end_workers(self, workers: np.ndarray) -> None:
         self.actor.end_workers.remote(workers)
 
-    def drain_window(self) -> MetricWindow:
-        return self.call("drain_window")
+    def report(self, env_steps: int) -> dict[str, Any]:
+        return self.call("report", env_steps)
 
     def bring_home(self) -> None:
         """The actor's whole state into the home copy (a checkpoint's, or the next start's)."""
@@ -346,44 +340,3 @@ class RemoteSharedReplay(HomedActor):
 
     def bring_home(self) -> None:
         self.home.load_state_dict(pickle.loads(self.call("state_dict")))
-
-
-class RayLearners:
-    """A learner actor for every learning policy of a run (and an actor for the replay that
-    learners share, where they share one)."""
-
-    def __init__(
-        self, learners: dict[str, Learner], builds: dict[str, PolicyBuild], ray: Any, learner_cpus: float, threads: int,
-        shared_replay: SharedReplay | None = None,
-    ) -> None:
-        actor_class = ray.remote(num_cpus=learner_cpus)(LearnerActor)
-        self.remote: dict[str, RemoteLearner] = {}
-        self.shared: RemoteSharedReplay | None = None
-        try:
-            if shared_replay is not None:
-                self.shared = RemoteSharedReplay(shared_replay, ray)
-            for pid, learner in learners.items():
-                self.remote[pid] = RemoteLearner(learner, builds[pid], ray, actor_class, threads, self.shared)
-        except BaseException:
-            self.close()
-            raise
-
-    def settle(self) -> dict[str, dict[str, Any]]:
-        """Waits for every learner's fragment; returns their acting networks by policy."""
-        return {pid: remote.settle() for pid, remote in self.remote.items()}
-
-    def bring_home(self) -> None:
-        for remote in self.remote.values():
-            remote.bring_home()
-        if self.shared is not None:
-            self.shared.bring_home()
-
-    def send_away(self) -> None:
-        for remote in self.remote.values():
-            remote.send_away()
-
-    def close(self) -> None:
-        for remote in self.remote.values():
-            remote.close()
-        if self.shared is not None:
-            self.shared.close()

@@ -1,6 +1,7 @@
-"""Reproduction of AccMER / MAC-PO on Predator-Prey (paper 002): the run grid, reward curves
-in the style of its Figs. 3 and 5, the final rewards, and the end-to-end training time of
-AccMER against MAC-PO (Figs. 4 and 6) with the share of it spent sampling the replay.
+"""``relayrl reproduce accmer``: AccMER and MAC-PO against QMIX on Predator-Prey (papers 002
+and 003), the run grid, reward curves in the style of paper 002's Figs. 3 and 5, the final
+rewards, and the end-to-end training time of AccMER against MAC-PO (Figs. 4 and 6) with the
+share of it spent sampling the replay.
 
 Rewards are the team's summed reward per episode (a stag is worth 1, so 8 is the best with 8
 stags): the greedy evaluation (32 episodes every 10k env steps) and the training episodes'
@@ -8,13 +9,19 @@ mean. Times are the runs' own wall clocks (``wall_s``) at the largest env step b
 pair reached, seed by seed.
 """
 
+import argparse
 import math
 from pathlib import Path
 
 import numpy as np
 
-from relayrl.experiment.grid import Job, runs_of, table_cell
-from relayrl.experiment.plots import aggregate, mean_std, pyplot, save_if_drawn, seeds_label
+from relayrl.experiment.grid import Job
+from relayrl.experiment.papers.common import draw_curve, final_rewards, no_studies, option_values, runs_of, seeds_cell, table_cell, write_tables
+from relayrl.experiment.plots import mean_std, pyplot, save_if_drawn
+
+NAME = "accmer"
+OPTIONS = frozenset({"settings", "algos", "steps"})
+REFUSAL = frozenset({"domains", "tasks", "scale_switch_from"}), "--domains, --tasks and --scale-switch-from are options of reproduce super and dase; AccMER takes --settings"
 
 SETTINGS = {
     "": "8 predators, no punishment",
@@ -45,12 +52,17 @@ def grid(settings: list[str], algos: list[str] | None, seeds: int, steps: int | 
     return [Job(preset(s, a), seed, steps or STEPS.get(s, 1_000_000)) for seed in range(seeds) for s in settings for a in chosen]
 
 
-def final_reward(rows: list[dict[str, float]], step: int) -> float:
-    """Mean of the last 10 greedy evaluations at or before ``step`` (NaN if the run is not there)."""
-    evals = [r["eval_reward_mean"] for r in rows if r["env_steps"] <= step and not math.isnan(r["eval_reward_mean"])]
-    if not rows or rows[-1]["env_steps"] < step or len(evals) < LAST_EVALUATIONS:
-        return math.nan
-    return float(np.mean(evals[-LAST_EVALUATIONS:]))
+def _settings(args: argparse.Namespace) -> list[str]:
+    """The ``--settings`` as keys of ``SETTINGS``, where ``base`` is the key ""."""
+    if args.settings is None:
+        return list(DEFAULT_SETTINGS)
+    names = option_values(args.settings, [s.removeprefix("-") or "base" for s in SETTINGS], "setting")
+    return ["" if name == "base" else f"-{name}" for name in names]
+
+
+def jobs(args: argparse.Namespace) -> list[Job]:
+    """The grid for ``relayrl reproduce accmer``'s options."""
+    return grid(_settings(args), args.algos, args.seeds, args.steps)
 
 
 def reward_table(results: Path, settings: tuple[str, ...], steps: int | None, seeds: int) -> str:
@@ -62,7 +74,7 @@ def reward_table(results: Path, settings: tuple[str, ...], steps: int | None, se
         for setting in settings:
             step = at[setting]
             runs = runs_of(preset(setting, algo), results)
-            cells.append(table_cell([v for v in (final_reward(r, step) for r in runs) if not math.isnan(v)], runs, seeds))
+            cells.append(table_cell(final_rewards(runs, step, LAST_EVALUATIONS), runs, seeds))
         if any(c != "not run" for c in cells):
             lines.append(f"| {LABELS[algo]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -99,7 +111,7 @@ def time_table(results: Path, settings: tuple[str, ...]) -> str | None:
         paper = "-" if math.isnan(PAPER_SAVING[setting]) else f"{100 * PAPER_SAVING[setting]:.1f}"
         lines.append(
             f"| {SETTINGS[setting]} | {int(step):,} | {mean_std([m for m, _ in walls])} | {mean_std([a for _, a in walls])} "
-            f"| {mean_std(saving)} [{len(walls)} seed{'s' if len(walls) > 1 else ''}] | {paper} "
+            f"| {seeds_cell(saving)} | {paper} "
             f"| {mean_std(shares) if shares else '- (no update yet)'} |"
         )
     if not lines:
@@ -139,12 +151,7 @@ def curves(results: Path, out: Path, settings: tuple[str, ...], key: str, ylabel
     drew = False
     for ax, setting in zip(axes[0], settings):
         for algo in ALGOS:
-            steps, mean, std, count = aggregate(runs_of(preset(setting, algo), results), key, bin_size=1)
-            if not len(steps):
-                continue
-            ax.plot(steps, mean, label=seeds_label(LABELS[algo], steps, count))
-            ax.fill_between(steps, mean - std, mean + std, alpha=0.2)
-            drew = True
+            drew |= draw_curve(ax, runs_of(preset(setting, algo), results), key, LABELS[algo])
         ax.set_title(f"Predator-Prey, {SETTINGS[setting]}")
         ax.set_xlabel("environment steps")
         ax.set_ylabel(ylabel)
@@ -170,13 +177,16 @@ def write_report(results: Path, settings: tuple[str, ...], steps: int | None, se
     timing = time_table(results, settings)
     if timing is not None:
         text += ["## Training time, AccMER against MAC-PO", "", timing, ""]
-    written = [results / "tables.md"]
-    written[0].write_text("\n".join(text))
-    for path in (
+    return write_tables(results / "tables.md", text, (
         curves(results, figures / "reward_eval.png", settings, "eval_reward_mean", "greedy evaluation reward"),
         curves(results, figures / "reward_train.png", settings, "episode_reward_mean", "training episodes' reward"),
         time_figure(results, figures / "training_time.png", settings),
-    ):
-        if path is not None:
-            written.append(path)
-    return written
+    ))
+
+
+studies = no_studies
+
+
+def report(args: argparse.Namespace, results: Path) -> tuple[list[Path], list[str]]:
+    """``write_report`` for ``relayrl reproduce accmer``'s options."""
+    return write_report(results, tuple(_settings(args)), args.steps, args.seeds), []

@@ -1,21 +1,27 @@
-"""The Arena's training-scheme examples (paper 004, section 5), each against a baseline with
-the same env steps, and their report in docs/results/arena: a curriculum (Fig. 8 in spirit)
-and population-based training (Fig. 13 in spirit) on the small Predator-Prey game (QMIX) and
-on a small Pursuit (SUPER teams, the bandwidth among PBT's hyperparameters); a
-round-robin tournament (Fig. 5) on MAgent2 battle 2 v 2 whose baseline is a random team
-taking part in every round; self-play on battle 2 v 2 against training versus a frozen
-pretrained opponent, both evaluated against the same held-out opponent.
+"""``relayrl reproduce arena``: the Arena's training-scheme examples (paper 004, section 5),
+each against a baseline with the same env steps, and their report in docs/results/arena: a
+curriculum (Fig. 8 in spirit) and population-based training (Fig. 13 in spirit) on the small
+Predator-Prey game (QMIX) and on a small Pursuit (SUPER teams, the bandwidth among PBT's
+hyperparameters); a round-robin tournament (Fig. 5) on MAgent2 battle 2 v 2 whose baseline
+is a random team taking part in every round; self-play on battle 2 v 2 against training
+versus a frozen pretrained opponent, both evaluated against the same held-out opponent.
 """
 
+import argparse
 import csv
 import math
 from pathlib import Path
 
 import numpy as np
 
-from relayrl.experiment.grid import Job, runs_of, table_cell
-from relayrl.experiment.plots import aggregate, mean_std, pyplot, save_if_drawn, seeds_label
+from relayrl.experiment.grid import Job
+from relayrl.experiment.papers.common import draw_curve, final_rewards, no_studies, option_values, run_copies, runs_of, table_cell, write_tables
+from relayrl.experiment.plots import mean_std, pyplot, save_if_drawn
 from relayrl.experiment.presets import load_preset
+
+NAME = "arena"
+OPTIONS = frozenset({"examples"})
+REFUSAL = frozenset({"domains", "tasks", "settings", "algos", "steps", "scale_switch_from"}), "reproduce arena takes --examples and --seeds (each example's presets fix their steps)"
 
 # example -> the scheme's preset and its baseline's (the tournament's baseline plays inside it), labels
 EXAMPLES = {
@@ -48,21 +54,18 @@ def grid(examples: list[str], seeds: int) -> list[Job]:
     return [Job(preset, seed, load_preset(preset).total_steps) for seed in range(seeds) for e in examples for preset, _ in EXAMPLES[e]]
 
 
-def final_eval(rows: list[dict[str, float]], total: int) -> float:
-    """Mean of the last greedy evaluations of a finished run (NaN before its end)."""
-    evals = [r["eval_reward_mean"] for r in rows if not math.isnan(r["eval_reward_mean"])]
-    if not rows or rows[-1]["env_steps"] < total or not evals:
-        return math.nan
-    return float(np.mean(evals[-LAST_EVALUATIONS:]))
+def jobs(args: argparse.Namespace) -> list[Job]:
+    """The grid for ``relayrl reproduce arena``'s options."""
+    return grid(option_values(args.examples, EXAMPLES, "example"), args.seeds)
 
 
 def scheme_tables(results: Path, preset: str, scheme: str) -> list[list[dict[str, str]]]:
     """The scheme's tables (``<scheme>.csv``) of the preset's runs kept under ``results/runs``."""
-    config_hash = load_preset(preset).config_hash()
     found = []
-    for path in sorted((results / "runs").glob(f"*-{config_hash}/*/{scheme}.csv")):
-        with path.open() as handle:
-            found.append(list(csv.DictReader(handle)))
+    for path in (seed / f"{scheme}.csv" for seed in run_copies(preset, results)):
+        if path.is_file():
+            with path.open() as handle:
+                found.append(list(csv.DictReader(handle)))
     return found
 
 
@@ -89,7 +92,7 @@ def reward_table(results: Path, seeds: int) -> str:
                 continue  # the tournament's figure is its Elo table
             total = load_preset(preset).total_steps
             found = runs_of(preset, results)
-            cell = table_cell([v for v in (final_eval(r, total) for r in found) if not math.isnan(v)], found, seeds)
+            cell = table_cell(final_rewards(found, total, LAST_EVALUATIONS, after_step=True, partial=True), found, seeds)
             lines.append(f"| {example} | `{preset}`: {label} | {cell} |")
     return "\n".join(lines)
 
@@ -170,11 +173,7 @@ def curves(results: Path, out: Path) -> Path | None:
     drew = False
     for ax, (example, runs) in zip(axes.flat, shown.items()):
         for preset, label in runs:
-            steps, mean, std, count = aggregate(runs_of(preset, results), "eval_reward_mean", bin_size=1)
-            if len(steps):
-                ax.plot(steps, mean, label=seeds_label(label, steps, count))
-                ax.fill_between(steps, mean - std, mean + std, alpha=0.2)
-                drew = True
+            drew |= draw_curve(ax, runs_of(preset, results), "eval_reward_mean", label)
         config = load_preset(runs[0][0])
         for end in np.cumsum([r.steps for r in config.rounds])[:-1]:
             ax.axvline(end, color="grey", linestyle=":", linewidth=0.8)
@@ -216,6 +215,7 @@ def lineage_figure(results: Path, example: str, out: Path) -> Path | None:
 
 
 def write_report(results: Path, seeds: int) -> list[Path]:
+    """Writes tables.md and the figures under ``results``; returns the files written."""
     figures = results / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     text = ["# Arena schemes against their baselines (generated by `relayrl reproduce arena`)", "", reward_table(results, seeds), ""]
@@ -226,14 +226,16 @@ def write_report(results: Path, seeds: int) -> list[Path]:
     tournament = tournament_table(results)
     if tournament is not None:
         text += ["## Round-robin tournament: the table after each round", "", tournament, ""]
-    written = [results / "tables.md"]
-    written[0].write_text("\n".join(text))
-    drawn = (
+    return write_tables(results / "tables.md", text, (
         curves(results, figures / "eval_reward.png"),
         *(lineage_figure(results, e, figures / f"{e.replace('pbt', 'pbt_lineage')}.png") for e in PBT_EXAMPLES),
         elo_figure(results, figures / "tournament_elo.png"),
-    )
-    for path in drawn:
-        if path is not None:
-            written.append(path)
-    return written
+    ))
+
+
+studies = no_studies
+
+
+def report(args: argparse.Namespace, results: Path) -> tuple[list[Path], list[str]]:
+    """``write_report`` for ``relayrl reproduce arena``'s options."""
+    return write_report(results, args.seeds), []

@@ -1,5 +1,5 @@
-"""Reproduction of the SUPER paper (paper 000): the run grid, and Table 1 and the figures
-with our numbers next to the paper's.
+"""``relayrl reproduce super``: the SUPER paper (paper 000), its run grid, and Table 1 and
+the figures with our numbers next to the paper's.
 
 Aggregation is the paper's (appendix E): reporting steps rounded down to bins of 8000
 (Pursuit) or 6000 env steps (Battle, Adversarial-Pursuit), reports averaged within a bin,
@@ -8,6 +8,7 @@ display. Figures and tables are drawn from copies of the runs' metrics kept unde
 ``<results>/runs/`` so they can be regenerated without the run directories.
 """
 
+import argparse
 import csv
 import math
 from pathlib import Path
@@ -17,11 +18,16 @@ import yaml
 
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
 from relayrl.experiment.config import build_config
-from relayrl.experiment.grid import Job, runs_of, table_cell
-from relayrl.experiment.plots import aggregate, binned, mean_std, pyplot, save_if_drawn, seeds_label, smooth
+from relayrl.experiment.grid import Job
+from relayrl.experiment.papers.common import Display, draw_curve, option_values, runs_of, table_cell
+from relayrl.experiment.plots import binned, mean_std, pyplot, save_if_drawn, smooth
 from relayrl.experiment.presets import COEVOLVING_VARIANTS, SWEEP_BANDWIDTHS, SWEEP_MODES, SWEEP_STEPS, sweep_preset
-from relayrl.experiment.trainer import Trainer
+from relayrl.experiment.build import build_run
 from relayrl.sharing.selectors import GaussianSelector, QuantileSelector
+
+NAME = "super"
+OPTIONS = frozenset({"domains", "algos", "steps", "scale_switch_from"})
+REFUSAL = frozenset({"tasks", "settings"}), "--tasks and --settings are options of reproduce dase and accmer; SUPER takes --domains"
 
 DOMAINS = ("pursuit", "battle", "adversarial-pursuit")
 TABLE_STEPS = {"pursuit": 800_000, "battle": 300_000, "adversarial-pursuit": 300_000}  # Table 1 (appendix C.1)
@@ -81,6 +87,11 @@ def grid(domains: list[str], algos: list[str] | None, seeds: int, steps: int | N
             for seed in range(seeds):
                 jobs.append(Job(f"{domain}-{algo}", seed, steps or default_steps))
     return jobs
+
+
+def jobs(args: argparse.Namespace) -> list[Job]:
+    """The grid for ``relayrl reproduce super``'s options."""
+    return grid(option_values(args.domains, DOMAINS, "domain"), args.algos, args.seeds, args.steps)
 
 
 def _at(runs: list[list[dict[str, float]]], key: str, step: int, bin_size: int) -> list[float]:
@@ -145,14 +156,9 @@ def table1(results: Path, seeds: int = 3) -> tuple[str, list[str]]:
 
 
 # ---------------------------------------------------------------------------- figures
-def _curve(ax, runs, key: str, bin_size: int, alpha: float, label: str) -> bool:
-    steps, mean, std, count = aggregate(runs, key, bin_size)
-    if not len(steps):
-        return False
-    mean, std = smooth(mean, alpha), smooth(std, alpha)
-    ax.plot(steps, mean, label=seeds_label(label, steps, count))
-    ax.fill_between(steps, mean - std, mean + std, alpha=0.15)
-    return True
+def _smoothing(alpha: float) -> Display:
+    """Exponential smoothing of a curve's mean and std (display only)."""
+    return lambda mean, std: (smooth(mean, alpha), smooth(std, alpha))
 
 
 def _curves_figure(results: Path, out: Path, panels: list[tuple[str, list[tuple[str, str]]]], title: str, key: str = "episode_reward_mean") -> Path | None:
@@ -162,7 +168,7 @@ def _curves_figure(results: Path, out: Path, panels: list[tuple[str, list[tuple[
     drew = False
     for ax, (domain, curves) in zip(axes[0], panels):
         for preset, label in curves:
-            drew |= _curve(ax, runs_of(preset, results), key, BIN[domain], ALPHA[domain], label)
+            drew |= draw_curve(ax, runs_of(preset, results), key, label, BIN[domain], _smoothing(ALPHA[domain]), fill=0.15)
         ax.set_title(f"{domain} (reward of {SHARING_TEAM[domain]})")
         ax.set_xlabel("environment steps")
         ax.set_ylabel(key.replace("_", " "))
@@ -292,8 +298,8 @@ def figures(results: Path) -> list[Path]:
     return [p for p in written if p is not None]
 
 
-def write_report(results: Path, seeds: int = 3) -> tuple[Path, list[str]]:
-    """Writes ``table1.md`` and the figures; returns the table's path and the far cells."""
+def write_report(results: Path, seeds: int = 3) -> tuple[list[Path], list[str]]:
+    """Writes ``table1.md`` and the figures; returns the files written and the far cells."""
     table, far = table1(results, seeds)
     results.mkdir(parents=True, exist_ok=True)
     notes = (
@@ -309,8 +315,13 @@ def write_report(results: Path, seeds: int = 3) -> tuple[Path, list[str]]:
     )
     path = results / "table1.md"
     path.write_text(f"# Table 1\n\n{notes}\n\n{table}\n\n## As the runs stand\n\n{progress_notes}\n\n{snapshot(results)}\n")
-    figures(results)
-    return path, far
+    return [path, *figures(results)], far
+
+
+def report(args: argparse.Namespace, results: Path) -> tuple[list[Path], list[str]]:
+    """``write_report`` for ``relayrl reproduce super``, whose lines to print are the far cells."""
+    written, far = write_report(results, args.seeds)
+    return written, [f"more than 2 paper std away: {line}" for line in far]
 
 
 # ---------------------------------------------------------------------------- scale switch
@@ -327,9 +338,9 @@ def scale_switch_study(run_dir: Path, results: Path, transitions: int = 20_000, 
     if config.sharing.select != "none":
         raise ValueError("use a run without sharing: its replays hold only each agent's own transitions")
     checkpoint = list_checkpoints(run_dir / "checkpoints")[-1]
-    trainer = Trainer(config, None, verbose=False)
-    trainer.load_state_dict(load_checkpoint(checkpoint))
-    learner = next(iter(trainer.learners.values()))
+    run = build_run(config, None, verbose=False)
+    run.load_state_dict(load_checkpoint(checkpoint))
+    learner = next(iter(run.learners.values()))
     store, ptr, size = learner.replay.storage(), learner.replay.write_position, learner.replay.size
     n = min(transitions, int(size.min()))
     if n < 2 * window:
@@ -359,6 +370,13 @@ def scale_switch_study(run_dir: Path, results: Path, transitions: int = 20_000, 
                         offered += chosen.size
                 writer.writerow([name, bandwidth, shared / offered, n, run_dir.parent.name + "/" + run_dir.name, checkpoint.name])
     return out
+
+
+def studies(args: argparse.Namespace, results: Path) -> list[str]:
+    """The scale switch study on the run ``--scale-switch-from`` names, if it names one."""
+    if not args.scale_switch_from:
+        return []
+    return [f"wrote {scale_switch_study(Path(args.scale_switch_from), results)}"]
 
 
 def _scale_switch_figure(results: Path) -> Path | None:

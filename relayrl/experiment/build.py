@@ -1,0 +1,287 @@
+"""Composes a ``Run`` from a config (DESIGN.md §3): its venues, policies, learners and the
+exchanges between them, collector, rounds, reporter, evaluator and clock. The only place
+that reads ``backend.kind``: local or Ray is decided here, once.
+
+Everything the config can get wrong for this env is checked before anything trains: the
+env builds from its settings (each round's too), every policy keeps one kind of slot from
+round to round, the replays fit in memory, learners that share see and act alike, Ray has
+the CPUs the run's actors reserve.
+"""
+
+import math
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from relayrl.algos.dqn import NetworkFactory
+from relayrl.algos.off_policy import learner_plan
+from relayrl.arena.collect import Collector, LocalCollector, Venue
+from relayrl.arena.learning import LearnerPool
+from relayrl.arena.match import compile_matches
+from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, Policy, PolicyBuild, PolicyConfig
+from relayrl.arena.round import RoundSchedule
+from relayrl.arena.schemes import SCHEMES
+from relayrl.core.device import configure_threads, resolve_device
+from relayrl.core.errors import CheckpointError, ConfigError
+from relayrl.core.profiler import SectionTimer
+from relayrl.core.resources import available_memory, human_bytes
+from relayrl.core.seeding import derive_seeds
+from relayrl.core.specs import GroupSpec
+from relayrl.envs.registry import EnvFactory, make_env_factory
+from relayrl.envs.vector_env import VectorEnv, make_vector_env
+from relayrl.experiment.checkpoint import MANIFEST, list_checkpoints, load_policies
+from relayrl.experiment.clock import Clock
+from relayrl.experiment.config import RunConfig
+from relayrl.experiment.evaluation import Evaluator
+from relayrl.experiment.report import ReportLayout, Reporter
+from relayrl.experiment.run import Run
+from relayrl.experiment.run_dir import RunDirectory, pretrained_run
+from relayrl.replay import ReplayPlan, row_nbytes
+from relayrl.replay.shared import SharedReplay
+from relayrl.sharing.exchange import Exchange, RelayBetween, SharedReplayBetween
+
+
+@dataclass(frozen=True)
+class Factories:
+    """What a user's code builds instead of the config: the env (``env``: seed -> a
+    PettingZoo Parallel env) and the DQN's Q-network (``network``)."""
+
+    env: EnvFactory | None = None
+    network: NetworkFactory | None = None
+
+
+class Venues:
+    """Each round's venue (the run's without rounds): its env copies are built where the
+    round's settings differ from those of the venue before it. Called with a round index."""
+
+    def __init__(self, config: RunConfig, factory: EnvFactory | None) -> None:
+        self.config, self.factory = config, factory
+        self.current: Venue | None = None
+        self.env_round = 0  # the round whose env settings the current copies were built with
+
+    def build(self, index: int) -> tuple[EnvFactory, VectorEnv]:
+        """Round ``index``'s env factory and copies, or a clear error where the env refuses its settings."""
+        section = self._section(index)
+        factory = self.factory or make_env_factory(section.name, section.env_settings())
+        try:
+            return factory, make_vector_env(factory, section.num_envs, section.vector)
+        except (TypeError, ValueError) as error:  # settings the environment itself refuses
+            where = f"rounds[{index}].env" if self.config.rounds and self.config.rounds[index].env else "env.settings"
+            raise ConfigError(f"{section.name} could not be built from {where}: {type(error).__name__}: {error}") from None
+
+    def _section(self, index: int) -> Any:
+        return self.config.round_env(index) if self.config.rounds else self.config.env
+
+    def __call__(self, index: int) -> Venue:
+        rounds = self.config.rounds
+        if self.current is None or (rounds and rounds[index].env != rounds[self.env_round].env):
+            self.close()
+            factory, venv = self.build(index)
+            self.current, self.env_round = Venue(self._section(index), factory, venv, []), index
+        groups = [g.name for g in self.current.venv.groups]
+        self.current = Venue(self.current.env, self.current.factory, self.current.venv, self.config.matches(groups, index))
+        return self.current
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.venv.close()
+            self.current = None
+
+
+def round_specs(config: RunConfig, venues: Venues, first: Venue) -> dict[str, GroupSpec]:
+    """Every policy's slot spec over all rounds, each round's env built once to check that a
+    policy keeps one kind of slot from round to round (before anything trains)."""
+    names = [g.name for g in first.venv.groups]
+    specs: dict[str, GroupSpec] = {}
+    for index in range(max(1, len(config.rounds))):
+        venv = first.venv if index == 0 or not config.rounds[index].env else venues.build(index)[1]
+        try:
+            compiled = compile_matches(config.matches(names, index), venv.groups, venv.num_envs)
+        finally:
+            if venv is not first.venv:
+                venv.close()
+        for pid, assignment in compiled.items():
+            known, spec = specs.setdefault(pid, assignment.spec), assignment.spec
+            if (known.obs_shape, known.n_agents, known.n_actions, known.action_shape) != (spec.obs_shape, spec.n_agents, spec.n_actions, spec.action_shape):
+                raise ConfigError(
+                    f"rounds[{index}] gives policy {pid!r} {spec.n_agents} agents with {spec.obs_shape} observations, where an "
+                    f"earlier round gave {known.n_agents} with {known.obs_shape}: a policy's networks keep their shapes, so change "
+                    "the round's env or matches"
+                )
+    return specs
+
+
+def check_memory(config: RunConfig, specs: dict[str, GroupSpec], configs: dict[str, PolicyConfig], verbose: bool) -> None:
+    """Prints what the learning policies' replays will take in memory and in each
+    checkpoint, and refuses a run whose replays do not fit in the memory available now
+    (before allocating)."""
+    plans: dict[str, ReplayPlan] = {}
+    shared = config.shared_replay.between if config.shared_replay is not None else []
+    for pid, spec in specs.items():
+        if configs[pid].learns and pid not in shared[1:]:  # the learners of a shared replay allocate one
+            algo, section, sharing = config.recipe(pid)
+            plans["shared replay" if pid in shared else pid] = learner_plan(spec, algo, section, sharing)
+    total = sum(p.nbytes() for p in plans.values())
+    parts = [f"{n}: {p.n_buffers} x {p.capacity:,} x {row_nbytes(p.fields):,} B" for n, p in plans.items()]
+    if verbose:
+        per_checkpoint = sum(p.checkpoint_nbytes() for p in plans.values())
+        print(f"replay memory {human_bytes(total)} ({'; '.join(parts)}); a checkpoint holds the filled rows "
+              f"(up to {human_bytes(per_checkpoint)}) and the networks with their optimiser state")
+    available = available_memory()
+    if available is None or total <= available:
+        return
+    capacity = next(iter(plans.values())).capacity
+    raise ConfigError(
+        f"the replays need {human_bytes(total)} ({'; '.join(parts)}) but this machine has {human_bytes(available)} of memory "
+        f"available: lower {config.algorithm_section()}.buffer_size (about {int(capacity * available / total):,} fits now) or free memory"
+    )
+
+
+class SavedPolicies:
+    """Frozen policies' networks from their checkpoint or pretrained run (the policy file
+    only, read as data); ``sources`` records where each came from."""
+
+    def __init__(self, runs_root: Path | None) -> None:
+        self.runs_root = runs_root
+        self.sources: dict[str, str] = {}
+
+    def __call__(self, pid: str, policy: PolicyConfig) -> tuple[dict[str, Any], str]:
+        source = Path(policy.checkpoint) if policy.checkpoint else pretrained_run(policy.pretrained or "", policy.pretrained_seed, self.runs_root)
+        checkpoint = source
+        if not (source / MANIFEST).is_file():
+            found = list_checkpoints(source / "checkpoints") or list_checkpoints(source)
+            if not found:
+                hint = f"; train it first: relayrl train {policy.pretrained} --seed {policy.pretrained_seed}" if policy.pretrained else ""
+                raise CheckpointError(f"policy {pid!r} is frozen but {source} has no checkpoint{hint}")
+            checkpoint = found[-1]
+        saved = load_policies(checkpoint)
+        key = policy.pretrained_policy or pid
+        if key not in saved:
+            raise CheckpointError(f"{checkpoint} holds policies {sorted(saved)}, not {key!r} (set policies.{pid}.pretrained_policy)")
+        self.sources[pid] = str(checkpoint)
+        return saved[key], str(checkpoint)
+
+
+def exchanges(config: RunConfig, specs: dict[str, GroupSpec]) -> list[Exchange]:
+    """The relay between learners and the shared replay the config asks for; their learners'
+    slots must see and act alike."""
+
+    def same_slots(key: str, between: list[str], verb: str) -> None:
+        shapes = {pid: (specs[pid].obs_shape, specs[pid].n_actions, specs[pid].action_shape) for pid in between}
+        if len(set(shapes.values())) > 1:
+            have = ", ".join(f"{pid} has {o} observations and {a} actions" for pid, (o, a, _) in shapes.items())
+            raise ConfigError(f"{key}: {have}; learners {verb} only among policies whose slots have the same observations and actions")
+
+    found: list[Exchange] = []
+    if config.relay is not None:
+        same_slots("relay.between", config.relay.between, "relay transitions")
+        found.append(RelayBetween(config.relay.between))
+    if config.shared_replay is not None:
+        between = config.shared_replay.between
+        same_slots("shared_replay.between", between, "share a replay")
+        algo, section, sharing = config.recipe(between[0])
+        replay = SharedReplay(learner_plan(specs[between[0]], algo, section, sharing), derive_seeds(config.seed, 1, "shared_replay")[0])
+        firsts = [sum(specs[pid].n_agents for pid in between[:k]) for k in range(len(between))]
+        found.append(SharedReplayBetween(between, firsts, replay))
+    return found
+
+
+def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factories = Factories(), verbose: bool = True) -> Run:
+    """The run of ``config``, checkpointed in ``run_dir`` (None: in memory only)."""
+    directory = RunDirectory(run_dir, config) if run_dir is not None else None
+    if factories.env is not None and any(r.env for r in config.rounds):
+        raise ConfigError("rounds change env.settings, which a given env_factory cannot apply: build the env by name, or drop the rounds' env")
+    configure_threads(config.torch_threads)
+    device = resolve_device(config.device)
+    timer = SectionTimer()  # enabled by relayrl bench's loop profile
+    venues = Venues(config, factories.env)
+    first = venues(0)
+    names = [g.name for g in first.venv.groups]
+    if config.report_group is not None and config.report_group not in names:
+        raise ConfigError(f"this environment's groups are {names}; report_group names {config.report_group!r}")
+    configs = config.policy_configs(names)
+    strays = sorted(set(config.policies) - set(configs))
+    if strays:  # a user env's groups are known only now (presets are checked by the config)
+        raise ConfigError(f"policies {strays} drive no entity: without a match each policy drives the group of its name "
+                          f"(groups of {config.env.name}: {names}); place the others with match")
+    specs = round_specs(config, venues, first)
+    check_memory(config, specs, configs, verbose)
+    saved = SavedPolicies(run_dir.parent.parent if run_dir is not None else None)
+    options = {"model": config.model, "network_factory": factories.network}  # what the DQN builds its networks from
+    policies: dict[str, Policy] = {}
+    builds: dict[str, PolicyBuild] = {}  # what a learner actor builds its learner from
+    for index, (pid, spec) in enumerate(specs.items()):
+        # the first policy keeps the single-group stream, so one-group runs reproduce exactly
+        seeds = derive_seeds(config.seed, 4, "trainer" if index == 0 else f"trainer/{pid}")
+        build = PolicyBuild(spec, configs[pid], config.recipe(pid), device, seeds, timer, options)
+        policies[pid] = POLICY_KINDS[configs[pid].kind](replace(build, saved=lambda pid=pid: saved(pid, configs[pid])))
+        builds[pid] = build
+    learners = {pid: policy.learner for pid, policy in policies.items() if isinstance(policy, LearningPolicy)}
+    held_out = {}
+    if config.eval.policies:
+        compiled = compile_matches(config.eval.match or first.matches, first.venv.groups, first.venv.num_envs)
+        for pid, policy in config.eval.policies.items():
+            if pid not in compiled:
+                raise ConfigError(f"eval.policies.{pid} drives no entity: give it slots in eval.match")
+            seeds = derive_seeds(config.seed, 4, f"eval/{pid}")
+            build = PolicyBuild(compiled[pid].spec, policy, config.recipe(pid), device, seeds, timer, options, lambda pid=pid, policy=policy: saved(pid, policy))
+            held_out[pid] = POLICY_KINDS[policy.kind](build)
+    collector, pool = _backend(config, factories, policies, learners, exchanges(config, specs), builds, timer)
+    fragment_length = min(learner.settings.fragment_length for learner in learners.values())
+    n_steps = config.backend.fragment_steps or max(1, fragment_length // first.venv.num_envs)
+    reported = _reported_group(config, first, learners)
+    main = names[reported] if names[reported] in learners else next(iter(learners))
+    layout = ReportLayout(
+        names, reported, list(learners), main, learners[main].metric_columns, pool.exchange_columns(),
+        len(names) == 1 and len(policies) == 1, bool(config.rounds),
+    )
+    reporter = Reporter(layout, f"[{config.preset} s{config.seed}]", config.total_steps, len(config.rounds), verbose)
+    schemes = [SCHEMES[name](getattr(config, name), derive_seeds(config.seed, 1, name)[0]) for name in SCHEMES if getattr(config, name) is not None]
+    rounds = RoundSchedule(config.rounds, config.hooks, schemes, directory.write_table if directory else None, verbose)
+    evaluator = Evaluator(policies, held_out, config.eval.match, config.seed + config.eval.seed_offset)
+    intervals = {"report": config.report_interval, "eval": config.eval.interval, "checkpoint": config.checkpoint_interval}
+    clock = Clock(Clock.start(intervals), intervals, rounds.ends)
+    return Run(config, directory, policies, pool, collector, venues, rounds, reporter, evaluator, clock, n_steps, timer, saved.sources, verbose)
+
+
+def _backend(
+    config: RunConfig, factories: Factories, policies: dict[str, Policy], learners: dict[str, Any], found: list[Exchange],
+    builds: dict[str, PolicyBuild], timer: SectionTimer,
+) -> tuple[Collector, LearnerPool]:
+    """Where the env copies step and the learners learn: here, or Ray env runners and (with
+    ``backend.learners=actors``) learner actors, with the CPUs they reserve."""
+    b = config.backend
+    if b.kind == "local":
+        return LocalCollector(policies, timer), LearnerPool(learners, found)
+    if factories.env is not None:
+        raise ConfigError("backend ray builds each runner's env copies by env.name: give the env by name, not as an env_factory")
+    from relayrl.arena.ray.collect import RayCollector
+    from relayrl.arena.ray.learning import RayLearnerPool
+    from relayrl.arena.ray.runners import start_ray
+
+    actors = len(learners) if b.learners == "actors" else 0
+    need = b.runners * b.runner_cpus + actors * b.learner_cpus
+    ray, _ = start_ray(b.address, max(os.cpu_count() or 1, math.ceil(need)))
+    total = ray.cluster_resources().get("CPU", 0.0)
+    if need > total:
+        raise ConfigError(
+            f"backend.runners={b.runners} x runner_cpus={b.runner_cpus:g} and {actors} learner actors x learner_cpus={b.learner_cpus:g} "
+            f"need {need:g} CPUs but the Ray cluster has {total:g}: lower them, or join a larger cluster (backend.address)"
+        )
+    collector = RayCollector(policies, b.runners, b.address, b.runner_cpus, config.seed)
+    if actors:
+        return collector, RayLearnerPool(learners, found, builds, ray, b.learner_cpus, config.torch_threads)
+    return collector, LearnerPool(learners, found)
+
+
+def _reported_group(config: RunConfig, first: Venue, learners: dict[str, Any]) -> int:
+    """The group whose reward is the run's figure: ``report_group``, else the first group a
+    learning policy drives in the first match (a user env's groups are known only once it
+    is built)."""
+    names = [g.name for g in first.venv.groups]
+    if config.report_group is not None:
+        return names.index(config.report_group)
+    compiled = compile_matches(first.matches[:1], first.venv.groups, 1)
+    driven = {s.group for pid in learners if pid in compiled for s in compiled[pid].segments}
+    return min(driven, default=0)

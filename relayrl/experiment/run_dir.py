@@ -1,0 +1,159 @@
+"""A run's directory, ``<runs root>/<preset>-<config hash>/<seed>/`` (DESIGN.md §5-6): its
+lock, its config as trained, its provenance (one entry per start or resume) and its
+checkpoints."""
+
+import csv
+import io
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+
+import relayrl
+from relayrl.core.errors import CheckpointError, ConfigError
+from relayrl.experiment.checkpoint import CONFIG_FILE, MANIFEST, checkpoint_steps, list_checkpoints, load_checkpoint, save_checkpoint, write_atomically
+from relayrl.experiment.config import RunConfig, check_resumable
+from relayrl.experiment.run_lock import RunLock
+
+
+def run_dir_for(config: RunConfig, root: Path) -> Path:
+    """``<root>/<preset>-<config hash>/<seed>/`` (DESIGN.md §5)."""
+    return root / f"{config.preset}-{config.config_hash()}" / str(config.seed)
+
+
+def _git_revision() -> str:
+    """The commit relayrl runs from, marked ``+changes`` where the package's tracked files
+    differ from it (a run from an uncommitted change is then not taken for the commit's)."""
+    package = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=package, capture_output=True, text=True, timeout=5)
+        if head.returncode != 0 or not head.stdout.strip():
+            return "unknown"
+        status = ["git", "status", "--porcelain", "--untracked-files=no", "--", "."]
+        changed = subprocess.run(status, cwd=package, capture_output=True, text=True, timeout=5).stdout.strip()
+        return head.stdout.strip() + ("+changes" if changed else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def provenance() -> dict[str, Any]:
+    import pettingzoo
+
+    return {
+        "relayrl": relayrl.__version__,
+        "git_revision": _git_revision(),
+        "python": sys.version.split()[0],
+        "torch": str(torch.__version__),
+        "numpy": np.__version__,
+        "pettingzoo": pettingzoo.__version__,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "command": " ".join(sys.argv),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+class RunDirectory:
+    """The directory of one run. Checked when the run is built (before anything is
+    allocated): checkpoint folders without a complete checkpoint are refused (resuming from
+    0 would overwrite the metrics), and a resume may change only the runtime settings of the
+    recorded config (``changes`` are those it makes)."""
+
+    def __init__(self, path: Path, config: RunConfig) -> None:
+        self.path = path
+        self.config = config
+        self.checkpoints = path / "checkpoints"
+        self.lock = RunLock(path)
+        self.changes: dict[str, tuple[Any, Any]] = {}
+        folders = sorted(self.checkpoints.glob("step_*")) if self.checkpoints.is_dir() else []
+        complete = list_checkpoints(self.checkpoints)
+        if folders and not complete:
+            raise CheckpointError(
+                f"{self.checkpoints} has {len(folders)} checkpoint folder(s) ({', '.join(f.name for f in folders[-3:])}) "
+                f"but none is complete (each lacks its {MANIFEST}); nothing was resumed or changed. Restore a "
+                f"checkpoint there, or move {path} away to train from step 0"
+            )
+        saved = path / CONFIG_FILE
+        if complete and saved.is_file():
+            self.changes = check_resumable(yaml.safe_load(saved.read_text()), config, str(path))
+
+    def open(self) -> None:
+        """Takes the lock; removes what a crash during a save left."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.lock.acquire()
+        for tmp in self.checkpoints.glob(".tmp_*"):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def latest(self) -> Path | None:
+        found = list_checkpoints(self.checkpoints)
+        return found[-1] if found else None
+
+    def load_latest(self) -> tuple[dict[str, Any], str] | None:
+        """The newest checkpoint's state and its path, or None."""
+        latest = self.latest()
+        return None if latest is None else (load_checkpoint(latest), str(latest))
+
+    def record_start(self, resumed_at: int, frozen_sources: dict[str, str]) -> None:
+        """Writes config.yaml (at the start, or where a resume changed settings) and appends
+        this start to provenance.yaml: the machine and code, where frozen policies' networks
+        came from, and the settings a resume changed."""
+        if resumed_at == 0 or self.changes:
+            write_atomically(self.path / CONFIG_FILE, yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False))
+        entry = {**provenance(), "resumed_at": resumed_at}
+        if self.changes:
+            entry["changed"] = {key: list(values) for key, values in self.changes.items()}
+        if frozen_sources:
+            entry["frozen_policies_from"] = frozen_sources
+        with (self.path / "provenance.yaml").open("a") as handle:
+            yaml.safe_dump([entry], handle, sort_keys=False)
+
+    def save(self, env_steps: int, state: dict[str, Any], policies: dict[str, Any]) -> Path:
+        return save_checkpoint(self.checkpoints, env_steps, state, self.config.keep_checkpoints, policies)
+
+    def kept(self) -> str:
+        """What a run stopped now keeps."""
+        latest = self.latest()
+        return f"the last checkpoint {latest.name} and the metrics so far are kept" if latest else "no checkpoint was written"
+
+    def saved_at(self, env_steps: int) -> bool:
+        latest = self.latest()
+        return latest is not None and checkpoint_steps(latest) == env_steps
+
+    def write_table(self, name: str, rows: list[dict[str, Any]]) -> None:
+        """A scheme's table as ``<name>.csv``, replaced whole."""
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=list(rows[0]) if rows else [])
+        writer.writeheader()
+        writer.writerows(rows)
+        write_atomically(self.path / f"{name}.csv", text.getvalue())
+
+    def release(self) -> None:
+        self.lock.release()
+
+
+def pretrained_run(preset: str, seed: int, runs_root: Path | None) -> Path:
+    """The finished run of ``preset`` and ``seed`` under ``runs_root`` (a frozen policy's
+    ``pretrained``), or a clear error naming the command that trains it."""
+    from relayrl.experiment.presets import load_preset
+
+    if runs_root is None:
+        raise ConfigError(f"pretrained={preset!r} is looked up under a run directory's runs root; without one pass checkpoint=PATH")
+    config = load_preset(preset).model_copy(update={"seed": seed})
+    run = run_dir_for(config, runs_root)
+    done = list_checkpoints(run / "checkpoints")
+    if not done or checkpoint_steps(done[-1]) < config.total_steps:
+        have = f"it stopped at {checkpoint_steps(done[-1]):,} env steps" if done else "it has not been run"
+        raise CheckpointError(
+            f"pretrained opponents {preset} seed {seed} are not complete ({have}; needs {config.total_steps:,}): "
+            f"run relayrl train {preset} --seed {seed} --out {runs_root}"
+        )
+    return run
