@@ -236,7 +236,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     copied = collect(jobs, root, results)
     results.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y-%m-%d %H:%M %Z")
-    (results / "status.md").write_text(f"# Progress of the selected jobs, {stamp}\n\n{status_table(jobs, root)}\n")
+    (results / "status.md").write_text(f"# Progress of the selected jobs, {stamp}\n\n{status_table(jobs, root, results)}\n")
     written, lines = paper.report(args, results)
     print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {', '.join(str(p) for p in written)}")
     for line in lines:

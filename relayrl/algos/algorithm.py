@@ -93,6 +93,8 @@ class Learner(Sharer, Protocol):
 
     def policy_state(self) -> dict[str, Any]: ...
 
+    def load_policy_state(self, state: dict[str, Any], source: str) -> None: ...  # acting networks from elsewhere
+
     # experience and learning
     def observe(self, fragment: dict[str, np.ndarray]) -> int: ...
 

@@ -179,7 +179,7 @@ class EpisodeLearner(LearnerBase):
         if self.sampler is not None:
             self.sampler.load_state_dict(state["sampler"])
         self.window = MetricWindow(**state["window"])
-        self.exploration_scale = state.get("exploration_scale", 1.0)  # absent from checkpoints before it existed
+        self.exploration_scale = state["exploration_scale"]
         budget = state["budget"]
         self.updates, self.updates_owed, self.episodes = budget["updates"], budget["updates_owed"], budget["episodes"]
         self.unlearned_episodes, self.last_target_sync = budget["unlearned_episodes"], budget["last_target_sync"]

@@ -335,7 +335,7 @@ class OffPolicyLearner(LearnerBase):
             self.shared.load_state_dict(state["shared"])
         self.nstep.load_state_dict(state["nstep"])
         self.window = MetricWindow(**state["window"])
-        self.exploration_scale = state.get("exploration_scale", 1.0)  # absent from checkpoints before it existed
+        self.exploration_scale = state["exploration_scale"]
         budget = state["budget"]
         self.updates, self.updates_owed = budget["updates"], budget["updates_owed"]
         self.unlearned_env_steps, self.last_target_sync = budget["unlearned_env_steps"], budget["last_target_sync"]

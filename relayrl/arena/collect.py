@@ -113,7 +113,7 @@ class LocalCollector:
 
     def load_state_dict(self, state: dict[str, Any]) -> str | None:
         assert self.rollout is not None and self.venv is not None
-        if state.get("env") is None:
+        if state["env"] is None:
             return "the env's state cannot be saved in a checkpoint"
         try:
             self.venv.set_state(state["env"])

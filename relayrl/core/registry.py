@@ -23,10 +23,6 @@ class Registry(Generic[T]):
         self._entries[name] = entry
         return entry
 
-    def register(self, name: str) -> Callable[[T], T]:
-        """Decorator form of ``add``."""
-        return lambda entry: self.add(name, entry)
-
     def remove(self, name: str) -> None:
         """Withdraws an entry (a plugin unloaded, a test undoing its registration)."""
         del self._entries[name]

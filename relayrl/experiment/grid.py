@@ -7,6 +7,7 @@ opponents come from a pretraining preset waits until that run is complete, and a
 being trained by a process outside the grid (its run lock is held) is waited for.
 """
 
+import csv
 import shutil
 import signal
 import subprocess
@@ -148,11 +149,25 @@ def with_dependencies(jobs: list[Job]) -> list[Job]:
     return ordered
 
 
-def status_table(jobs: list[Job], root: Path) -> str:
-    """Markdown: every job (with its pretraining runs) and its progress in env steps."""
+def kept_progress(job: Job, results: Path) -> int:
+    """Env steps of the job's metrics kept under ``results/runs`` (0 if none): a run whose
+    directory is gone (another machine) still counts as far as its metrics go."""
+    config = job.config()
+    path = results / "runs" / f"{config.preset}-{config.config_hash()}" / str(job.seed) / "metrics.csv"
+    if not path.is_file():
+        return 0
+    with path.open(newline="") as handle:
+        steps = [int(float(row["env_steps"])) for row in csv.DictReader(handle)]
+    return max(steps, default=0)
+
+
+def status_table(jobs: list[Job], root: Path, results: Path) -> str:
+    """Markdown: every job (with its pretraining runs) and its progress in env steps: its
+    latest checkpoint under ``root``, or the metrics kept under ``results`` (what the tables
+    and figures are drawn from), whichever went further."""
     lines = ["| run | seed | env steps | target | state |", "|---|---:|---:|---:|---|"]
     for job in with_dependencies(jobs):
-        done = progress(job, root)
+        done = max(progress(job, root), kept_progress(job, results))
         run = find_run(job.config(), root)
         state = "complete" if done >= job.steps else "running" if run is not None and is_locked(run) else "started" if done else "not started"
         lines.append(f"| {job.preset} | {job.seed} | {done:,} | {job.steps:,} | {state} |")

@@ -1,6 +1,7 @@
 """``relayrl reproduce super``: the grid in priority order, skip and resume by config hash,
 and the report with the paper's numbers."""
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -166,11 +167,15 @@ def test_gaussian_scale_switch_study_on_a_trained_run(tmp_path):
     assert (tmp_path / "results" / "gaussian_scale_switch_bandwidth.png") in figures(tmp_path / "results")
 
 
-def test_status_table_lists_pretraining_and_progress(tmp_path):
-    from relayrl.experiment.grid import status_table
+def test_status_table_lists_pretraining_and_progress_from_checkpoints_or_kept_metrics(tmp_path):
+    from relayrl.experiment.grid import collect, status_table
 
-    run_grid([Job("pursuit-ddqn", 0, 8)], tmp_path, 1, say=lambda _: None)
-    table = status_table([Job("pursuit-ddqn", 0, 8), Job("battle-ddqn", 0, 300_000)], tmp_path)
+    jobs = [Job("pursuit-ddqn", 0, 8), Job("battle-ddqn", 0, 300_000)]
+    run_grid(jobs[:1], tmp_path / "runs", 1, say=lambda _: None)
+    table = status_table(jobs, tmp_path / "runs", tmp_path / "results")
     assert "| pursuit-ddqn | 0 | 8 | 8 | complete |" in table
     assert table.index("battle-pretrain") < table.index("battle-ddqn")
     assert "| battle-ddqn | 0 | 0 | 300,000 | not started |" in table
+    collect(jobs[:1], tmp_path / "runs", tmp_path / "results")
+    shutil.rmtree(tmp_path / "runs")  # the run directories are gone (another machine); their metrics were kept
+    assert "| pursuit-ddqn | 0 | 8 | 8 | complete |" in status_table(jobs, tmp_path / "runs", tmp_path / "results")
