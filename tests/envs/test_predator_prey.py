@@ -95,7 +95,7 @@ def test_the_pettingzoo_face_passes_the_parallel_api_test(settings):
 
     from pettingzoo.test import parallel_api_test
 
-    from relayrl.envs.predator_prey import PredatorPreyParallelEnv
+    from relayrl.envs.predator_prey_pz import PredatorPreyParallelEnv
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
