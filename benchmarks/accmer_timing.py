@@ -23,22 +23,22 @@ PRESET = {8: "predator-prey", 16: "predator-prey-16", 32: "predator-prey-32"}
 
 
 def learner(preset: str, episodes: int, updates: int, buffer: int | None) -> tuple[Run, Any]:
-    """A trainer of ``preset`` that owes ``updates`` gradient steps per ``episodes`` stored
+    """A run of ``preset`` that owes ``updates`` gradient steps per ``episodes`` stored
     (``buffer``: another replay capacity, in episodes)."""
     config = preset_dict(preset)
     config["qmix"]["updates_per_episode"] = updates / episodes
     if buffer is not None:
         config["qmix"]["buffer_size"] = buffer
-    trainer = build_run(build_config(config), None, verbose=False)
-    (found,) = trainer.learners.values()
-    return trainer, found
+    run = build_run(build_config(config), None, verbose=False)
+    (found,) = run.learners.values()
+    return run, found
 
 
-def fill(trainer: Run, learner: Any, episodes: int) -> None:
+def fill(run: Run, learner: Any, episodes: int) -> None:
     """Stores ``episodes`` episodes of play at the start of training (epsilon 0.995)."""
-    trainer.start()
+    run.start()
     while learner.episodes < episodes:
-        learner.observe(trainer.collector.collect(learner.config.fragment_length, 0).fragments[learner.name])
+        learner.observe(run.collector.collect(learner.config.fragment_length, 0).fragments[learner.name])
 
 
 def main() -> None:
@@ -52,10 +52,10 @@ def main() -> None:
     print("| predators | batch | learner | s / update | sampling (draw + gather) | share | accmer / macpo | sampling saved / MAC-PO's update |")
     print("|---:|---:|---|---:|---:|---:|---:|---:|")
     for predators in args.predators:
-        trainers, learners = {}, {}
+        runs, learners = {}, {}
         for name in ("macpo", "accmer"):
-            trainers[name], learners[name] = learner(f"{PRESET[predators]}-{name}", args.episodes, args.updates, args.buffer)
-        fill(trainers["macpo"], learners["macpo"], args.episodes)
+            runs[name], learners[name] = learner(f"{PRESET[predators]}-{name}", args.episodes, args.updates, args.buffer)
+        fill(runs["macpo"], learners["macpo"], args.episodes)
         learners["accmer"].load_state_dict(learners["macpo"].state_dict())  # the same replay, networks and owed updates
         per_update, sampling = {}, {}
         for name, found in learners.items():
@@ -75,8 +75,8 @@ def main() -> None:
                 flush=True,
             )
         stored = learners["macpo"].episodes
-        for trainer in trainers.values():
-            trainer.close()
+        for run in runs.values():
+            run.close()
     print(
         f"\n{stored} stored episodes, {args.updates} updates each, 1 torch thread. The two learners run one after the "
         "other, so other load on the machine moves 'accmer / macpo'; the sampling columns are what differs by design."

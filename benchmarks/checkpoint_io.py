@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from relayrl.experiment import Run, build_run, apply_overrides, build_config, preset_dict
+from relayrl.experiment import build_run, apply_overrides, build_config, preset_dict
 from relayrl.experiment.checkpoint import list_checkpoints
 
 
@@ -32,18 +32,18 @@ def main() -> None:
     config = build_config(apply_overrides(preset_dict("pursuit-super-quantile"), overrides))
     run_dir = root / "run"
     start = time.perf_counter()
-    trainer = build_run(config, run_dir, verbose=False)
-    trainer.train()
+    run = build_run(config, run_dir, verbose=False)
+    run.train()
     print(f"filled {args.steps:,} env steps in {time.perf_counter() - start:.0f} s; replay rows per agent: "
-          f"{trainer.learners['pursuer'].replay.size.tolist()}")
+          f"{run.learners['pursuer'].replay.size.tolist()}")
     saves = []
     for _ in range(args.rounds):
         begin = time.perf_counter()
-        trainer.save()
+        run.save()
         saves.append(time.perf_counter() - begin)
     (checkpoint,) = list_checkpoints(run_dir / "checkpoints")
     files = {f.name: f.stat().st_size for f in sorted(checkpoint.iterdir())}
-    trainer.close()
+    run.close()
     loads = []
     for _ in range(args.rounds):
         fresh = build_run(config, run_dir, verbose=False)

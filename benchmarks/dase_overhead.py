@@ -1,5 +1,5 @@
 """DASE's cost over a single agent (paper 001, appendix E): wall time and memory of DASE
-with K agents against single-agent TD3 at equal env steps per agent, through the trainer
+with K agents against single-agent TD3 at equal env steps per agent, through the run
 (env steps, replay, DPS weights and the batched update of all K agents).
 
 Each configuration runs in its own process (so peak memory is its own); rounds alternate
@@ -38,13 +38,13 @@ def _child(preset: str, steps: int, device: str) -> None:
     config = load_preset(preset).model_copy(update={"total_steps": random_steps + 200, "device": device})
     config.actor_critic.random_steps = random_steps
     config.eval.interval = 0
-    trainer = build_run(config, None, verbose=False)
-    trainer.train()  # random start and warm-up updates: not timed
+    run = build_run(config, None, verbose=False)
+    run.train()  # random start and warm-up updates: not timed
     config.total_steps = random_steps + 200 + steps
     if device != "cpu":
         torch.cuda.synchronize()
     start = time.perf_counter()
-    trainer.train()
+    run.train()
     if device != "cpu":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start

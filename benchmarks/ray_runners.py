@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relayrl.arena.ray.runners import start_ray
-from relayrl.experiment import Run, build_run, build_config
+from relayrl.experiment import build_run, build_config
 from relayrl.experiment.presets import preset_dict
 
 
@@ -52,9 +52,9 @@ class Measured:
 def measure(config: dict) -> Measured:
     """Trains ``config`` in a temporary run directory; returns its rows from the first report on."""
     with tempfile.TemporaryDirectory() as root:
-        trainer = build_run(build_config(config), Path(root) / "run", verbose=False)
-        trainer.train()
-        trainer.close()
+        run = build_run(build_config(config), Path(root) / "run", verbose=False)
+        run.train()
+        run.close()
         with (Path(root) / "run" / "metrics.csv").open() as handle:
             return Measured(list(csv.DictReader(handle)))
 

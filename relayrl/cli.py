@@ -11,7 +11,8 @@ import yaml
 
 from relayrl.core.errors import RelayRLError
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints, load_policies
-from relayrl.experiment.config import RunConfig, apply_overrides, build_config
+from relayrl.experiment.config import RunConfig, build_config
+from relayrl.experiment.overrides import apply_overrides
 from relayrl.experiment.metrics import read_metrics
 from relayrl.experiment.papers import PAPERS, check_options
 from relayrl.experiment.plots import plot_rounds, plot_runs, summary_table

@@ -12,10 +12,10 @@ from relayrl.experiment import Run, build_run, build_config
 
 
 def train(config: dict, run_dir: Path | None = None) -> Run:
-    trainer = build_run(build_config(config), run_dir, verbose=False)
-    trainer.train()
-    trainer.close()
-    return trainer
+    run = build_run(build_config(config), run_dir, verbose=False)
+    run.train()
+    run.close()
+    return run
 
 
 def rows(path: Path, drop: tuple[str, ...] = ()) -> list[dict[str, str]]:

@@ -15,7 +15,7 @@ import yaml
 from faulty_env import faulty_factory
 from relayrl.cli import main
 from relayrl.core.errors import ConfigError, EnvError, NonFiniteError
-from relayrl.experiment import Factories, Run, build_run, build_config
+from relayrl.experiment import Factories, build_run, build_config
 from relayrl.experiment.checkpoint import list_checkpoints, load_policies
 from tiny_runs import TINY_PURSUIT
 
@@ -79,9 +79,9 @@ def test_a_checkpoint_holds_the_filled_rows_of_the_replay_not_its_capacity(tmp_p
     large = _corridor(200, dqn={"learning_starts": 50, "buffer_size": 50_000, "batch_size": 8})
     sizes = []
     for name, config in (("small", small), ("large", large)):
-        trainer = build_run(build_config(config), tmp_path / name, verbose=False)
-        trainer.train()
-        trainer.close()
+        run = build_run(build_config(config), tmp_path / name, verbose=False)
+        run.train()
+        run.close()
         (checkpoint,) = list_checkpoints(tmp_path / name / "checkpoints")
         sizes.append(sum(f.stat().st_size for f in checkpoint.glob("state.*")))
     # 200 rows per agent in both; the large replay's priority tree adds about 17 B per slot
@@ -237,10 +237,10 @@ def test_a_checkpoint_that_cannot_be_written_keeps_the_previous_one(tmp_path, di
     ],
 )
 def test_an_env_that_breaks_the_pettingzoo_contract_is_named(tmp_path, fault, expected):
-    trainer = build_run(build_config(_corridor()), tmp_path, Factories(env=faulty_factory(fault)), verbose=False)
+    run = build_run(build_config(_corridor()), tmp_path, Factories(env=faulty_factory(fault)), verbose=False)
     with pytest.raises(EnvError) as caught:
-        trainer.train()
-    trainer.close()
+        run.train()
+    run.close()
     assert "FaultyCorridor breaks the PettingZoo Parallel API" in str(caught.value)
     for fragment in expected:
         assert fragment in str(caught.value)
@@ -249,10 +249,10 @@ def test_an_env_that_breaks_the_pettingzoo_contract_is_named(tmp_path, fault, ex
 @pytest.mark.parametrize("fault,what", [("nan_reward", "reward (nan)"), ("inf_obs", "next_obs (inf)")])
 def test_non_finite_env_output_stops_the_run_with_the_agent_named(tmp_path, fault, what):
     """The fault comes at env step 300, after the checkpoint at 200, which stays the latest."""
-    trainer = build_run(build_config(_corridor(1000)), tmp_path, Factories(env=faulty_factory(fault, at_step=300)), verbose=False)
+    run = build_run(build_config(_corridor(1000)), tmp_path, Factories(env=faulty_factory(fault, at_step=300)), verbose=False)
     with pytest.raises(NonFiniteError) as caught:
-        trainer.train()
-    trainer.close()
+        run.train()
+    run.close()
     message = str(caught.value)
     assert f"non-finite {what} for agent 'runner_1' of group 'runner'" in message
     assert "after env step 296" in message and "the last checkpoint step_0000000200" in message
@@ -264,10 +264,10 @@ def test_a_diverging_loss_stops_the_run_and_the_last_checkpoint_stays_finite(tmp
     """A learning rate of 1e12 overflows the Q-values within a few updates after learning
     starts at 250 env steps, after the checkpoint at 200."""
     config = _corridor(1000, dqn={"learning_starts": 250, "buffer_size": 500, "batch_size": 8, "lr": 1e12})
-    trainer = build_run(build_config(config), tmp_path, verbose=False)
+    run = build_run(build_config(config), tmp_path, verbose=False)
     with pytest.raises(NonFiniteError, match=r"the td_loss and grad_norm of agent\(s\) .* are not finite"):
-        trainer.train()
-    trainer.close()
+        run.train()
+    run.close()
     (checkpoint,) = list_checkpoints(tmp_path / "checkpoints")
     assert checkpoint.name == "step_0000000200"
     networks = load_policies(checkpoint)["runner"]["networks"]["online"]
@@ -276,12 +276,12 @@ def test_a_diverging_loss_stops_the_run_and_the_last_checkpoint_stays_finite(tmp
 
 def test_an_exception_in_an_env_worker_reaches_the_main_process(tmp_path):
     config = _corridor(env={**CORRIDOR, "num_envs": 2, "vector": "subproc"})
-    trainer = build_run(build_config(config), tmp_path, Factories(env=faulty_factory("raise")), verbose=False)
+    run = build_run(build_config(config), tmp_path, Factories(env=faulty_factory("raise")), verbose=False)
     try:
         with pytest.raises(EnvError) as caught:
-            trainer.train()
+            run.train()
     finally:
-        trainer.close()
+        run.close()
     message = str(caught.value)
     assert "env worker 0 raised during step" in message and "the simulator lost its physics engine" in message
     assert "RuntimeError" in message and "faulty_env.py" in message

@@ -14,7 +14,7 @@ import torch
 from relayrl.cli import main
 from relayrl.core.errors import CheckpointError
 from relayrl.core.tree_files import read_tree, tree_files, write_tree
-from relayrl.experiment import Run, build_run, build_config
+from relayrl.experiment import build_run, build_config
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint, load_policies
 
 
@@ -51,9 +51,9 @@ def test_loading_a_policy_never_unpickles(tmp_path, monkeypatch):
     config = {"preset": "tiny", "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 8}},
               "total_steps": 200, "report_interval": 100, "checkpoint_interval": 200, "eval": {"interval": 0},
               "dqn": {"learning_starts": 50, "buffer_size": 300, "batch_size": 8}}
-    trainer = build_run(build_config(config), tmp_path, verbose=False)
-    trainer.train()
-    trainer.close()
+    run = build_run(build_config(config), tmp_path, verbose=False)
+    run.train()
+    run.close()
     (checkpoint,) = list_checkpoints(tmp_path / "checkpoints")
     assert sorted(p.name for p in checkpoint.iterdir()) == [
         "manifest.json", "policy.json", "policy.npz", "policy.safetensors", "state.json", "state.npz", "state.safetensors"
@@ -92,11 +92,11 @@ def test_a_checkpoint_carrying_code_is_refused_by_resume_eval_and_frozen_opponen
     config = {"preset": "tiny", "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 8}},
               "total_steps": 200, "report_interval": 100, "checkpoint_interval": 200, "eval": {"interval": 0},
               "dqn": {"learning_starts": 50, "buffer_size": 300, "batch_size": 8}}
-    run = tmp_path / "run"
-    trainer = build_run(build_config(config), run, verbose=False)
-    trainer.train()
-    trainer.close()
-    (checkpoint,) = list_checkpoints(run / "checkpoints")
+    run_dir = tmp_path / "run"
+    run = build_run(build_config(config), run_dir, verbose=False)
+    run.train()
+    run.close()
+    (checkpoint,) = list_checkpoints(run_dir / "checkpoints")
     monkeypatch.chdir(tmp_path)
     bomb_array = tmp_path / "bomb.npz"
     np.savez(bomb_array, np.array([_RunsCode()], dtype=object), allow_pickle=True)
@@ -105,8 +105,8 @@ def test_a_checkpoint_carrying_code_is_refused_by_resume_eval_and_frozen_opponen
     with pytest.raises(CheckpointError, match="not relayrl checkpoint data"):
         load_checkpoint(checkpoint)
     with pytest.raises(CheckpointError, match="not relayrl checkpoint data"):  # resume
-        build_run(build_config({**config, "total_steps": 400}), run, verbose=False).train()
-    assert main(["eval", str(run), "--episodes", "1"]) != 0  # evaluation reads the policy file
+        build_run(build_config({**config, "total_steps": 400}), run_dir, verbose=False).train()
+    assert main(["eval", str(run_dir), "--episodes", "1"]) != 0  # evaluation reads the policy file
     frozen = {**config, "env": {"name": "corridor", "settings": {"n_agents": 2, "n_walkers": 2, "length": 4, "max_steps": 8}},
               "policies": {"runner": {"kind": "frozen", "checkpoint": str(checkpoint)}}}
     with pytest.raises(CheckpointError, match="not relayrl checkpoint data"):

@@ -2,6 +2,6 @@
 the learners that feed them. Importing the package registers every algorithm."""
 
 from relayrl.algos import dqn, qmix, sac_deterministic, td3  # noqa: F401  (registration)
-from relayrl.algos.algorithm import ALGORITHMS, Algorithm, AlgorithmEntry, Capabilities, OffPolicySettings
+from relayrl.algos.algorithm import ALGORITHMS, Algorithm, AlgorithmEntry, Capabilities, OffPolicyParams
 
-__all__ = ["ALGORITHMS", "Algorithm", "AlgorithmEntry", "Capabilities", "OffPolicySettings"]
+__all__ = ["ALGORITHMS", "Algorithm", "AlgorithmEntry", "Capabilities", "OffPolicyParams"]

@@ -15,10 +15,10 @@ import torch
 from pydantic import Field, model_validator
 from torch import nn
 
-from relayrl.algos.algorithm import Capabilities, OffPolicySettings, Weights, algo_key
+from relayrl.algos.algorithm import Capabilities, OffPolicyParams, Weights, algo_key
 from relayrl.algos.obs_normalizer import ObsNormalizer
 from relayrl.core.errors import ConfigError
-from relayrl.core.settings import PositiveInt, Strict
+from relayrl.core.strict import PositiveInt, Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.stacked import StackedLinear
 from relayrl.replay import FieldSpec
@@ -62,10 +62,10 @@ class ActorCriticConfig(Strict):
             )
         return self
 
-    def off_policy(self) -> OffPolicySettings:
+    def off_policy(self) -> OffPolicyParams:
         """Paper 001, C.2: one update per agent after each env step, after ``random_steps``
         of uniformly random actions; targets follow by soft updates."""
-        return OffPolicySettings(
+        return OffPolicyParams(
             batch_size=self.batch_size,
             buffer_size=self.buffer_size,
             gamma=self.gamma,

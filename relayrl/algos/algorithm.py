@@ -78,7 +78,7 @@ class Learner(Sharer, Protocol):
     name: str
     algo: str
     algorithm: Algorithm
-    settings: "OffPolicySettings"
+    params: "OffPolicyParams"
     updates: int  # gradient steps so far
 
     @property
@@ -117,7 +117,7 @@ class Learner(Sharer, Protocol):
 
 
 @dataclass(frozen=True)
-class OffPolicySettings:
+class OffPolicyParams:
     """How an off-policy learner feeds its algorithm; each algorithm's config gives them.
 
     ``fragment_length`` env steps (over all env copies) per iteration and per update of

@@ -22,10 +22,10 @@ import torch.nn.functional as F
 from pydantic import Field, model_validator
 from torch import nn
 
-from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Capabilities, OffPolicySettings, Weights, allowed_choice
+from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Capabilities, OffPolicyParams, Weights, allowed_choice
 from relayrl.algos.schedules import linear_schedule
 from relayrl.core.errors import ConfigError
-from relayrl.core.settings import Strict
+from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.qnetwork import ModelConfig, QNetwork
 from relayrl.replay import FieldSpec
@@ -67,8 +67,8 @@ class DQNConfig(Strict):
             raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower dqn.batch_size")
         return self
 
-    def off_policy(self) -> OffPolicySettings:
-        return OffPolicySettings(
+    def off_policy(self) -> OffPolicyParams:
+        return OffPolicyParams(
             batch_size=self.batch_size,
             buffer_size=self.buffer_size,
             gamma=self.gamma,
@@ -102,7 +102,7 @@ class DQN:
         n_sets: int,
         obs_shape: tuple[int, ...],
         n_actions: int,
-        settings: DQNConfig,
+        params: DQNConfig,
         model: ModelConfig,
         device: torch.device,
         seed: int,
@@ -110,19 +110,19 @@ class DQN:
     ) -> None:
         self.n_sets = n_sets
         self.n_actions = n_actions
-        self.settings = settings
+        self.params = params
         self.device = device
         torch.manual_seed(seed)
         if network_factory is None:
 
             def network_factory(p: int, shape: tuple[int, ...], a: int) -> nn.Module:
-                return QNetwork(p, shape, a, dueling=settings.dueling, **model.model_dump())
+                return QNetwork(p, shape, a, dueling=params.dueling, **model.model_dump())
 
         self.online = network_factory(n_sets, tuple(obs_shape), n_actions).to(device)
         self.target = copy.deepcopy(self.online)
         self.target.requires_grad_(False)
         # fused: one kernel per parameter tensor for all P agents (updates measured 12-19% faster on CPU)
-        self.optimizer = torch.optim.Adam(self.online.parameters(), lr=settings.lr, eps=settings.adam_eps, fused=True)
+        self.optimizer = torch.optim.Adam(self.online.parameters(), lr=params.lr, eps=params.adam_eps, fused=True)
         self.rng = np.random.default_rng(seed)
 
     @torch.inference_mode()  # cheaper than no_grad for the small per-step calls (measured 31% at batch 1)
@@ -143,7 +143,7 @@ class DQN:
 
     def exploration(self, env_steps: int) -> float:
         """Epsilon, linear from ``epsilon_start`` to ``epsilon_end`` (SUPER Table 2)."""
-        s = self.settings
+        s = self.params
         return linear_schedule(s.epsilon_start, s.epsilon_end, s.epsilon_steps, env_steps)
 
     def observe(self, obs: np.ndarray, mask: np.ndarray) -> None:
@@ -164,7 +164,7 @@ class DQN:
             allowed = batch.get("next_action_mask")
             if allowed is not None:  # a row that allows nothing (an ended episode) keeps every action
                 allowed = allowed | ~allowed.any(dim=-1, keepdim=True)
-            if self.settings.double_q:
+            if self.params.double_q:
                 if next_online is None:
                     next_online = self.online(batch["next_obs"])
                 if allowed is not None:
@@ -184,7 +184,7 @@ class DQN:
     @torch.inference_mode()
     def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
         """TD errors ``[P, B]`` of a batch with the current online and target networks."""
-        return self._td(self._tensors(batch), one_online_pass=self.settings.double_q).cpu().numpy()
+        return self._td(self._tensors(batch), one_online_pass=self.params.double_q).cpu().numpy()
 
     def update(self, batch: dict[str, np.ndarray], weights: Weights) -> tuple[np.ndarray, dict[str, float]]:
         """One gradient step for every agent; returns the batch's TD errors ``[P, B]`` (for
@@ -193,7 +193,7 @@ class DQN:
         if callable(weights):
             raise TypeError("DQN's weights do not depend on its actions: pass an array or None")
         w = torch.ones_like(td) if weights is None else _to_tensor(weights, self.device).float()
-        per_sample = F.huber_loss(td, torch.zeros_like(td), reduction="none", delta=self.settings.huber_delta)
+        per_sample = F.huber_loss(td, torch.zeros_like(td), reduction="none", delta=self.params.huber_delta)
         loss_per_agent = (w * per_sample).mean(dim=1)
         self.optimizer.zero_grad(set_to_none=True)
         loss_per_agent.sum().backward()  # agents share no parameters: each gets its own gradient
@@ -208,7 +208,7 @@ class DQN:
         grads = [p.grad for p in self.online.parameters() if p.grad is not None]
         squared = torch.stack([g.pow(2).reshape(self.n_sets, -1).sum(dim=1) for g in grads]).sum(dim=0)
         norm = squared.sqrt()
-        scale = (self.settings.grad_clip / (norm + 1e-6)).clamp(max=1.0)
+        scale = (self.params.grad_clip / (norm + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
         return norm

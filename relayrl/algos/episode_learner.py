@@ -3,10 +3,10 @@ IQL; SPEC §1.3-1.4, paper 003).
 
 Its storage (``storage``, a registry) keeps the group's experience: whole episodes as
 replay rows (``relayrl.replay.episodes``; ``observe`` completes each worker's episode in
-flight), or every transition as a row, windows gathered from consecutive ones
+flight), or every transition as a row, spans gathered from consecutive ones
 (``relayrl.replay.sequences``). ``learn`` takes ``updates_per_episode`` gradient steps per
 finished episode once the replay holds a batch (paper 003: with E env copies, E times the
-updates of one), each on a batch of slots (episodes, or windows' first steps) drawn by the
+updates of one), each on a batch of slots (episodes, or spans' first steps) drawn by the
 sampler: uniform without replacement, prioritized (Schaul et al.'s proportional PER, with
 importance weights), or AccMER's reuse of the highest-weight slots
 (``relayrl.replay.reuse``; reuse_ratio 0 is the uniform draw). The algorithm's per-slot
@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from relayrl.algos.algorithm import ALGORITHMS
-from relayrl.algos.learner import LearnerBase, MetricWindow
+from relayrl.algos.learner import LearnerBase, MetricTally
 from relayrl.core.errors import ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
@@ -64,13 +64,13 @@ class EpisodeLearner(LearnerBase):
         self.storage = STORAGES[config.storage].from_config(self.replay, config)
         alpha = config.reuse_ratio if config.sampler == "reuse" else 0.0
         self.sampler = None if self.prioritized else ReuseSampler(config.buffer_size, config.batch_size, alpha, config.reuse_decay, config.reuse_period, seed=seeds[2])
-        self.window = MetricWindow()
+        self.tally = MetricTally()
         self.updates = 0
         self.updates_owed = 0.0
         self.episodes = 0  # finished episodes stored
         self.unlearned_episodes = 0
         self.last_target_sync = 0  # in episodes
-        self.rng = np.random.default_rng(seeds[3])  # where windows start in stored episodes
+        self.rng = np.random.default_rng(seeds[3])  # where spans start in stored episodes
 
     bytes_per_transition = 0  # it relays nothing
 
@@ -149,8 +149,8 @@ class EpisodeLearner(LearnerBase):
                     self.replay.update_priorities(slots[None], weights[None])
                 else:
                     self.sampler.update(slots, weights)
-            self.window.updates += 1
-            self.window.add(metrics)
+            self.tally.updates += 1
+            self.tally.add(metrics)
             self.updates += 1
 
     def state_dict(self) -> dict[str, Any]:
@@ -160,7 +160,7 @@ class EpisodeLearner(LearnerBase):
             "storage": self.storage.state_dict(),
             "rng": self.rng.bit_generator.state,
             "sampler": None if self.sampler is None else self.sampler.state_dict(),
-            "window": asdict(self.window),
+            "tally": asdict(self.tally),
             "exploration_scale": self.exploration_scale,
             "budget": {
                 "updates": self.updates,
@@ -178,7 +178,7 @@ class EpisodeLearner(LearnerBase):
         self.rng.bit_generator.state = state["rng"]
         if self.sampler is not None:
             self.sampler.load_state_dict(state["sampler"])
-        self.window = MetricWindow(**state["window"])
+        self.tally = MetricTally(**state["tally"])
         self.exploration_scale = state["exploration_scale"]
         budget = state["budget"]
         self.updates, self.updates_owed, self.episodes = budget["updates"], budget["updates_owed"], budget["episodes"]

@@ -17,7 +17,7 @@ from relayrl.sharing.selectors import Selector
 
 
 @dataclass
-class MetricWindow:
+class MetricTally:
     """A learner's update metrics between two reports: sums and counts per metric (an
     actor loss, say, comes every ``policy_delay`` updates only)."""
 
@@ -37,16 +37,16 @@ class MetricWindow:
 class Acting:
     """A learner's acting part: the algorithm's networks on the learner's agent layout, its
     exploration schedule times ``exploration_scale`` and the uniform actions of the first
-    ``settings.random_steps`` env steps. What an env runner acts with (no replay, sharing
+    ``params.random_steps`` env steps. What an env runner acts with (no replay, sharing
     or counters); a learner is one too."""
 
-    def __init__(self, spec: GroupSpec, algo: str, settings: Any, algorithm: Any, layout: AgentLayout | None, exploration_scale: float = 1.0) -> None:
+    def __init__(self, spec: GroupSpec, algo: str, params: Any, algorithm: Any, layout: AgentLayout | None, exploration_scale: float = 1.0) -> None:
         """``layout``: how entities map to parameter sets (None: the algorithm takes the
         group's ``[W, N, ...]`` arrays itself, as the episode learners' do)."""
         self.spec = spec
         self.name = spec.name
         self.algo = algo
-        self.settings = settings
+        self.params = params
         self.algorithm = algorithm
         self.layout = layout
         self.exploration_scale = exploration_scale
@@ -55,9 +55,13 @@ class Acting:
         """``obs [W, N, ...]`` -> actions ``[W, N, ...]`` among those ``mask [W, N, A]``
         allows: uniformly random for the first ``random_steps`` env steps, then with the
         exploration at ``env_steps``; greedy for ``env_steps=None`` (evaluation)."""
-        if env_steps is not None and env_steps < self.settings.random_steps:
+        if env_steps is not None and env_steps < self.params.random_steps:
             return self.algorithm.random_actions(obs.shape[:2], mask), carry
-        explore = 0.0 if env_steps is None else self.exploration(env_steps)
+        return self.act_with(obs, carry, 0.0 if env_steps is None else self.exploration(env_steps), mask)
+
+    def act_with(self, obs: np.ndarray, carry: Any, explore: float, mask: np.ndarray | None) -> tuple[np.ndarray, Any]:
+        """The algorithm's actions with exploration ``explore``, entities mapped to the
+        parameter sets and back."""
         if self.layout is None:
             return self.algorithm.act(obs, carry, explore, mask)
         sets_mask = None if mask is None else self.layout.to_sets(mask, 1)
@@ -70,16 +74,16 @@ class Acting:
     def acting_copy(self) -> "Acting":
         """The acting part alone, sharing the networks (an env runner in another process
         receives a pickled copy)."""
-        return Acting(self.spec, self.algo, self.settings, self.algorithm, self.layout, self.exploration_scale)
+        return Acting(self.spec, self.algo, self.params, self.algorithm, self.layout, self.exploration_scale)
 
     def policy_state(self) -> dict[str, Any]:
         """What acting needs: the algorithm's acting networks and how they map to entities."""
-        return {"algo": self.algo, "param_sharing": self.settings.param_sharing, "networks": self.algorithm.policy_state()}
+        return {"algo": self.algo, "param_sharing": self.params.param_sharing, "networks": self.algorithm.policy_state()}
 
     def load_policy_state(self, state: dict[str, Any], source: str) -> None:
         """Acting networks of this algorithm and layout (``policy_state``'s), from ``source``;
         networks of another algorithm, layout or shape are refused."""
-        load_policy_state(self.algorithm, self.settings.param_sharing, self.algo, state, source, repr(self.name))
+        load_policy_state(self.algorithm, self.params.param_sharing, self.algo, state, source, repr(self.name))
 
 
 # what a learner keeps of its own when it takes another's networks (population-based
@@ -89,11 +93,11 @@ OWN_STATE = ("rng", "generator", "updates")
 
 class LearnerBase(Acting):
     """What both learners (off-policy transitions, episodes) have beyond acting: the
-    metrics window and its report, relaying to other learners, and the hyperparameters
+    metrics tally and its report, relaying to other learners, and the hyperparameters
     schemes read and set. ``selector``: the sharing's selection rule where the learner
     relays (SUPER), else None."""
 
-    window: MetricWindow
+    tally: MetricTally
     updates: int
     relay: Relay | None = None
     selector: Selector | None = None
@@ -104,23 +108,23 @@ class LearnerBase(Acting):
         return self.algorithm.metric_columns
 
     def report(self, env_steps: int) -> dict[str, Any]:
-        """The metrics since the last report, by their reported names (the window starts
-        again): ``updates`` so far and ``window_updates`` in it, the loss as ``td_loss``,
+        """The metrics since the last report, by their reported names (the tally starts
+        again): ``updates`` so far and ``new_updates`` since, the loss as ``td_loss``,
         ``grad_norm``, ``epsilon`` (NaN where the learner does not explore by epsilon), the
         seconds spent relaying to and drawing from other learners, each of
         ``metric_columns``' means, and the relay's counts (``relay``, None where it does not
         relay)."""
-        window, self.window = self.window, MetricWindow()
+        tally, self.tally = self.tally, MetricTally()
         algorithm = self.algorithm
         return {
             "updates": self.updates,
-            "window_updates": window.updates,
-            "td_loss": window.mean(algorithm.loss_metric),
-            "grad_norm": window.mean("grad_norm"),
+            "new_updates": tally.updates,
+            "td_loss": tally.mean(algorithm.loss_metric),
+            "grad_norm": tally.mean("grad_norm"),
             "epsilon": self.exploration(env_steps) if algorithm.exploration_name == "epsilon" else math.nan,
-            "relay_s": window.sums.get("relay_s", 0.0),
-            "draw_s": window.sums.get("draw_s", 0.0),
-            **{key: window.mean(key) for key in self.metric_columns},
+            "relay_s": tally.sums.get("relay_s", 0.0),
+            "draw_s": tally.sums.get("draw_s", 0.0),
+            **{key: tally.mean(key) for key in self.metric_columns},
             "relay": self.relay.drain() if self.relay is not None else None,
         }
 

@@ -1,8 +1,8 @@
 """n-step transitions from rollout fragments, vectorised over steps, env copies and agents.
 
-For a window starting at t: R = sum_{j<k} gamma^j r_{t+j}, next_obs = next_obs_{t+k-1}
+For the n steps from t: R = sum_{j<k} gamma^j r_{t+j}, next_obs = next_obs_{t+k-1}
 (and so the other fields of ``next_obs``, such as its action mask),
-discount = gamma^k (0 if the window ended in a termination), with k = n or the number of
+discount = gamma^k (0 if they ended in a termination), with k = n or the number of
 steps until the episode ended (Sutton & Barto, ch. 7). Windows that reach past the data
 collected so far wait for the next fragment; n = 1 passes every valid step straight through.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 STEP_FIELDS = ("obs", "action", "reward", "next_obs", "terminated", "truncated", "valid")
-# fields that describe next_obs, where the env gives them (taken from the window's last step)
+# fields that describe next_obs, where the env gives them (taken from the last of the n steps)
 SUCCESSOR_FIELDS = ("next_action_mask",)
 
 
@@ -50,7 +50,7 @@ class NStepBuilder:
         ended = np.zeros(steps["reward"].shape, bool)
         terminal_end = np.zeros(steps["reward"].shape, bool)
         for j in range(self.n_step):
-            span = length - j  # windows starting at t < span can look j steps ahead
+            span = length - j  # n-step returns from t < span can look j steps ahead
             if span <= 0:
                 break
             running = ~ended[:span] & (taken[:span] == j)
@@ -74,7 +74,7 @@ class NStepBuilder:
     def end_workers(self, workers: np.ndarray) -> None:
         """The episodes in flight of ``workers`` end as truncations at the last step added
         (their env copies restarted elsewhere, say a replaced env runner's): the steps still
-        waiting for their window bootstrap there when the next fragment comes, and never
+        waiting for their n-step bootstrap there when the next fragment comes, and never
         reach into that fragment's new episodes."""
         if self.pending is None or not len(workers):
             return

@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from relayrl.algos.algorithm import ALGORITHMS, Algorithm, Learner, OffPolicySettings
+from relayrl.algos.algorithm import ALGORITHMS, Learner, OffPolicyParams
 from relayrl.algos.layout import AgentLayout
-from relayrl.algos.learner import LearnerBase, MetricWindow
+from relayrl.algos.learner import LearnerBase, MetricTally
 from relayrl.algos.nstep import NStepBuilder, Transitions
-from relayrl.core.errors import CheckpointError, ConfigError, NonFiniteError
+from relayrl.core.errors import ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
 from relayrl.replay import FieldSpec, ReplayBuffer, ReplayPlan, row_nbytes
@@ -34,7 +34,7 @@ from relayrl.sharing.relay import Relay, RelayStats
 from relayrl.sharing.selectors import make_selector
 
 
-def replay_plan(spec: GroupSpec, algo: str, settings: OffPolicySettings, sharing: SharingConfig) -> ReplayPlan:
+def replay_plan(spec: GroupSpec, algo: str, params: OffPolicyParams, sharing: SharingConfig) -> ReplayPlan:
     """The replay a learner allocates, known before anything is built (the memory check):
     one buffer per parameter set, or one shared buffer whose rows name their collector."""
     acting = ALGORITHMS[algo].fields(spec)  # obs and action, as the algorithm stores them
@@ -43,9 +43,9 @@ def replay_plan(spec: GroupSpec, algo: str, settings: OffPolicySettings, sharing
     fields.update({name: field for name, field in acting.items() if name not in fields})  # e.g. next_action_mask
     if sharing.replay == "shared":
         fields["agent"] = FieldSpec((), np.int16)
-        return ReplayPlan(1, settings.buffer_size, fields)
-    n_sets = AgentLayout(spec.n_agents, settings.param_sharing).n_sets
-    return ReplayPlan(n_sets, settings.buffer_size, fields, settings.prioritized)
+        return ReplayPlan(1, params.buffer_size, fields)
+    n_sets = AgentLayout(spec.n_agents, params.param_sharing).n_sets
+    return ReplayPlan(n_sets, params.buffer_size, fields, params.prioritized)
 
 
 class OffPolicyLearner(LearnerBase):
@@ -64,7 +64,7 @@ class OffPolicyLearner(LearnerBase):
         timer: SectionTimer,
         **options: Any,
     ) -> None:
-        """``config``: the algorithm's config section (it gives the ``OffPolicySettings``);
+        """``config``: the algorithm's config section (it gives the ``OffPolicyParams``);
         ``seeds``: algorithm, replay, sharing; ``options``: what the algorithm's builder
         takes besides (the DQN's network shape)."""
         s = config.off_policy()
@@ -76,14 +76,14 @@ class OffPolicyLearner(LearnerBase):
         self.fields = plan.fields
         self.replay: ReplayBuffer | None = plan.build(alpha=s.alpha, beta=s.beta, eps=s.priority_eps, seed=seeds[1])
         self.replay_seed = seeds[1]
-        self.shared: SharedDraws | None = None  # a replay shared with other learners (shared_replay.between)
+        self.draws: SharedDraws | None = None  # a replay shared with other learners (shared_replay.between)
         self.bytes_per_transition = row_nbytes(plan.fields)
         self.batch_size = s.batch_size * (spec.n_agents if s.param_sharing else 1)
         self.nstep = NStepBuilder(s.n_step, s.gamma, s.time_limit_as_terminal)
-        self.shared_replay = sharing.replay == "shared"
+        self.one_replay = sharing.replay == "shared"  # its agents fill one replay (DASE)
         self.relay: Relay | None = None
         self.correction: DPSCorrection | None = None
-        if self.shared_replay:
+        if self.one_replay:
             self.correction = CORRECTIONS[sharing.correction](sharing, config.exploration_noise, device, seeds[2])
         elif sharing.select != "none":
             if sharing.team is not None and any(not 0 <= i < spec.n_agents for i in sharing.team):
@@ -101,7 +101,7 @@ class OffPolicyLearner(LearnerBase):
             )
             self.relay = Relay(spec.n_agents, sharing.team)
         self.outbox: list[dict[str, np.ndarray]] = []
-        self.window = MetricWindow()
+        self.tally = MetricTally()
         self.updates = 0  # gradient steps per agent
         self.updates_owed = 0.0
         self.unlearned_env_steps = 0
@@ -120,10 +120,10 @@ class OffPolicyLearner(LearnerBase):
             t = self.nstep.add(fragment)
             rows, mask = self._per_set(t)
             self.algorithm.observe(rows["obs"], mask)
-            if self.shared_replay:
+            if self.one_replay:
                 rows, mask = self._tagged(t)
-            if self.shared is not None:
-                self.shared.put({k: v[mask] for k, v in rows.items()})
+            if self.draws is not None:
+                self.draws.put({k: v[mask] for k, v in rows.items()})
             elif mask.any():
                 self.replay.add(rows, mask=mask)
         if self.relay is not None and mask.any():
@@ -141,7 +141,7 @@ class OffPolicyLearner(LearnerBase):
         start = time.perf_counter()
         box, self.outbox = self.outbox, []
         rows = {k: np.concatenate([b[k] for b in box]) for k in box[0]}
-        self.window.add({"relay_s": time.perf_counter() - start})
+        self.tally.add({"relay_s": time.perf_counter() - start})
         return rows, len(rows["priority"])
 
     def incoming(self, parts: list[dict[str, np.ndarray]]) -> None:
@@ -155,7 +155,7 @@ class OffPolicyLearner(LearnerBase):
             n, k = self.layout.n_sets, len(rows["priority"])
             priorities = np.broadcast_to(rows["priority"][None], (n, k)) if self.sharing.priority == "sender_td" else None
             self.replay.add(data, priorities=priorities)
-        self.window.add({"relay_s": time.perf_counter() - start})  # the seconds relaying between learners costs
+        self.tally.add({"relay_s": time.perf_counter() - start})  # the seconds relaying between learners costs
 
     def join_shared_replay(self, first_agent: int, source: RowSource | None) -> None:
         """From now on this learner's agents store into and draw from a replay shared with
@@ -165,24 +165,24 @@ class OffPolicyLearner(LearnerBase):
         draws gather the rows (``shared_source`` changes it)."""
         if self.correction is None:
             raise ConfigError(f"policy {self.name!r} does not learn from a shared replay: set its sharing.replay=shared (DASE)")
-        self.shared = SharedDraws(first_agent, self.replay_seed)
-        self.shared.source = source
+        self.draws = SharedDraws(first_agent, self.replay_seed)
+        self.draws.source = source
         self.replay = None
 
     def shared_source(self, source: RowSource) -> None:
         """Where the shared replay's rows are gathered from now (another actor's replay)."""
-        assert self.shared is not None
-        self.shared.source = source
+        assert self.draws is not None
+        self.draws.source = source
 
     def shared_rows(self) -> dict[str, np.ndarray] | None:
         """The tagged rows observed since the last call, for the shared replay."""
-        assert self.shared is not None
-        return self.shared.take()
+        assert self.draws is not None
+        return self.draws.take()
 
     def shared_size(self, size: int) -> None:
         """The shared replay's size once this fragment's rows are in: what ``learn`` draws from."""
-        assert self.shared is not None
-        self.shared.size = size
+        assert self.draws is not None
+        self.draws.size = size
 
     def end_workers(self, workers: np.ndarray) -> None:
         """The episodes in flight of ``workers`` (indices of the fragments' worker axis) end
@@ -202,7 +202,7 @@ class OffPolicyLearner(LearnerBase):
     def _tagged(self, t: Transitions) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Every agent's transitions as rows of the one shared buffer, tagged ``agent``."""
         rows = {k: v.reshape(1, -1, *v.shape[3:]) for k, v in self._stored(t).items()}
-        first = self.shared.first_agent if self.shared is not None else 0
+        first = self.draws.first_agent if self.draws is not None else 0
         tags = np.arange(first, first + self.spec.n_agents, dtype=np.int16)
         rows["agent"] = np.broadcast_to(tags, t.valid.shape).reshape(1, -1)
         return rows, t.valid.reshape(1, -1)
@@ -213,24 +213,24 @@ class OffPolicyLearner(LearnerBase):
         selected = self.selector.select(td_abs, mask)
         receive = self.relay.route(selected, mask, self.bytes_per_transition)
         n, m = mask.shape
-        shared = {k: v.reshape(n * m, *v.shape[2:]) for k, v in rows.items()}
+        flat = {k: v.reshape(n * m, *v.shape[2:]) for k, v in rows.items()}
         if self.exports:
             picked = (selected & mask & self.relay.members[:, None]).reshape(-1)
             if picked.any():
-                self.outbox.append({**{k: v[picked] for k, v in shared.items()}, "priority": td_abs.reshape(-1)[picked]})
+                self.outbox.append({**{k: v[picked] for k, v in flat.items()}, "priority": td_abs.reshape(-1)[picked]})
         if not receive.any():
             return
         priorities = None
         if self.sharing.priority == "sender_td":
             priorities = np.broadcast_to(td_abs.reshape(1, n * m), receive.shape)
-        self.replay.add(shared, mask=receive, priorities=priorities)
+        self.replay.add(flat, mask=receive, priorities=priorities)
 
     # ------------------------------------------------------------------ learning
     def learn(self, env_steps: int) -> None:
         """Step 3: the gradient steps earned since the last call (one per agent per
         ``fragment_length`` env steps from ``learning_starts`` on), then a target sync when
         one is due."""
-        s = self.settings
+        s = self.params
         if env_steps >= s.learning_starts:
             owed = self.updates_owed + self.unlearned_env_steps / s.fragment_length
             n_updates = int(owed)
@@ -245,11 +245,11 @@ class OffPolicyLearner(LearnerBase):
 
     def _train(self, n_updates: int) -> None:
         drawn = None
-        if self.shared is not None and n_updates:
+        if self.draws is not None and n_updates:
             start = time.perf_counter()
             with self.timer("sample"):
-                drawn = self.shared.draw(n_updates, self.layout.n_sets * self.batch_size)
-            self.window.add({"draw_s": time.perf_counter() - start})  # drawing from the shared replay, wherever it lives
+                drawn = self.draws.draw(n_updates, self.layout.n_sets * self.batch_size)
+            self.tally.add({"draw_s": time.perf_counter() - start})  # drawing from the shared replay, wherever it lives
         for i in range(n_updates):
             with self.timer("sample"):
                 if drawn is None:
@@ -259,14 +259,14 @@ class OffPolicyLearner(LearnerBase):
             with self.timer("update"):
                 priorities, metrics = self.algorithm.update(data, weights)
             self._check_finite(priorities, metrics)
-            if self.settings.prioritized:
+            if self.params.prioritized:
                 assert priorities is not None
                 with self.timer("sample"):
                     self.replay.update_priorities(indices, np.abs(priorities))
             if external is not None:
                 metrics.update(external.metrics())
-            self.window.updates += 1
-            self.window.add(metrics)
+            self.tally.updates += 1
+            self.tally.add(metrics)
             self.updates += 1
 
     def _sample(self) -> tuple[dict[str, np.ndarray], Any, np.ndarray, ExternalWeights | None]:
@@ -275,7 +275,7 @@ class OffPolicyLearner(LearnerBase):
         corrected by DPS."""
         if self.correction is None:
             batch = self.replay.sample(self.batch_size)
-            return batch.data, batch.weights if self.settings.prioritized else None, batch.indices, None
+            return batch.data, batch.weights if self.params.prioritized else None, batch.indices, None
         sampled = self.replay.sample(self.layout.n_sets * self.batch_size)
         data, weights, external = self._corrected({name: value[0] for name, value in sampled.data.items()})
         return data, weights, sampled.indices, external
@@ -286,7 +286,7 @@ class OffPolicyLearner(LearnerBase):
         k, b = self.layout.n_sets, self.batch_size
         data = {name: value.reshape(k, b, *value.shape[1:]) for name, value in rows.items()}
         assert self.correction is not None
-        first = self.shared.first_agent if self.shared is not None else 0
+        first = self.draws.first_agent if self.draws is not None else 0
         external = self.correction.weights(data, self.algorithm.scale, np.arange(first, first + k))
         return data, external.for_update(), external
 
@@ -297,7 +297,7 @@ class OffPolicyLearner(LearnerBase):
         if not bad:
             return
         who = f"the networks of policy {self.name!r}"
-        if priorities is not None and not self.settings.param_sharing:
+        if priorities is not None and not self.params.param_sharing:
             rows = np.flatnonzero(~np.isfinite(priorities).all(axis=1))
             if len(rows):
                 who = f"agent(s) {', '.join(self.spec.agent_ids[i] for i in rows)} of policy {self.name!r}"
@@ -308,7 +308,7 @@ class OffPolicyLearner(LearnerBase):
         state: dict[str, Any] = {
             "algorithm": self.algorithm.state_dict(),
             "nstep": self.nstep.state_dict(),
-            "window": asdict(self.window),
+            "tally": asdict(self.tally),
             "exploration_scale": self.exploration_scale,
             "budget": {
                 "updates": self.updates,
@@ -319,8 +319,8 @@ class OffPolicyLearner(LearnerBase):
         }
         if self.replay is not None:
             state["replay"] = self.replay.state_dict()
-        if self.shared is not None:
-            state["shared"] = self.shared.state_dict()
+        if self.draws is not None:
+            state["draws"] = self.draws.state_dict()
         if self.relay is not None:
             state.update(selector=self.selector.state_dict(), relay=asdict(self.relay.stats))
         if self.correction is not None:
@@ -331,10 +331,10 @@ class OffPolicyLearner(LearnerBase):
         self.algorithm.load_state_dict(state["algorithm"])
         if self.replay is not None:
             self.replay.load_state_dict(state["replay"])
-        if self.shared is not None:
-            self.shared.load_state_dict(state["shared"])
+        if self.draws is not None:
+            self.draws.load_state_dict(state["draws"])
         self.nstep.load_state_dict(state["nstep"])
-        self.window = MetricWindow(**state["window"])
+        self.tally = MetricTally(**state["tally"])
         self.exploration_scale = state["exploration_scale"]
         budget = state["budget"]
         self.updates, self.updates_owed = budget["updates"], budget["updates_owed"]

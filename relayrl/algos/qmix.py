@@ -8,7 +8,7 @@ start), as pymarl's agents are (Rashid et al. 2018); ``param_sharing: false`` gi
 agent its own parameter set instead. The hidden state is carried by the rollout and starts
 at zeros in every episode.
 
-Update on a span of B episodes ``[B, T(+1), N, ...]`` (SPEC §1.3; ``relayrl.replay.windows``):
+Update on a span of B episodes ``[B, T(+1), N, ...]`` (SPEC §1.3; ``relayrl.replay.spans``):
 the agents' Q-values over the whole episode, Q_tot = mixer(chosen Q-values, state_t), double-Q targets (the online
 agents choose the next actions among the allowed ones, the target networks value them) and
 TD(lambda) returns (lambda 0.6, ``relayrl.algos.returns``), loss
@@ -19,7 +19,7 @@ mixer of 256 units; Rashid et al. 2020) trained alongside on its own TD(lambda) 
 bootstrapped from its target copy at the agents' greedy next actions; ``bootstrap: central``
 takes Q_tot's returns from that target Q* too, as weighted QMIX and the AccMER reference code do.
 Independent Q-learning learns per agent from each agent's own reward and end flags.
-With ``sequence_length`` an update trains windows instead, after up to ``burn_in`` steps
+With ``sequence_length`` an update trains spans instead, after up to ``burn_in`` steps
 that only warm the hidden state, cut from stored episodes or (``storage: transitions``)
 gathered from stored transitions; ``tbptt`` truncates backpropagation (paper 003).
 """
@@ -33,13 +33,13 @@ import torch.nn.functional as F
 from pydantic import Field, model_validator
 from torch import nn
 
-from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Capabilities, OffPolicySettings, algo_key, allowed_choice
+from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Capabilities, OffPolicyParams, algo_key, allowed_choice
 from relayrl.algos.episode_learner import EpisodeLearner, storage_fields
 from relayrl.algos.macpo import macpo_weights, taken_action_probability
 from relayrl.algos.returns import td_lambda_targets
 from relayrl.algos.schedules import linear_schedule
 from relayrl.core.errors import ConfigError
-from relayrl.core.settings import Strict
+from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.gru import RecurrentQNetwork
 from relayrl.nets.mixers import QMixer, VDNMixer
@@ -64,9 +64,9 @@ class ValueDecompositionConfig(Strict):
     reuse_decay: float = Field(1.0, gt=0, le=1, description="gamma of Alg. 1: the weight table's decay per update")
     reuse_period: int | None = Field(None, ge=1, description="updates between reuse-set refreshes; default floor(d / b)")
     storage: Literal["episodes", "transitions"] = Field(
-        "episodes", description="replay rows: whole episodes, or transitions that windows are gathered from (needs sequence_length)"
+        "episodes", description="replay rows: whole episodes, or transitions that spans are gathered from (needs sequence_length)"
     )
-    batch_size: int = Field(128, ge=1, description="episodes (or windows) per update")
+    batch_size: int = Field(128, ge=1, description="episodes (or spans) per update")
     buffer_size: int = Field(10_000, ge=1, description="replay rows: episodes, or transitions with storage=transitions")
     max_episode_length: int = Field(200, ge=1, description="the env's episode limit (steps of a stored episode)")
     lr: float = Field(1e-3, gt=0)
@@ -88,8 +88,8 @@ class ValueDecompositionConfig(Strict):
     )
     grad_clip: float = Field(10.0, gt=0)
     param_sharing: bool = True
-    sequence_length: int | None = Field(None, ge=1, description="train on windows of this many steps instead of whole episodes")
-    burn_in: int = Field(0, ge=0, description="steps before a window that warm its hidden state, without gradient")
+    sequence_length: int | None = Field(None, ge=1, description="train on spans of this many steps instead of whole episodes")
+    burn_in: int = Field(0, ge=0, description="steps before a span that warm its hidden state, without gradient")
     tbptt: int | None = Field(None, ge=1, description="backpropagate through at most this many steps (None: the whole span)")
     agent_id: bool = Field(True, description="agents see a one-hot of their index (with param_sharing)")
     last_action: bool = Field(True, description="agents see a one-hot of their previous action")
@@ -99,19 +99,19 @@ class ValueDecompositionConfig(Strict):
         if self.batch_size > self.buffer_size:
             raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size} (both in episodes): lower qmix.batch_size")
         if self.burn_in and self.sequence_length is None:
-            raise ValueError("burn_in warms the hidden state before a window: set qmix.sequence_length too")
+            raise ValueError("burn_in warms the hidden state before a span: set qmix.sequence_length too")
         if self.storage == "transitions" and self.sequence_length is None:
-            raise ValueError("storage=transitions trains on windows gathered from transitions: set qmix.sequence_length")
+            raise ValueError("storage=transitions trains on spans gathered from transitions: set qmix.sequence_length")
         if self.bootstrap == "central" and self.weighting != "macpo":
             raise ValueError("bootstrap=central takes Q_tot's targets from the central Q*, which only weighting=macpo trains: set weighting=macpo")
         if self.weighting == "macpo" and self.mixer == "none":
             raise ValueError("weighting=macpo weighs the mixed Q_tot (Lemma 1 is over the joint action): set mixer=qmix or vdn")
         return self
 
-    def off_policy(self) -> OffPolicySettings:
-        """The shared settings other code reads (batch and replay in episodes; targets sync
+    def off_policy(self) -> OffPolicyParams:
+        """The off-policy parameters other code reads (batch and replay in episodes; targets sync
         by episodes, so no env-step interval)."""
-        return OffPolicySettings(
+        return OffPolicyParams(
             batch_size=self.batch_size,
             buffer_size=self.buffer_size,
             gamma=self.gamma,
@@ -241,8 +241,8 @@ class ValueDecomposition:
         return q.permute(2, 1, 0, 3)
 
     def update(self, span: dict[str, np.ndarray], weights: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, float]]:
-        """One gradient step on a span (``relayrl.replay.windows``: B rows of whole episodes
-        or windows of them), each row's loss scaled by ``weights [B]`` (prioritized replay's
+        """One gradient step on a span (``relayrl.replay.spans``: B rows of whole episodes
+        or spans of them), each row's loss scaled by ``weights [B]`` (prioritized replay's
         importance weights) where given; returns each row's weight (MAC-PO's mean over its
         trained steps, else its mean |td|: what AccMER's table and the priorities keep) and
         metrics."""

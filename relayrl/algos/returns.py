@@ -7,7 +7,7 @@ For an episode's steps t (time on axis 1, any trailing axes such as agents), wit
     R_t = r_t + gamma * [lambda * R_{t+1} + (1 - lambda) * next_value[t]]
 
 computed backwards. The episode's last step bootstraps fully where it was truncated
-(R = r + gamma * next_value) and not at all where it terminated (R = r); a window that
+(R = r + gamma * next_value) and not at all where it terminated (R = r); a span that
 stops before its episode ends bootstraps at its last step as a truncation does; steps
 after the end (padding, ``mask`` 0) get 0. lambda = 0 is the one-step target, lambda = 1 the Monte Carlo
 return bootstrapped at a truncation.
@@ -31,7 +31,7 @@ def td_lambda_targets(
     following = torch.zeros_like(reward[:, 0])  # R_{t+1}
     for t in range(reward.shape[1] - 1, -1, -1):
         # where t is the last step we have (it ended the episode, the next step is padding,
-        # or the window stops here), no lambda part
+        # or the span stops here), no lambda part
         if t + 1 < reward.shape[1]:
             last = terminated[:, t] | truncated[:, t] | ~mask[:, t + 1].bool()
         else:

@@ -38,7 +38,7 @@ from relayrl.core.specs import GroupSpec
 
 
 @dataclass(frozen=True)
-class DeterministicSACSettings:
+class DeterministicSACParams:
     lr: float = 3e-4
     hidden: tuple[int, ...] = (256, 256)
     tau: float = 0.005
@@ -56,32 +56,32 @@ class DeterministicSAC(DeterministicActor):
         obs_dim: int,
         action_low: Sequence[float],
         action_high: Sequence[float],
-        settings: DeterministicSACSettings,
+        params: DeterministicSACParams,
         device: torch.device,
         seed: int,
     ) -> None:
         super().__init__(
-            n_sets, obs_dim, action_low, action_high, settings.hidden, settings.exploration_noise, device, seed, settings.normalize_obs
+            n_sets, obs_dim, action_low, action_high, params.hidden, params.exploration_noise, device, seed, params.normalize_obs
         )
-        self.settings = settings
-        sizes = [obs_dim + self.action_dim, *settings.hidden, 1]
+        self.params = params
+        sizes = [obs_dim + self.action_dim, *params.hidden, 1]
         self.critics = nn.ModuleList(StackedMLP(n_sets, sizes) for _ in range(2)).to(device)
-        self.value = StackedMLP(n_sets, [obs_dim, *settings.hidden, 1]).to(device)
+        self.value = StackedMLP(n_sets, [obs_dim, *params.hidden, 1]).to(device)
         self.value_target = copy.deepcopy(self.value).requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=settings.lr, fused=True)
-        self.critic_optimizer = torch.optim.Adam(self.critics.parameters(), lr=settings.lr, fused=True)
-        self.value_optimizer = torch.optim.Adam(self.value.parameters(), lr=settings.lr, fused=True)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=params.lr, fused=True)
+        self.critic_optimizer = torch.optim.Adam(self.critics.parameters(), lr=params.lr, fused=True)
+        self.value_optimizer = torch.optim.Adam(self.value.parameters(), lr=params.lr, fused=True)
 
     @torch.inference_mode()
     def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
         """``Q_1(s, a) - (reward_scale r + discount V'(s'))``."""
         t = self.tensors(batch)
-        y = self.settings.reward_scale * t["reward"] + t["discount"] * self.value_target(t["next_obs"]).squeeze(-1)
+        y = self.params.reward_scale * t["reward"] + t["discount"] * self.value_target(t["next_obs"]).squeeze(-1)
         return (self.critics[0](critic_input(t["obs"], t["action"])).squeeze(-1) - y).cpu().numpy()
 
     def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> tuple[None, dict[str, float]]:
         """One step of the critics, the value network and the actor for every agent."""
-        s = self.settings
+        s = self.params
         t = self.tensors(batch)
         obs = t["obs"]
         # the critic step leaves the actor unchanged: its actions now serve V's target and the actor step
@@ -125,8 +125,8 @@ class DeterministicSAC(DeterministicActor):
 
 def _make(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch.device, seed: int, **_: object) -> DeterministicSAC:
     c = config
-    settings = DeterministicSACSettings(c.critic_lr, tuple(c.hidden), c.tau, c.exploration_noise, c.reward_scale, c.normalize_obs)
-    return DeterministicSAC(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, settings, device, seed)
+    params = DeterministicSACParams(c.critic_lr, tuple(c.hidden), c.tau, c.exploration_noise, c.reward_scale, c.normalize_obs)
+    return DeterministicSAC(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, params, device, seed)
 
 
 ALGORITHMS.add("sac", AlgorithmEntry(_make, continuous_fields, "actor_critic", CAPABILITIES))

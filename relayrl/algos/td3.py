@@ -43,7 +43,7 @@ from relayrl.core.specs import GroupSpec
 
 
 @dataclass(frozen=True)
-class TD3Settings:
+class TD3Params:
     actor_lr: float = 3e-4
     critic_lr: float = 3e-4
     critic_weight_decay: float = 0.0
@@ -67,23 +67,23 @@ class TD3(DeterministicActor):
         obs_dim: int,
         action_low: Sequence[float],
         action_high: Sequence[float],
-        settings: TD3Settings,
+        params: TD3Params,
         device: torch.device,
         seed: int,
     ) -> None:
         super().__init__(
-            n_sets, obs_dim, action_low, action_high, settings.hidden, settings.exploration_noise, device, seed, settings.normalize_obs
+            n_sets, obs_dim, action_low, action_high, params.hidden, params.exploration_noise, device, seed, params.normalize_obs
         )
-        self.settings = settings
-        n_critics = 2 if settings.twin_critics else 1
-        sizes = [obs_dim + self.action_dim, *settings.hidden, 1]
+        self.params = params
+        n_critics = 2 if params.twin_critics else 1
+        sizes = [obs_dim + self.action_dim, *params.hidden, 1]
         self.critics = nn.ModuleList(StackedMLP(n_sets, sizes) for _ in range(n_critics)).to(device)
         self.actor_target, self.critics_target = copy.deepcopy(self.actor), copy.deepcopy(self.critics)
         self.actor_target.requires_grad_(False)
         self.critics_target.requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=settings.actor_lr, fused=True)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=params.actor_lr, fused=True)
         self.critic_optimizer = torch.optim.Adam(
-            self.critics.parameters(), lr=settings.critic_lr, weight_decay=settings.critic_weight_decay, fused=True
+            self.critics.parameters(), lr=params.critic_lr, weight_decay=params.critic_weight_decay, fused=True
         )
 
     def _q(self, critics: nn.ModuleList, obs: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
@@ -94,7 +94,7 @@ class TD3(DeterministicActor):
     def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
         """``Q_1(s, a) - y`` with the noiseless target action (no smoothing draw, so scoring
         transitions leaves the update's random stream untouched)."""
-        s = self.settings
+        s = self.params
         t = self.tensors(batch)
         next_action = self.squash(self.actor_target(t["next_obs"]))
         next_q = torch.stack(self._q(self.critics_target, t["next_obs"], next_action)).min(dim=0).values
@@ -104,7 +104,7 @@ class TD3(DeterministicActor):
     def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> tuple[None, dict[str, float]]:
         """One critic step for every agent (and an actor step and target update every
         ``policy_delay`` calls). ``weights [P, B]`` default to 1 (plain TD3)."""
-        s = self.settings
+        s = self.params
         t = self.tensors(batch)
         actor_step = (self.updates + 1) % s.policy_delay == 0
         # the critic step leaves the actor unchanged: its actions now are the actor step's
@@ -146,7 +146,7 @@ def _make(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch
     """TD3, or DDPG: one critic, no target smoothing, actor and targets every step."""
     c = config
     td3 = c.algo == "td3"
-    settings = TD3Settings(
+    params = TD3Params(
         actor_lr=c.actor_lr,
         critic_lr=c.critic_lr,
         critic_weight_decay=c.critic_weight_decay,
@@ -160,7 +160,7 @@ def _make(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch
         reward_scale=c.reward_scale,
         normalize_obs=c.normalize_obs,
     )
-    return TD3(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, settings, device, seed)
+    return TD3(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, params, device, seed)
 
 
 ALGORITHMS.add("td3", AlgorithmEntry(_make, continuous_fields, "actor_critic", CAPABILITIES))

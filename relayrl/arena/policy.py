@@ -21,12 +21,12 @@ from pydantic import Field, model_validator
 from relayrl.algos import ALGORITHMS
 from relayrl.algos.algorithm import Algorithm, Learner, algorithms_with, allowed_choice
 from relayrl.algos.layout import AgentLayout
-from relayrl.algos.learner import load_policy_state
+from relayrl.algos.learner import Acting
 from relayrl.algos.off_policy import make_learner
 from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.registry import Registry, registered
-from relayrl.core.settings import Strict
+from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.sharing.config import SharingConfig
 
@@ -136,30 +136,23 @@ class LearningPolicy:
         return self.learner.algorithm.rng
 
 
-class FrozenPolicy:
+class FrozenPolicy(Acting):
     """A trained policy's networks with learning off, acting with a fixed exploration
     (a DDQN opponent restored from a finished run keeps that run's final epsilon, paper
-    000 appendix C.3). ``source`` names the checkpoint they came from."""
+    000 appendix C.3), from the first env step on and in evaluations. ``source`` names the
+    checkpoint they came from."""
 
-    def __init__(self, spec: GroupSpec, algo: str, algorithm: Algorithm, layout: AgentLayout, explore: float) -> None:
-        self.spec = spec
-        self.algo = algo
-        self.algorithm = algorithm
-        self.layout = layout
+    def __init__(self, spec: GroupSpec, algo: str, params: Any, algorithm: Algorithm, layout: AgentLayout, explore: float) -> None:
+        super().__init__(spec, algo, params, algorithm, layout)
         self.explore = explore
         self.source = ""
 
-    def policy_state(self) -> dict[str, Any]:
-        return {"algo": self.algo, "param_sharing": self.layout.shared, "networks": self.algorithm.policy_state()}
+    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
+        return self.act_with(obs, carry, self.explore, mask)
 
     def load_policy_state(self, state: dict[str, Any], source: str) -> None:
-        load_policy_state(self.algorithm, self.layout.shared, self.algo, state, source, repr(self.spec.name))
+        super().load_policy_state(state, source)
         self.source = source
-
-    def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
-        sets_mask = None if mask is None else self.layout.to_sets(mask, 1)
-        actions, carry = self.algorithm.act(self.layout.to_sets(obs, 1), carry, self.explore, sets_mask)
-        return self.layout.to_entities(actions, obs.shape[:1]), carry
 
     def state_dict(self) -> dict[str, Any]:
         """The networks and the exploration's random stream (a resume continues it)."""
@@ -303,9 +296,10 @@ def _networks_without_learning(build: PolicyBuild) -> FrozenPolicy:
     if ALGORITHMS[algo].capabilities.centralised:  # FrozenPolicy acts on parameter-set rows, not for a whole group
         per_agent = algorithms_with(lambda capabilities: not capabilities.centralised)
         raise ConfigError(f"policy {build.spec.name!r}: a {build.config.kind} {algo} policy is not available; use a {', '.join(per_agent)} policy")
-    layout = AgentLayout(build.spec.n_agents, section.off_policy().param_sharing)
+    params = section.off_policy()
+    layout = AgentLayout(build.spec.n_agents, params.param_sharing)
     algorithm = ALGORITHMS[algo].make(build.spec, section, layout.n_sets, build.device, build.seeds[0], **build.options)
-    return FrozenPolicy(build.spec, algo, algorithm, layout, build.config.explore)
+    return FrozenPolicy(build.spec, algo, params, algorithm, layout, build.config.explore)
 
 
 def _frozen(build: PolicyBuild) -> FrozenPolicy:

@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from relayrl.arena.match import Match, match_policy_ids
-from relayrl.core.settings import Strict
+from relayrl.core.strict import Strict
 
 
 class RoundConfig(Strict):

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from relayrl.experiment.config import apply_overrides, build_config
+from relayrl.experiment.config import build_config
+from relayrl.experiment.overrides import apply_overrides
 from relayrl.experiment.presets import preset_dict
 from relayrl.core.profiler import LOOP_SECTIONS
 from relayrl.experiment.build import build_run

@@ -16,7 +16,7 @@ from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 from pydantic import Field
 
-from relayrl.core.settings import Strict
+from relayrl.core.strict import Strict
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
 

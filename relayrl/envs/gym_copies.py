@@ -18,7 +18,7 @@ import numpy as np
 from gymnasium import spaces
 from pydantic import Field, model_validator
 
-from relayrl.core.settings import Strict
+from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.episodes import EpisodeStats
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory

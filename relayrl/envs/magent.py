@@ -16,7 +16,7 @@ from pettingzoo.utils.wrappers import BaseParallelWrapper
 from pydantic import Field
 
 from relayrl.core.errors import MissingExtraError
-from relayrl.core.settings import Strict
+from relayrl.core.strict import Strict
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
-from relayrl.core.settings import Strict
+from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.episodes import EpisodeStats
 from relayrl.envs.types import GroupObs, GroupStep
@@ -41,7 +41,7 @@ MOVES = np.array([[0, 1], [1, 0], [0, -1], [-1, 0], [0, 0], [0, 0]], np.int64)
 STAY, CATCH = 4, 5
 FREE_BITS = np.array([1, 2, 4, 8])
 AGENT, STAG, HARE = 0, 1, 2
-CELL = np.dtype((np.void, 3))  # a cell's 3 planes as one item: a view window is one gather
+CELL = np.dtype((np.void, 3))  # a cell's 3 planes as one item: a view is one gather
 
 
 class PredatorPreySettings(Strict):
@@ -97,7 +97,7 @@ class PredatorPreyVectorEnv:
     """E games stepped as arrays. Cells are flat indices ``x * y_size + y``: predators
     ``[E, N]``, prey ``[E, M]`` (stags first), and an occupancy grid ``[E, cells padded by
     the view, 3]`` rebuilt from them after every step. Moves, neighbours, adjacency and
-    observation windows are tables over cells, built once."""
+    observed views are tables over cells, built once."""
 
     independent_episodes = False
 
@@ -123,14 +123,14 @@ class PredatorPreyVectorEnv:
         self.rng = np.random.default_rng()
         e = num_envs
         self.cell_base = np.arange(e) * (c + 1)  # flat offsets of each game's cells, and one more (a bin)
-        self.window_base = (np.arange(e) * self.padded_cells)[:, None, None]
+        self.view_base = (np.arange(e) * self.padded_cells)[:, None, None]
         self.prey_row = np.arange(e * self.M).reshape(e, self.M)
         self.predator_row = np.arange(e * self.N).reshape(e, self.N)
         self.predators = np.zeros((e, self.N), np.int64)
         self.prey = np.zeros((e, self.M), np.int64)
         self.prey_alive = np.zeros((e, self.M), bool)
         self.frozen = np.zeros((e, self.N), bool)
-        self.grid = np.zeros((e, self.padded_cells, 3), np.int8)  # padded by view: windows are one gather
+        self.grid = np.zeros((e, self.padded_cells, 3), np.int8)  # padded by view: views are one gather
         self.prey_cells = np.zeros((e, c + 1), bool)  # a living prey there (the last: the bin of _prey_turns)
         self.frames = np.zeros(e, np.int64)
         self._returns = np.zeros((e, 1), np.float64)
@@ -140,7 +140,7 @@ class PredatorPreyVectorEnv:
     def _build_tables(self) -> None:
         """``target[cell, action]``: where a move leads (clipped at the walls);
         ``inside[cell, action]``: the move stays on the grid; ``adjacent[cell, cell]``: the
-        cells are neighbours; ``window[cell]``: the cells of the view around it in the grid
+        cells are neighbours; ``view_cells[cell]``: the cells of the view around it in the grid
         padded by ``view`` (its flat index there)."""
         s, r = self.s, self.s.view
         x, y = np.divmod(np.arange(self.cells), s.y_size)
@@ -152,7 +152,7 @@ class PredatorPreyVectorEnv:
         rows = x[:, None, None] + offsets[None, :, None]
         cols = y[:, None, None] + offsets[None, None, :]
         self.padded_y = s.y_size + 2 * r
-        self.window = (rows * self.padded_y + cols).reshape(self.cells, -1)
+        self.view_cells = (rows * self.padded_y + cols).reshape(self.cells, -1)
         self.padded_cells = (s.x_size + 2 * r) * self.padded_y
         px, py = np.divmod(np.arange(self.padded_cells), self.padded_y)
         on_grid = (px >= r) & (px < r + s.x_size) & (py >= r) & (py < r + s.y_size)
@@ -305,13 +305,13 @@ class PredatorPreyVectorEnv:
 
     # ----- what the predators see -----------------------------------------------------
     def observe(self) -> np.ndarray:
-        """Every predator's window ``[E, N, 2 view + 1, 2 view + 1, 3]`` (int8)."""
+        """Every predator's view ``[E, N, 2 view + 1, 2 view + 1, 3]`` (int8)."""
         grid = self.grid
         if not self.s.remove_frozen and self.frozen.any():  # frozen predators stay on the grid but are not seen
             grid = grid.copy()
             ge, ga = np.nonzero(self.frozen)
             grid[ge, self.padded_index[self.predators[ge, ga]], AGENT] -= 1
-        rows = self.window_base + self.window[self.predators]
+        rows = self.view_base + self.view_cells[self.predators]
         obs = grid.reshape(-1).view(CELL).take(rows).view(np.int8)
         if self.s.remove_frozen:
             obs[self.frozen] = 0

@@ -9,7 +9,7 @@ from pettingzoo.utils.env import ParallelEnv
 from pydantic import Field, model_validator
 
 from relayrl.core.errors import MissingExtraError
-from relayrl.core.settings import Strict
+from relayrl.core.strict import Strict
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
 

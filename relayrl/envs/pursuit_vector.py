@@ -103,14 +103,14 @@ class PursuitVectorEnv:
     # ----- observations -------------------------------------------------------------
     def _build_observation_tables(self) -> None:
         R, off = self.R, self.off
-        self._pad_hi = R - 1 - off  # the window reaches px - off .. px + R - 1 - off
+        self._pad_hi = R - 1 - off  # the view reaches px - off .. px + R - 1 - off
         self.Xp, self.Yp = self.X + off + self._pad_hi, self.Y + off + self._pad_hi
         grid = np.zeros((self.num_envs, self.Xp, self.Yp, 3), np.uint8)
         grid[..., 0] = 1  # outside the grid reads as wall
         grid[:, off : off + self.X, off : off + self.Y, 0] = self.building
         self._grid = grid
         a, b, c = np.meshgrid(np.arange(R), np.arange(R), np.arange(3), indexing="ij")
-        self._window = ((b * self.Yp + a) * 3 + c).astype(np.int64)  # [R(y), R(x), 3]
+        self._view = ((b * self.Yp + a) * 3 + c).astype(np.int64)  # [R(y), R(x), 3]
         self._env_base = (np.arange(self.num_envs) * self.Xp * self.Yp * 3).astype(np.int64)
 
     def _counts(self, positions: np.ndarray, present: np.ndarray | None) -> np.ndarray:
@@ -128,7 +128,7 @@ class PursuitVectorEnv:
         interior[..., 1] = self._counts(self.pursuers, None)
         interior[..., 2] = self._counts(self.evaders, self.evader_alive)
         corner = (self.pursuers[..., 0] * self.Yp + self.pursuers[..., 1]) * 3 + self._env_base[:, None]
-        obs = np.take(self._grid.reshape(-1), corner[:, :, None, None, None] + self._window)
+        obs = np.take(self._grid.reshape(-1), corner[:, :, None, None, None] + self._view)
         if self.R > 2 * off + 1:  # even obs_range: the reference leaves the last row and column as wall
             obs[:, :, -1, :, :] = (1, 0, 0)
             obs[:, :, :, -1, :] = (1, 0, 0)

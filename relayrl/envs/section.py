@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from relayrl.core.settings import Strict
+from relayrl.core.strict import Strict
 
 
 class EnvSection(Strict):

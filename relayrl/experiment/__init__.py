@@ -20,7 +20,8 @@ from typing import Any
 
 from relayrl.algos.dqn import NetworkFactory
 
-from relayrl.experiment.config import RunConfig, apply_overrides, build_config
+from relayrl.experiment.config import RunConfig, build_config
+from relayrl.experiment.overrides import apply_overrides
 from relayrl.experiment.presets import load_preset, preset_dict, preset_names
 from relayrl.experiment.build import Factories, build_run
 from relayrl.experiment.run import Run

@@ -228,7 +228,7 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
             build = PolicyBuild(compiled[pid].spec, policy, config.recipe(pid), device, seeds, timer, options, lambda pid=pid, policy=policy: saved(pid, policy))
             held_out[pid] = POLICY_KINDS[policy.kind](build)
     collector, pool = _backend(config, factories, policies, learners, exchanges(config, specs), builds, timer)
-    fragment_length = min(learner.settings.fragment_length for learner in learners.values())
+    fragment_length = min(learner.params.fragment_length for learner in learners.values())
     n_steps = config.backend.fragment_steps or max(1, fragment_length // first.venv.num_envs)
     reported = _reported_group(config, first, learners)
     main = names[reported] if names[reported] in learners else next(iter(learners))

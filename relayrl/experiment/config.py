@@ -1,17 +1,12 @@
 """Typed, validated run configuration (pydantic). A wrong key or value fails before training
 starts with the key path, the bad value and what is allowed."""
 
-import hashlib
-import json
 import re
-from collections.abc import Callable
 from typing import Annotated, Any, Literal, Union
 
-import yaml
 from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
-from relayrl.algos import ALGORITHMS, Capabilities
-from relayrl.algos.algorithm import algorithms_with
+from relayrl.algos import ALGORITHMS
 from relayrl.algos.actor_critic import ActorCriticConfig
 from relayrl.algos.qmix import ValueDecompositionConfig
 from relayrl.algos.dqn import DQNConfig
@@ -22,14 +17,14 @@ from relayrl.arena.schemes.pbt import PBTConfig
 from relayrl.arena.schemes.selfplay import SelfPlayConfig
 from relayrl.arena.schemes.tournament import TournamentConfig, round_robin
 from relayrl.core.errors import ConfigError
-from relayrl.core.settings import Strict
-from relayrl.envs.gym_copies import GymSection
-from relayrl.envs.pursuit import PursuitSection, PursuitSettings
+from relayrl.core.strict import Strict
+from relayrl.envs.pursuit import PursuitSection
 from relayrl.envs.registry import ENVS, MODULE_PATH, PettingZooSection
 from relayrl.envs.section import EnvSection
+from relayrl.experiment.config_errors import format_error
+from relayrl.experiment.identity import config_hash
 from relayrl.nets.qnetwork import ModelConfig
 from relayrl.sharing.config import SharingConfig
-from relayrl.sharing.selectors import bandwidth_rules
 
 
 def _env_kind(value: Any) -> str:
@@ -131,63 +126,10 @@ class BackendConfig(Strict):
     )
 
 
-# Settings that do not change what is learned (up to float rounding across devices/threads).
-RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "device", "checkpoint_interval", "keep_checkpoints"}
-# What a resume may change: the budget and how the run executes (a seed names another run).
-RESUMABLE_KEYS = tuple(sorted(RUNTIME_KEYS - {"seed"}))
-# Sections added after runs existed: hashed only when set, so older run directories keep their hashes.
-HASHED_WHEN_SET: dict[str, Any] = {
-    "policies": {},
-    "match": [],
-    "scale": None,
-    "report_group": None,
-    "actor_critic": None,
-    "qmix": None,
-    "sharing.replay": "own",
-    "sharing.correction": "none",
-    "sharing.divergence": "sym_kl",
-    "sharing.reference_cov": "sigma",
-    "sharing.cov_regulariser": 1e-6,
-    "sharing.jsd_samples": 256,
-    "actor_critic.normalize_obs": False,
-    "eval.policies": {},
-    "eval.match": [],
-    "qmix.storage": "episodes",
-    "qmix.bootstrap": "own",
-    "relay": None,
-    "shared_replay": None,
-    "backend.learners": "driver",
-    "backend.learner_cpus": 1.0,
-    "policies.*.qmix.storage": "episodes",
-    "policies.*.qmix.bootstrap": "own",
-    "policies.*.of": None,
-    "policies.*.qmix": {},
-    "rounds": [],
-    "hooks": {"on_round_start": [], "on_round_end": []},
-    "pbt": None,
-    "pbt.perturb": ["lr"],
-    "tournament": None,
-    "selfplay": None,
-    "backend": {"kind": "local", "runners": 1, "address": None, "runner_cpus": 1.0, "fragment_steps": None},
-}
-
-
-def _drop_default(section: Any, parts: list[str], default: Any) -> None:
-    """Removes the key at ``parts`` (``*`` matches every key at its level) where it holds
-    ``default``."""
-    if not isinstance(section, dict) or not parts:
-        return
-    head, rest = parts[0], parts[1:]
-    for key in list(section) if head == "*" else [head]:
-        if not rest:
-            if key in section and section[key] == default:
-                del section[key]
-        else:
-            _drop_default(section.get(key), rest, default)
-
-
-# Sections that replace ``dqn`` as the run's learner where they are set.
-LEARNER_SECTIONS = ("actor_critic", "qmix")
+# The config sections algorithms register with (``AlgorithmEntry.section``): one other than
+# ``dqn`` replaces it as the run's learner where it is set. Each is a field of RunConfig and of
+# PolicyConfig (a policy's changes to it); ``_sections_declared`` below checks both.
+LEARNER_SECTIONS = tuple(dict.fromkeys(ALGORITHMS[name].section for name in ALGORITHMS if ALGORITHMS[name].section != "dqn"))
 
 
 class RunConfig(Strict):
@@ -195,7 +137,7 @@ class RunConfig(Strict):
     total_steps: int = Field(800_000, ge=1)
     seed: int = Field(0, ge=0, lt=2**63, description="NumPy and torch seeds are non-negative")
     env: EnvConfig = PursuitSection()
-    model: ModelConfig = ModelConfig()
+    model: ModelConfig = Field(ModelConfig(), description="the Q-network of dqn learners (torso and head sizes)")
     dqn: DQNConfig = DQNConfig()
     actor_critic: ActorCriticConfig | None = Field(None, description="continuous actions: the actor-critic learner (dqn is unused)")
     qmix: ValueDecompositionConfig | None = Field(None, description="value decomposition over each group's agents, on episodes (dqn is unused)")
@@ -276,178 +218,17 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> "RunConfig":
-        if isinstance(self.env, GymSection) and self.actor_critic is None:
-            raise ValueError("gym envs train the actor-critic learner: set actor_critic (e.g. the preset halfcheetah-td3)")
-        actions = ALGORITHMS[self.algorithm()[0]].capabilities.actions
-        if self.env.actions != "any" and self.env.actions not in actions:
-            able = algorithms_with(lambda capabilities: self.env.actions in capabilities.actions)
-            raise ValueError(f"{self.algorithm_section()} applies to {' and '.join(sorted(actions))} actions; {self.env.name} has "
-                             f"{self.env.actions} actions ({', '.join(able)} act on them)")
-        if self.qmix is not None and self.actor_critic is not None:
-            raise ValueError("qmix and actor_critic are two learners: set one of them")
-        limit = getattr(self.env.settings, "max_cycles", None)
-        if self.qmix is not None and limit is not None and limit > self.qmix.max_episode_length:
-            raise ValueError(f"qmix stores whole episodes of up to max_episode_length={self.qmix.max_episode_length} steps, but episodes of {self.env.name} last up to {limit}: raise qmix.max_episode_length")
-        self._check_recipe("", *self.algorithm(), self.sharing)
-        check_match_syntax(self.match)
-        for i, r in enumerate(self.rounds):
-            where = f"rounds[{i}]"
-            if r.match is not None:
-                try:
-                    check_match_syntax(r.match)
-                except ValueError as error:
-                    raise ValueError(f"{where}.{error}") from None
-            try:
-                self.round_env(i)
-            except ValidationError as error:
-                raise ValueError(f"{where}.env: " + _format_error(error).removeprefix("invalid configuration:\n  ")) from None
-        if self.backend.learners == "actors" and self.backend.kind != "ray":
-            raise ValueError("backend.learners=actors puts the learners in Ray actors: set backend.kind=ray as well")
-        if self.backend.kind == "ray":
-            if self.backend.runners > self.env.num_envs:
-                raise ValueError(f"backend.runners={self.backend.runners} but env.num_envs={self.env.num_envs}: each runner steps at least one env copy")
-        if self.pbt is not None:
-            if len(self.rounds) < 2:
-                raise ValueError("pbt exploits and explores between rounds: give the run at least 2 rounds")
-            strangers = [pid for pid in self.pbt.population if pid not in self.policies or not self.policies[pid].learns]
-            if strangers:
-                raise ValueError(f"pbt.population names {strangers}, which are not learning policies declared in policies")
-            if "bandwidth" in self.pbt.perturb:
-                silent = [pid for pid in self.pbt.population if not self.recipe(pid)[2].relays_by_bandwidth]
-                if silent:
-                    raise ValueError(
-                        f"pbt.perturb has 'bandwidth' but {silent} relay no transitions by a bandwidth: "
-                        f"give them a selection rule (sharing.select: {', '.join(bandwidth_rules())}) or drop 'bandwidth'"
-                    )
-        if self.relay is not None:
-            strangers = [pid for pid in self.relay.between if pid not in self.policies or not self.policies[pid].learns]
-            if strangers:
-                raise ValueError(f"relay.between names {strangers}, which are not learning policies declared in policies")
-            self._check_members("relay.between", self.relay.between, lambda capabilities: capabilities.relay_between)
-            silent = [pid for pid in self.relay.between if not self.recipe(pid)[2].relays_by_bandwidth]
-            if silent:
-                raise ValueError(f"relay.between has {silent}, which select no transitions to relay: give them a selection rule "
-                                 f"(sharing.select: {', '.join(bandwidth_rules())})")
-        if self.shared_replay is not None:
-            self._check_shared_replay(self.shared_replay.between)
-        if self.tournament is not None:
-            if not self.rounds:
-                raise ValueError("a tournament rates its policies round by round: give the run rounds")
-            strangers = [pid for pid in self.tournament.policies if pid not in self.policies]
-            if strangers:
-                raise ValueError(f"tournament.policies names {strangers}, which policies does not declare")
-        clashes = sorted(set(self.eval.policies) & set(self.policies))
-        if clashes:
-            raise ValueError(f"eval.policies {clashes} are also run policies: give evaluation-only policies ids of their own")
-        if self.eval.match:
-            known = {*self.policies, *self.eval.policies, *(self.env.group_names() or [])}  # a group's own policy is its name
-            unknown = [pid for pid in match_policy_ids(self.eval.match) if pid not in known]
-            if unknown:
-                raise ValueError(f"eval.match names policies {unknown} that neither policies nor eval.policies declares")
-        for pid, policy in self.eval.policies.items():
-            if policy.kind == "frozen":
-                self._check_recipe(pid, *self.recipe(pid))
-        snapshots = [pid for pid, p in self.policies.items() if p.kind == "snapshot"]
-        if self.selfplay is not None:
-            sp = self.selfplay
-            if not self.rounds:
-                raise ValueError("self-play draws an opponent snapshot per round: give the run rounds")
-            if sp.learner not in self.policies or not self.policies[sp.learner].learns:
-                raise ValueError(f"selfplay.learner {sp.learner!r} is not a learning policy declared in policies")
-            opponent = self.policies.get(sp.opponent)
-            if opponent is None or opponent.kind != "snapshot" or opponent.of != sp.learner:
-                raise ValueError(f"selfplay.opponent {sp.opponent!r} must be declared as {{kind: snapshot, of: {sp.learner}}} in policies")
-        strays = [pid for pid in snapshots if self.selfplay is None or pid != self.selfplay.opponent]
-        if strays:
-            raise ValueError(f"snapshot policies {strays} get their networks from a self-play scheme: name one as selfplay.opponent")
-        lists = [m for m in (self.match, *(r.match for r in self.rounds)) if m]
-        if lists:
-            named = match_policy_ids([m for matches in lists for m in matches])
-            undeclared = [pid for pid in named if pid not in self.policies]
-            if undeclared:
-                raise ValueError(f"match names policies {undeclared} that policies does not declare (declared: {sorted(self.policies)})")
-            unused = [pid for pid in self.policies if pid not in named]
-            if unused:
-                raise ValueError(f"policies {unused} drive no entity: give them slots in match, or remove them")
-            for matches in lists:
-                if self.env.num_envs % len(matches):
-                    raise ValueError(f"env.num_envs={self.env.num_envs} copies cannot repeat the {len(matches)} matches evenly: set scale instead")
-        for pid, policy in self.policies.items():
-            if policy.kind in ("learning", "frozen"):
-                self._check_recipe(pid, *self.recipe(pid))
-            if policy.of is not None and (policy.of not in self.policies or not self.policies[policy.of].learns):
-                raise ValueError(f"policies.{pid}.of names {policy.of!r}, which is not a learning policy declared in policies")
-        names = self.env.group_names()
-        if names is None:  # a user's env: its groups are checked once it is built
-            return self
-        if not self.match:
-            strays = sorted(set(self.policies) - set(names))
-            if strays:
-                raise ValueError(
-                    f"policies {strays} are not groups of {self.env.name} (its groups: {names}): without a match each "
-                    f"policy drives the group of its name; place the others with match"
-                )
-        if self.report_group is not None and self.report_group not in names:
-            raise ValueError(f"report_group {self.report_group!r} is not a team of {self.env.name}; its teams: {names}")
-        if not any(p.learns for p in self.policy_configs(names).values()):
-            raise ValueError("no policy learns (all are frozen, random or scripted): make one kind=learning")
-        if self.sharing.team is not None and isinstance(self.env.settings, PursuitSettings):
-            n_agents = self.env.settings.n_pursuers
-            if any(not 0 <= i < n_agents for i in self.sharing.team):
-                raise ValueError(f"sharing.team indices must be in [0, {n_agents}), got {self.sharing.team}")
+        """The checks across sections (``relayrl.experiment.checks``), in order."""
+        from relayrl.experiment.checks import CHECKS
+
+        for check in CHECKS:
+            check(self)
         return self
 
-    def _check_members(self, key: str, between: list[str], applies: Callable[[Capabilities], bool]) -> None:
-        """The relay and the shared replay move single transitions between per-agent learners:
-        only learners whose algorithm's capabilities include ``key`` take part."""
-        algos = {pid: self.recipe(pid)[0] for pid in between}
-        refused = {pid: algo for pid, algo in algos.items() if not applies(ALGORITHMS[algo].capabilities)}
-        if refused:
-            raise ValueError(f"{key} has {refused}, whose algorithms take no part in it: {key} joins learners of "
-                             f"{', '.join(algorithms_with(applies))}, whose agents keep transitions of their own: drop these policies from it")
-
-    def _check_shared_replay(self, between: list[str]) -> None:
-        """The policies of ``shared_replay.between`` learn from a shared replay of one capacity."""
-        strangers = [pid for pid in between if pid not in self.policies or not self.policies[pid].learns]
-        if strangers:
-            raise ValueError(f"shared_replay.between names {strangers}, which are not learning policies declared in policies")
-        if len(set(between)) < len(between):
-            raise ValueError(f"shared_replay.between names a policy twice: {between}")
-        self._check_members("shared_replay.between", between, lambda capabilities: capabilities.shared_replay_between)
-        recipes = {pid: self.recipe(pid) for pid in between}
-        own = [pid for pid, (_, _, sharing) in recipes.items() if sharing.replay != "shared"]
-        if own:
-            raise ValueError(f"shared_replay.between has {own}, which keep replays of their own: give them sharing.replay=shared "
-                             "(with correction dps for DASE, none for ES-DASE)")
-        sizes = {pid: section.off_policy().buffer_size for pid, (_, section, _) in recipes.items()}
-        if len(set(sizes.values())) > 1:
-            raise ValueError(f"shared_replay.between: the learners' buffer_size differ ({sizes}); the one replay has one capacity")
-        if self.rounds:
-            raise ValueError("shared_replay.between runs without rounds: its learners keep their places in the one replay for the whole run")
-
-    def _check_recipe(self, pid: str, algo: str, section: Any, sharing: SharingConfig) -> None:
-        """Settings a learner cannot combine (checked for the run's and each policy's recipe)."""
-        where = "" if pid == "" else f"policy {pid!r}: "
-        settings, capabilities = section.off_policy(), ALGORITHMS[algo].capabilities
-        if sharing.select != "none" and not capabilities.select:
-            selecting = ", ".join(algorithms_with(lambda c: c.select))
-            raise ValueError(f"{where}sharing.select={sharing.select} applies to {selecting} learners, not {algo}: set sharing.select=none")
-        if not capabilities.shared_replay and (sharing.replay == "shared" or sharing.correction != "none"):
-            sharing_replay = ", ".join(algorithms_with(lambda c: c.shared_replay))
-            raise ValueError(
-                f"{where}sharing.replay=shared and correction=dps apply to actor-critic learners ({sharing_replay}), not {algo}: DQN "
-                "targets do not depend on the behaviour policy, and DPS needs deterministic continuous actions (docs/results/dase/README.md)"
-            )
-        if settings.param_sharing and not capabilities.param_sharing:
-            raise ValueError(f"{where}{algo} keeps a parameter set per agent: set {self.algorithm_section()}.param_sharing=false")
-        if sharing.priority == "sender_td" and not settings.prioritized:
-            raise ValueError(f"{where}sharing.priority=sender_td sets priorities in a prioritized replay: use priority=max here")
-        if settings.param_sharing and sharing.select != "none":
-            raise ValueError(f"{where}parameter sharing has one replay: set sharing.select=none")
 
     def algorithm_section(self) -> str:
-        """The config section of the run's learners: ``actor_critic`` or ``qmix`` where set,
-        else ``dqn``."""
+        """The config section of the run's learners: the one of ``LEARNER_SECTIONS`` that is
+        set, else ``dqn``."""
         return next((name for name in LEARNER_SECTIONS if getattr(self, name) is not None), "dqn")
 
     def algorithm(self) -> tuple[str, DQNConfig | ActorCriticConfig | ValueDecompositionConfig]:
@@ -468,7 +249,7 @@ class RunConfig(Strict):
                 section = type(section).model_validate({**section.model_dump(), **changes})
             sharing = SharingConfig.model_validate({**self.sharing.model_dump(), **policy.sharing}) if policy.sharing else self.sharing
         except ValidationError as error:
-            raise ValueError(f"policies.{pid}: " + _format_error(error).removeprefix("invalid configuration:\n  ")) from None
+            raise ValueError(f"policies.{pid}: " + format_error(error, RunConfig, ENV_TAGS).removeprefix("invalid configuration:\n  ")) from None
         return getattr(section, "algo", "dqn"), section, sharing
 
     def matches(self, groups: list[str], round_index: int | None = None) -> list[Match]:
@@ -493,79 +274,8 @@ class RunConfig(Strict):
         return {pid: self.policies.get(pid, PolicyConfig()) for pid in match_policy_ids([m for matches in lists for m in matches])}
 
     def config_hash(self) -> str:
-        """Short hash of everything that changes the experiment: not the seed, the budget, or
-        how it is executed (threads, device, checkpointing), so those may change on resume."""
-        payload = self.model_dump(mode="json", exclude=RUNTIME_KEYS)
-        for key, default in HASHED_WHEN_SET.items():
-            _drop_default(payload, key.split("."), default)
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:8]
-
-
-def config_changes(before: dict[str, Any], after: dict[str, Any], prefix: str = "") -> dict[str, tuple[Any, Any]]:
-    """Dotted keys whose values differ between two config dumps, with (before, after). Keys
-    present in one dump only (sections added in a later relayrl) are not changes."""
-    changes: dict[str, tuple[Any, Any]] = {}
-    for key in before.keys() & after.keys():
-        old, new = before[key], after[key]
-        if isinstance(old, dict) and isinstance(new, dict):
-            changes.update(config_changes(old, new, f"{prefix}{key}."))
-        elif old != new:
-            changes[f"{prefix}{key}"] = (old, new)
-    return changes
-
-
-def _same_env(a: str, b: str) -> bool:
-    """Names of one env section are implementations of the same dynamics (``pursuit`` and
-    ``pursuit-pz``): a run may continue on the other one."""
-    return a in ENVS and b in ENVS and ENVS[a].section is ENVS[b].section
-
-
-def check_resumable(saved: dict[str, Any], config: "RunConfig", source: str) -> dict[str, tuple[Any, Any]]:
-    """The changes from ``saved`` (a run's recorded config) to ``config`` if a resume may make
-    them; else ConfigError listing the changes and the keys a resume may change."""
-    changes = config_changes(saved, config.model_dump(mode="json"))
-    refused = {k: v for k, v in changes.items() if k not in RESUMABLE_KEYS and not (k == "env.name" and _same_env(*v))}
-    if refused:
-        shown = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in sorted(refused.items()))
-        raise ConfigError(
-            f"{source} was trained with other settings ({shown}). A resume may change only "
-            f"{', '.join(RESUMABLE_KEYS)}; to train with new settings start a new run "
-            f"(relayrl train {config.preset} KEY=VALUE ... makes its own run directory)"
-        )
-    return changes
-
-
-def _allowed_keys(parts: list[str]) -> list[str]:
-    """Field names of the config section at ``parts`` (for unknown-key messages)."""
-    model: Any = RunConfig
-    for part in parts:
-        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
-        if field is None:
-            return []
-        annotation = field.annotation
-        options = [a for a in getattr(annotation, "__args__", (annotation,)) if hasattr(a, "model_fields")]
-        if not options:
-            return []
-        model = options[0]
-    return sorted(model.model_fields)
-
-
-def _format_error(error: ValidationError) -> str:
-    lines = ["invalid configuration:"]
-    for item in error.errors():
-        parts = [str(p) for p in item["loc"] if not str(p).startswith("function-after")]
-        # discriminated unions insert the tag ("pursuit") into the location: drop it
-        parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "env" and p in ENV_TAGS)]
-        path = ".".join(parts) or "(root)"
-        message = item["msg"].removeprefix("Value error, ")
-        value = item.get("input")
-        shown = "" if isinstance(value, dict) else f" (got {value!r})"
-        hint = ""
-        if item["type"] == "extra_forbidden":
-            allowed = _allowed_keys(parts[:-1])
-            hint = f" -- unknown key; allowed here: {', '.join(allowed)}" if allowed else " -- unknown key"
-        lines.append(f"  {path}: {message}{shown}{hint}")
-    return "\n".join(lines)
+        """The short hash in the run directory's name (``relayrl.experiment.identity``)."""
+        return config_hash(self)
 
 
 def build_config(data: dict[str, Any]) -> RunConfig:
@@ -573,40 +283,16 @@ def build_config(data: dict[str, Any]) -> RunConfig:
     try:
         return RunConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(_format_error(error)) from None
+        raise ConfigError(format_error(error, RunConfig, ENV_TAGS)) from None
 
 
-def _parse_value(text: str) -> Any:
-    """Command-line values are numbers or YAML values: 1e-4, 250000, true, [0, 1], null."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return yaml.safe_load(text)
+def _sections_declared() -> None:
+    """Every registered algorithm's config section is a RunConfig and a PolicyConfig field
+    (what a new section must add besides its registration)."""
+    for name in ("dqn", *LEARNER_SECTIONS):
+        missing = [model.__name__ for model in (RunConfig, PolicyConfig) if name not in model.model_fields]
+        if missing:
+            raise TypeError(f"algorithms register the config section {name!r}, which {' and '.join(missing)} do not declare: add a field {name}")
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Applies ``dotted.key=value`` overrides to a nested dict (a copy); ``total_steps=N``
-    sets the budget. Unknown keys are caught by validation afterwards."""
-    result = json.loads(json.dumps(data))
-    for item in overrides:
-        if "=" not in item:
-            raise ConfigError(f"override {item!r} is not key=value (e.g. dqn.lr=1e-4)")
-        key, text = item.split("=", 1)
-        try:
-            value = _parse_value(text)
-        except yaml.YAMLError as error:
-            problem = getattr(error, "problem", None) or "not a number or YAML value"
-            raise ConfigError(f"override {item!r}: the value cannot be read ({problem}); e.g. 1e-4, true, [64, 256]") from None
-        node = result
-        parts = key.split(".")
-        for part in parts[:-1]:
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if not isinstance(child, dict):
-                raise ConfigError(f"override {key!r}: {part!r} is a value, not a section")
-            node = child
-        node[parts[-1]] = value
-    return result
+_sections_declared()

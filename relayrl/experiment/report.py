@@ -19,7 +19,7 @@ from relayrl.experiment.metrics import MetricsWriter
 
 
 @dataclass
-class Window:
+class Tally:
     """Accumulators between two metric reports."""
 
     env_steps: int = 0
@@ -59,7 +59,7 @@ class ReportLayout:
 
 
 class Reporter:
-    """Accumulates a window of episodes and seconds, then writes its row. ``label``: the
+    """Tallies episodes and seconds, then writes its row. ``label``: the
     progress line's tag; ``rounds``: the number of rounds (0 without)."""
 
     def __init__(self, layout: ReportLayout, label: str, total_steps: int, rounds: int, verbose: bool) -> None:
@@ -68,7 +68,7 @@ class Reporter:
         self.total_steps = total_steps
         self.rounds = rounds
         self.verbose = verbose
-        self.window = Window()
+        self.tally = Tally()
         self.recent_returns: deque[float] = deque(maxlen=100)  # RLlib's episode_reward_mean window
         self.history: list[dict[str, float]] = []  # the rows written by this process
         self.writer: MetricsWriter | None = None
@@ -82,22 +82,22 @@ class Reporter:
 
     def record(self, episodes: Any, env_steps: int) -> None:
         """A fragment of ``env_steps`` env steps and the episodes it finished."""
-        self.window.episode_returns += episodes.returns
-        self.window.episode_lengths += episodes.lengths
+        self.tally.episode_returns += episodes.returns
+        self.tally.episode_lengths += episodes.lengths
         self.recent_returns.extend(float(r[self.layout.reported]) for r in episodes.returns)
-        self.window.env_steps += env_steps
+        self.tally.env_steps += env_steps
 
     def tick(self, seconds: float) -> None:
-        """Training seconds (not evaluation or saving) in the window."""
-        self.window.seconds += seconds
+        """Training seconds (not evaluation or saving) in the tally."""
+        self.tally.seconds += seconds
 
     def row(
         self, counters: Any, reports: dict[str, dict[str, Any]], exchanged: dict[str, float], evaluated: np.ndarray | None, round_index: int
     ) -> dict[str, float]:
-        """The window's row: ``counters`` (env and agent steps, wall clock), each learner's
+        """The tally's row: ``counters`` (env and agent steps, wall clock), each learner's
         report, the exchanges' columns, the greedy evaluation ``[episodes, n_groups]`` where
-        one was due. The window starts again."""
-        layout, w, nan = self.layout, self.window, math.nan
+        one was due. The tally starts again."""
+        layout, w, nan = self.layout, self.tally, math.nan
         returns = np.array(w.episode_returns).reshape(-1, len(layout.groups))
         main = reports[layout.main]
         relays = [r["relay"] for r in reports.values() if r["relay"] is not None]
@@ -120,7 +120,7 @@ class Reporter:
             "grad_norm": main["grad_norm"],
             "epsilon": main["epsilon"],
             "sps": w.env_steps / w.seconds if w.seconds > 0 else nan,
-            "updates_per_s": main["window_updates"] / w.seconds if w.seconds > 0 else nan,
+            "updates_per_s": main["new_updates"] / w.seconds if w.seconds > 0 else nan,
             "wall_s": counters.wall_s,
         }
         if layout.rounds:
@@ -136,7 +136,7 @@ class Reporter:
             row["eval_reward_mean"] = float(evaluated[:, layout.reported].mean())
             if len(layout.groups) > 1:
                 row.update({f"eval_reward_mean/{name}": float(evaluated[:, g].mean()) for g, name in enumerate(layout.groups)})
-        self.window = Window()
+        self.tally = Tally()
         self.sharing = bool(relays)
         return row
 
@@ -170,11 +170,11 @@ class Reporter:
         print(" | ".join(parts), flush=True)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"window": asdict(self.window), "recent_returns": list(self.recent_returns)}
+        return {"tally": asdict(self.tally), "recent_returns": list(self.recent_returns)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        w = state["window"]
-        self.window = Window(w["env_steps"], list(w["episode_returns"]), list(w["episode_lengths"]), w["seconds"])
+        w = state["tally"]
+        self.tally = Tally(w["env_steps"], list(w["episode_returns"]), list(w["episode_lengths"]), w["seconds"])
         self.recent_returns = deque(state["recent_returns"], maxlen=100)
 
     def close(self) -> None:

@@ -22,7 +22,8 @@ from relayrl.core.errors import NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.seeding import derive_seeds
 from relayrl.experiment.clock import Clock, Counters
-from relayrl.experiment.config import RunConfig, check_resumable
+from relayrl.experiment.config import RunConfig
+from relayrl.experiment.identity import check_resumable
 from relayrl.experiment.evaluation import Evaluator
 from relayrl.experiment.report import Reporter
 from relayrl.experiment.run_dir import RunDirectory
@@ -63,9 +64,7 @@ class Run:
         resumed_at = 0
         if self.run_dir is not None:
             self.run_dir.open()
-            latest = self.run_dir.load_latest()
-            if latest is not None:
-                self.load_state_dict(*latest)
+            if self.run_dir.resume(self.load_state_dict):
                 resumed_at = self.counters.env_steps
             # metrics first: a resume that cannot rewrite them stops before anything else is written
             self.counters.metric_rows = self.reporter.open(self.run_dir.path, resumed_at, self.counters.metric_rows)
@@ -146,7 +145,7 @@ class Run:
         """What the clock says is due after an iteration, in order: a round's end (its schemes
         and hooks see the learners at home), the report, the next round, the checkpoint. A
         checkpoint off the report grid (a budget's end) is taken before the report, so that
-        it keeps the window unreported and a resumed run writes the rows an uninterrupted one
+        it keeps the tally unreported and a resumed run writes the rows an uninterrupted one
         does; one at a new round is taken once the round has begun."""
         clock, at_end = self.clock, self.counters.env_steps >= self.config.total_steps
         report, checkpoint, round_over = clock.due("report"), clock.due("checkpoint") or at_end, clock.due("round")

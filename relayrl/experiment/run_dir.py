@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,8 @@ import yaml
 import relayrl
 from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.experiment.checkpoint import CONFIG_FILE, MANIFEST, checkpoint_steps, list_checkpoints, load_checkpoint, save_checkpoint, write_atomically
-from relayrl.experiment.config import RunConfig, check_resumable
+from relayrl.experiment.config import RunConfig
+from relayrl.experiment.identity import check_resumable
 from relayrl.experiment.run_lock import RunLock
 
 
@@ -97,10 +99,21 @@ class RunDirectory:
         found = list_checkpoints(self.checkpoints)
         return found[-1] if found else None
 
-    def load_latest(self) -> tuple[dict[str, Any], str] | None:
-        """The newest checkpoint's state and its path, or None."""
+    def resume(self, load: Callable[[dict[str, Any], str], None]) -> bool:
+        """Hands the newest checkpoint's state and path to ``load``; False where there is
+        none. A checkpoint without an entry ``load`` reads was written by another relayrl
+        revision: refused with the place that names the revision."""
         latest = self.latest()
-        return None if latest is None else (load_checkpoint(latest), str(latest))
+        if latest is None:
+            return False
+        try:
+            load(load_checkpoint(latest), str(latest))
+        except KeyError as missing:
+            raise CheckpointError(
+                f"{latest} has no entry {missing}: another relayrl revision wrote it (the commit is in {self.path / 'provenance.yaml'}); "
+                "resume it with that revision, or start a new run directory"
+            ) from None
+        return True
 
     def record_start(self, resumed_at: int, frozen_sources: dict[str, str]) -> None:
         """Writes config.yaml (at the start, or where a resume changed settings) and appends

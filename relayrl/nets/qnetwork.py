@@ -15,7 +15,7 @@ from torch import nn
 from pydantic import Field
 
 from relayrl.core.errors import ConfigError
-from relayrl.core.settings import PositiveInt, Strict
+from relayrl.core.strict import PositiveInt, Strict
 from relayrl.nets.stacked import StackedConv2d, StackedLinear
 
 

@@ -8,7 +8,7 @@ observation; per-step fields (action, reward, terminated, truncated, valid) have
 ``max_length``; ``filled [max_length]`` marks the real steps. ``EpisodeStorage`` keeps
 them as rows of a ``ReplayBuffer`` (one row per episode, the time axis inside each field),
 sampled uniformly or by priority like transitions, and cuts an update's spans
-(``relayrl.replay.windows``) from them.
+(``relayrl.replay.spans``) from them.
 """
 
 from typing import Any
@@ -17,7 +17,7 @@ import numpy as np
 
 from relayrl.core.specs import GroupSpec
 from relayrl.replay.buffer import FieldSpec, ReplayBuffer
-from relayrl.replay.windows import episode_windows
+from relayrl.replay.spans import episode_spans
 
 SEEN = {"obs": "next_obs", "state": "next_state", "action_mask": "next_action_mask"}  # field -> its successor
 STEP = ("action", "reward", "terminated", "truncated", "valid")
@@ -116,7 +116,7 @@ class EpisodeBuilder:
 
 class EpisodeStorage:
     """Whole episodes as replay rows, and the spans of the sampled ones: whole episodes, or
-    windows of ``sequence_length`` steps after up to ``burn_in`` steps (None: whole)."""
+    spans of ``sequence_length`` steps after up to ``burn_in`` steps (None: whole)."""
 
     @staticmethod
     def fields(spec: GroupSpec, max_length: int) -> dict[str, FieldSpec]:
@@ -188,11 +188,11 @@ class EpisodeStorage:
         return self.batch
 
     def spans(self, gathered: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """Whole episodes, or windows whose first trained step is drawn uniformly."""
+        """Whole episodes, or spans whose first trained step is drawn uniformly."""
         begins = None
         if self.sequence_length is not None:
             begins = (rng.random(len(gathered["filled"])) * gathered["filled"].sum(axis=1)).astype(np.int64)
-        return episode_windows(gathered, begins, self.sequence_length, self.burn_in, self.tbptt)
+        return episode_spans(gathered, begins, self.sequence_length, self.burn_in, self.tbptt)
 
     def state_dict(self) -> dict[str, Any]:
         return {"builder": self.builder.state_dict()}

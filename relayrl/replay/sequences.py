@@ -1,18 +1,18 @@
 """Sequences from transition storage (SPEC §1.4, paper 003): every step of every worker is
-one replay row, and an update's spans (``relayrl.replay.windows``) are gathered from
+one replay row, and an update's spans (``relayrl.replay.spans``) are gathered from
 consecutive rows of one worker's episode.
 
 A fragment ``[T, W, ...]`` is written time-major, so a worker's next step lies ``W`` rows
 after its last one in the ring. Each row also keeps its step index within its episode
 (``step``) and the rollout step that wrote it (``stamp``, from 1): rows ``W`` apart belong to
-one episode exactly where both advance by one, which tells where a window must stop (the
+one episode exactly where both advance by one, which tells where a span must stop (the
 episode ended, or the ring was overwritten or not written yet) without any per-episode index.
 
-A sampled slot is the first trained step of its window: up to ``burn_in`` earlier steps of
+A sampled slot is the first trained step of its span: up to ``burn_in`` earlier steps of
 the same episode warm the hidden state first (fewer at the episode's start, or where the
-ring has overwritten them), and the window runs ``sequence_length`` steps or to the
+ring has overwritten them), and the span runs ``sequence_length`` steps or to the
 episode's end. The slot is what the samplers (uniform, prioritized, AccMER's reuse) draw
-and weigh, so each window's weight goes back to its first trained transition.
+and weigh, so each span's weight goes back to its first trained transition.
 """
 
 from typing import Any
@@ -21,7 +21,7 @@ import numpy as np
 
 from relayrl.core.specs import GroupSpec
 from relayrl.replay.buffer import FieldSpec, ReplayBuffer
-from relayrl.replay.windows import SEEN, STEP, cuts
+from relayrl.replay.spans import SEEN, STEP, cuts
 
 NEXT = {"obs": "next_obs", "state": "next_state", "action_mask": "next_action_mask"}
 
@@ -87,7 +87,7 @@ class TransitionSequences:
 
     def end_workers(self, workers: np.ndarray) -> tuple[np.ndarray, int]:
         """The episodes in flight of ``workers`` end at their last stored step (their env
-        copies restarted elsewhere): the next row of each starts a new episode, so no window
+        copies restarted elsewhere): the next row of each starts a new episode, so no span
         runs across, and one that reaches the last row bootstraps there. Returns no slots
         (nothing is written) and the number of episodes ended."""
         if self.episode_step is None:
@@ -97,7 +97,7 @@ class TransitionSequences:
         return np.zeros(0, np.int64), len(running)
 
     def gather(self, slots: np.ndarray, reused: int = 0) -> dict[str, np.ndarray]:
-        """The span of each sampled slot (its window's first trained step)."""
+        """The span that starts at each sampled slot (its first trained step)."""
         stored = {name: rows[0] for name, rows in self.replay.storage().items()}
         cap, w = self.replay.capacity, self.episode_step.size
         stamp, step = stored["stamp"], stored["step"]

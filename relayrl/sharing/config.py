@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from relayrl.core.registry import registered
-from relayrl.core.settings import Strict
+from relayrl.core.strict import Strict
 from relayrl.sharing.corrections import CORRECTIONS
 from relayrl.sharing.selectors import SELECTORS
 

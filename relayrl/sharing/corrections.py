@@ -138,7 +138,7 @@ def weighted_mean(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass(frozen=True)
-class DPSSettings:
+class DPSParams:
     """``divergence``: sym_kl (default, the reference code), jsd (the paper's text), kl
     (KL-DASE), none (ES-DASE). The reference Gaussian is N(0, sigma I) with sigma the
     exploration noise std, used literally as a covariance (eq. 7), or sigma^2 I."""
@@ -157,16 +157,16 @@ class ExternalWeights:
     per-transition weights; ``metrics`` reports the external weight and share."""
 
     def __init__(
-        self, batch: dict[str, np.ndarray], scale: torch.Tensor, settings: DPSSettings, generator: torch.Generator, own: np.ndarray
+        self, batch: dict[str, np.ndarray], scale: torch.Tensor, params: DPSParams, generator: torch.Generator, own: np.ndarray
     ) -> None:
-        self.settings, self.generator, self.scale = settings, generator, scale
+        self.params, self.generator, self.scale = params, generator, scale
         self.external = torch.as_tensor(batch["agent"].astype(np.int64) != own[:, None], device=scale.device)
         # in units of the action range's half-width, like the exploration noise sigma
         self.actions = torch.as_tensor(batch["action"], device=scale.device).float() / scale
         self.external_weight = torch.ones(len(own))
 
     def __call__(self, own_actions: torch.Tensor) -> torch.Tensor:
-        s = self.settings
+        s = self.params
         self.external_weight = dps_weight(
             self.actions, own_actions / self.scale, self.external, s.sigma, s.divergence, s.reference_cov,
             s.regulariser, s.jsd_samples, self.generator,
@@ -175,7 +175,7 @@ class ExternalWeights:
 
     def for_update(self) -> "ExternalWeights | None":
         """What the update takes: these weights, or none for plain sharing (ES-DASE)."""
-        return self if self.settings.divergence != "none" else None
+        return self if self.params.divergence != "none" else None
 
     def metrics(self) -> dict[str, float]:
         w = self.external_weight
@@ -189,13 +189,13 @@ class DPSCorrection:
     """DASE's receiver side on a shared tagged replay: each draw's external transitions
     weighted by DPS with the receiving agent's current actor (``ExternalWeights``)."""
 
-    def __init__(self, settings: DPSSettings, device: torch.device, seed: int) -> None:
-        self.settings = settings
+    def __init__(self, params: DPSParams, device: torch.device, seed: int) -> None:
+        self.params = params
         self.generator = torch.Generator(device=device).manual_seed(seed)
 
     def weights(self, batch: dict[str, np.ndarray], scale: torch.Tensor, own: np.ndarray) -> ExternalWeights:
         """The weights of the K agents' draws ``batch [K, B]``; ``own [K]``: their ``agent`` tags."""
-        return ExternalWeights(batch, scale, self.settings, self.generator, own)
+        return ExternalWeights(batch, scale, self.params, self.generator, own)
 
     def state_dict(self) -> dict[str, Any]:
         return {"generator": self.generator.get_state()}
@@ -209,8 +209,8 @@ def _dps(weighted: bool) -> Callable[["SharingConfig", float, torch.device, int]
 
     def build(sharing: "SharingConfig", sigma: float, device: torch.device, seed: int) -> DPSCorrection:
         chosen: Divergence = sharing.divergence if weighted else "none"
-        settings = DPSSettings(chosen, sharing.reference_cov, sigma, sharing.cov_regulariser, sharing.jsd_samples)
-        return DPSCorrection(settings, device, seed)
+        params = DPSParams(chosen, sharing.reference_cov, sigma, sharing.cov_regulariser, sharing.jsd_samples)
+        return DPSCorrection(params, device, seed)
 
     return build
 

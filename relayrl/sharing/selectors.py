@@ -236,7 +236,7 @@ class FixedSelector:
 
 
 @dataclass(frozen=True)
-class SelectionSettings:
+class SelectionParams:
     """What a selector is built from: the ``sharing`` section's selection keys."""
 
     n_senders: int
@@ -254,7 +254,7 @@ class SelectionRule:
     """A ``sharing.select`` mode: ``build`` makes its selector; ``by_bandwidth``: it relays a
     share b of the transitions (``sharing.bandwidth``, what population-based training perturbs)."""
 
-    build: Callable[[SelectionSettings], Selector]
+    build: Callable[[SelectionParams], Selector]
     by_bandwidth: bool
 
 
@@ -280,7 +280,7 @@ def bandwidth_rules() -> list[str]:
 
 
 def make_selector(mode: str, n_senders: int, *, bandwidth: float, window: int, **options: Any) -> Selector:
-    """The selector registered as ``mode``; ``options``: the other ``SelectionSettings``."""
+    """The selector registered as ``mode``; ``options``: the other ``SelectionParams``."""
     if mode not in SELECTORS:
         raise ValueError(f"unknown selection mode {mode!r}; allowed: {', '.join(SELECTORS)}")
-    return SELECTORS[mode].build(SelectionSettings(n_senders, bandwidth, window, **options))
+    return SELECTORS[mode].build(SelectionParams(n_senders, bandwidth, window, **options))

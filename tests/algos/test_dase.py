@@ -3,9 +3,9 @@
 import numpy as np
 import torch
 
-from relayrl.algos.td3 import TD3, TD3Settings
+from relayrl.algos.td3 import TD3, TD3Params
 from relayrl.replay import FieldSpec, ReplayBuffer
-from relayrl.sharing.corrections import DPSCorrection, DPSSettings
+from relayrl.sharing.corrections import DPSCorrection, DPSParams
 
 OBS, LOW, HIGH = 4, [-1.0, -1.0], [1.0, 1.0]
 FIELDS = {
@@ -19,7 +19,7 @@ FIELDS = {
 
 
 def _learner() -> TD3:
-    return TD3(2, OBS, LOW, HIGH, TD3Settings(hidden=(16, 16), policy_noise=0.0), torch.device("cpu"), 0)
+    return TD3(2, OBS, LOW, HIGH, TD3Params(hidden=(16, 16), policy_noise=0.0), torch.device("cpu"), 0)
 
 
 def _shared_replay(learner: TD3, far_agent: int | None, seed: int = 0) -> ReplayBuffer:
@@ -46,7 +46,7 @@ def _shared_replay(learner: TD3, far_agent: int | None, seed: int = 0) -> Replay
     return replay
 
 
-def dase_update(algorithm: TD3, replay: ReplayBuffer, batch_size: int, settings: DPSSettings) -> dict[str, float]:
+def dase_update(algorithm: TD3, replay: ReplayBuffer, batch_size: int, settings: DPSParams) -> dict[str, float]:
     """One DASE step as a learner on a shared replay takes it: K draws at once, weights from
     the correction, one update of all K agents."""
     k = algorithm.n_sets
@@ -59,7 +59,7 @@ def dase_update(algorithm: TD3, replay: ReplayBuffer, batch_size: int, settings:
 def test_es_dase_is_plain_td3_on_each_agents_share_of_the_batch():
     a, b = _learner(), _learner()
     replay_a, replay_b = _shared_replay(a, None), _shared_replay(b, None)
-    metrics = dase_update(a, replay_a, 32, DPSSettings(divergence="none"))
+    metrics = dase_update(a, replay_a, 32, DPSParams(divergence="none"))
     sampled = replay_b.sample(2 * 32).data
     b.update({k: v.reshape(2, 32, *v.shape[2:]) for k, v in sampled.items()})
     for p, q in zip(a.critics.parameters(), b.critics.parameters()):
@@ -70,7 +70,7 @@ def test_es_dase_is_plain_td3_on_each_agents_share_of_the_batch():
 def test_transitions_of_a_different_policy_are_down_weighted():
     learner = _learner()
     replay = _shared_replay(learner, far_agent=1)
-    metrics = dase_update(learner, replay, 128, DPSSettings(divergence="sym_kl", reference_cov="std_squared"))
+    metrics = dase_update(learner, replay, 128, DPSParams(divergence="sym_kl", reference_cov="std_squared"))
     assert metrics["dps_weight/0"] < 1e-3  # agent 0 sees agent 1's far-off actions
-    jsd = dase_update(_learner(), _shared_replay(_learner(), far_agent=1), 128, DPSSettings(divergence="jsd"))
+    jsd = dase_update(_learner(), _shared_replay(_learner(), far_agent=1), 128, DPSParams(divergence="jsd"))
     assert 0.5 - 0.01 <= jsd["dps_weight/0"] < 0.6  # JSD <= ln 2: weights stay >= 1/2

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from relayrl.algos.obs_normalizer import MIN_VARIANCE, OBS_CLIP, ObsNormalizer
-from relayrl.algos.td3 import TD3, TD3Settings
+from relayrl.algos.td3 import TD3, TD3Params
 
 
 def test_running_moments_equal_the_moments_of_all_valid_rows():
@@ -38,7 +38,7 @@ def test_normalised_values_are_clipped_and_the_std_has_a_floor():
 
 
 def test_a_normalising_learner_acts_and_learns_on_normalised_states():
-    settings = TD3Settings(hidden=(8,), normalize_obs=True, exploration_noise=0.0)
+    settings = TD3Params(hidden=(8,), normalize_obs=True, exploration_noise=0.0)
     learner = TD3(2, 3, [-1.0], [1.0], settings, torch.device("cpu"), 0)
     rng = np.random.default_rng(1)
     learner.observe(rng.normal(loc=10.0, size=(2, 50, 3)).astype(np.float32))
@@ -51,11 +51,11 @@ def test_a_normalising_learner_acts_and_learns_on_normalised_states():
 
 
 def test_statistics_travel_with_the_policy_and_a_mismatch_is_refused():
-    normalizing = TD3(1, 3, [-1.0], [1.0], TD3Settings(hidden=(8,), normalize_obs=True), torch.device("cpu"), 0)
+    normalizing = TD3(1, 3, [-1.0], [1.0], TD3Params(hidden=(8,), normalize_obs=True), torch.device("cpu"), 0)
     normalizing.observe(np.full((1, 5, 3), 4.0, np.float32))
-    copy = TD3(1, 3, [-1.0], [1.0], TD3Settings(hidden=(8,), normalize_obs=True), torch.device("cpu"), 1)
+    copy = TD3(1, 3, [-1.0], [1.0], TD3Params(hidden=(8,), normalize_obs=True), torch.device("cpu"), 1)
     copy.load_policy_state(normalizing.policy_state())
     np.testing.assert_array_equal(copy.obs_normalizer.mean, normalizing.obs_normalizer.mean)
-    plain = TD3(1, 3, [-1.0], [1.0], TD3Settings(hidden=(8,)), torch.device("cpu"), 0)
+    plain = TD3(1, 3, [-1.0], [1.0], TD3Params(hidden=(8,)), torch.device("cpu"), 0)
     with pytest.raises(ValueError, match="normalize_obs"):
         plain.load_state_dict(normalizing.state_dict())

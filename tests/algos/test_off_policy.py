@@ -61,10 +61,10 @@ def test_every_registered_algorithm_learns_through_the_one_learner(algo):
         assert learner.observe(_fragment(learner, seed)) == T * E * N
         learner.learn(env_steps=(seed + 1) * T * E)
     np.testing.assert_array_equal(learner.replay.size, [3 * T * E] * N)
-    gradient_steps = 3 * T * E // learner.settings.fragment_length * learner.settings.updates_per_fragment
+    gradient_steps = 3 * T * E // learner.params.fragment_length * learner.params.updates_per_fragment
     assert learner.updates == gradient_steps
     report = learner.report(3 * T * E)
-    assert report["window_updates"] == gradient_steps and np.isfinite(report["td_loss"])
+    assert report["new_updates"] == gradient_steps and np.isfinite(report["td_loss"])
     batch = learner.replay.sample(8).data
     assert learner.algorithm.td_error(batch).shape == (N, 8)
 

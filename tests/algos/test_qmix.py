@@ -30,10 +30,10 @@ def _config(total: int, **qmix) -> dict:
 
 
 def _train(config: dict, run_dir: Path | None = None) -> Run:
-    trainer = build_run(build_config(config), run_dir, verbose=False)
-    trainer.train()
-    trainer.close()
-    return trainer
+    run = build_run(build_config(config), run_dir, verbose=False)
+    run.train()
+    run.close()
+    return run
 
 
 def _untimed(rows) -> list[dict]:
@@ -86,11 +86,11 @@ def test_a_cut_stops_the_gradient_at_that_step_for_that_row_only():
          "macpo-central-targets"],
 )
 def test_each_learner_trains_on_whole_episodes(qmix):
-    trainer = _train(_config(600, **qmix))
-    (learner,) = trainer.learners.values()
+    run = _train(_config(600, **qmix))
+    (learner,) = run.learners.values()
     assert learner.episodes >= 600 // 40  # every episode ends by the 40-step limit at the latest
     assert learner.updates == learner.episodes - learner.config.batch_size + 1  # one update per episode once a batch is stored
-    assert np.isfinite(trainer.reporter.history[-1]["td_loss"])
+    assert np.isfinite(run.reporter.history[-1]["td_loss"])
 
 
 def test_central_targets_change_what_q_tot_learns_and_nothing_before_the_first_update():
@@ -112,18 +112,18 @@ def test_central_targets_change_what_q_tot_learns_and_nothing_before_the_first_u
     ids=["qmix", "accmer-tbptt", "iql-prioritized"],
 )
 def test_windows_from_transition_storage_train(qmix):
-    trainer = _train(_config(600, storage="transitions", buffer_size=300, **qmix))
-    (learner,) = trainer.learners.values()
+    run = _train(_config(600, storage="transitions", buffer_size=300, **qmix))
+    (learner,) = run.learners.values()
     assert learner.storage.size == 300  # transitions: the ring is full after 600 steps
     assert learner.updates == learner.episodes  # a batch of 4 windows is stored before the first episode ends
-    assert np.isfinite(trainer.reporter.history[-1]["td_loss"])
+    assert np.isfinite(run.reporter.history[-1]["td_loss"])
     if qmix.get("sampler") == "reuse":
         assert not np.allclose(learner.sampler.weights, 1.0)  # each window's weight went back to its first step
 
 
 def test_accmer_weights_are_written_back_and_decay():
-    trainer = _train(_config(400, mixer="qmix", weighting="macpo", sampler="reuse", reuse_decay=0.8))
-    (learner,) = trainer.learners.values()
+    run = _train(_config(400, mixer="qmix", weighting="macpo", sampler="reuse", reuse_decay=0.8))
+    (learner,) = run.learners.values()
     table = learner.sampler.weights[: int(learner.replay.size[0])]
     assert learner.updates > 0
     assert not np.allclose(table, 1.0)  # MAC-PO weights replaced the initial ones
@@ -131,8 +131,8 @@ def test_accmer_weights_are_written_back_and_decay():
 
 
 def test_prioritized_episodes_take_the_algorithm_weights_as_priorities():
-    trainer = _train(_config(400, weighting="macpo", sampler="prioritized"))
-    (learner,) = trainer.learners.values()
+    run = _train(_config(400, weighting="macpo", sampler="prioritized"))
+    (learner,) = run.learners.values()
     stored = learner.replay.priorities()[0, : int(learner.replay.size[0])]
     assert learner.updates > 0 and len(np.unique(stored)) > 2  # MAC-PO's per-episode weights, not one insert priority
 
@@ -155,9 +155,9 @@ def test_qmix_learns_to_catch_stags():
     the best 2: docs/results/accmer/README.md) to catching most of the 2 stags, greedily."""
     config = _config(8000, batch_size=32, buffer_size=1000, epsilon_steps=4000, target_update_episodes=20)
     config.update(report_interval=2000, checkpoint_interval=8000, eval={"interval": 8000, "episodes": 32})
-    trainer = _train(config)
-    assert trainer.reporter.history[0]["episode_reward_mean"] < 0.6  # the first 2000 steps, mostly random
-    assert trainer.reporter.history[-1]["eval_reward_mean"] > 1.0
+    run = _train(config)
+    assert run.reporter.history[0]["episode_reward_mean"] < 0.6  # the first 2000 steps, mostly random
+    assert run.reporter.history[-1]["eval_reward_mean"] > 1.0
 
 
 @pytest.mark.parametrize(

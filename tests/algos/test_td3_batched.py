@@ -6,10 +6,10 @@ import copy
 import numpy as np
 import torch
 
-from relayrl.algos.td3 import TD3, TD3Settings
+from relayrl.algos.td3 import TD3, TD3Params
 
 OBS, LOW, HIGH = 5, [-1.0, -2.0], [1.0, 2.0]
-SETTINGS = TD3Settings(hidden=(32, 32), policy_noise=0.0)  # no smoothing noise: separate learners draw it differently
+SETTINGS = TD3Params(hidden=(32, 32), policy_noise=0.0)  # no smoothing noise: separate learners draw it differently
 
 
 def _batch(k: int, b: int, seed: int) -> dict[str, np.ndarray]:
@@ -58,7 +58,7 @@ def test_unit_weights_are_plain_td3():
 
 
 def test_exploration_stays_in_bounds_with_the_papers_noise():
-    learner = TD3(2, OBS, LOW, HIGH, TD3Settings(hidden=(16,)), torch.device("cpu"), 0)
+    learner = TD3(2, OBS, LOW, HIGH, TD3Params(hidden=(16,)), torch.device("cpu"), 0)
     obs = np.zeros((2, 4000, OBS), np.float32)
     greedy, noisy = learner.act(obs, None, 0.0)[0], learner.act(obs, None, 1.0)[0]
     assert (noisy >= np.array(LOW) - 1e-6).all() and (noisy <= np.array(HIGH) + 1e-6).all()
@@ -69,7 +69,7 @@ def test_exploration_stays_in_bounds_with_the_papers_noise():
 
 
 def test_state_round_trip_gives_identical_updates():
-    settings = TD3Settings(hidden=(16, 16))  # with smoothing noise: its generator is saved too
+    settings = TD3Params(hidden=(16, 16))  # with smoothing noise: its generator is saved too
     a = TD3(2, OBS, LOW, HIGH, settings, torch.device("cpu"), 0)
     a.update(_batch(2, 8, 0))
     state = copy.deepcopy(a.state_dict())  # what a checkpoint holds
@@ -83,7 +83,7 @@ def test_state_round_trip_gives_identical_updates():
 
 
 def test_ddpg_is_td3_with_one_critic_and_no_delay():
-    ddpg = TD3Settings(hidden=(16,), policy_noise=0.0, noise_clip=0.0, policy_delay=1, twin_critics=False)
+    ddpg = TD3Params(hidden=(16,), policy_noise=0.0, noise_clip=0.0, policy_delay=1, twin_critics=False)
     learner = TD3(2, OBS, LOW, HIGH, ddpg, torch.device("cpu"), 0)
     assert len(learner.critics) == 1
     before = [p.detach().clone() for p in learner.actor.parameters()]

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from relayrl.core.errors import ConfigError
-from relayrl.experiment import Run, build_run, build_config
+from relayrl.experiment import build_run, build_config
 
 pytest.importorskip("magent2")
 
@@ -45,9 +45,9 @@ def test_evaluations_play_the_held_out_opponent_only(tmp_path, monkeypatch):
     calls = tmp_path / "calls.txt"
     monkeypatch.setenv("RELAYRL_TEST_CALLS", str(calls))
     evaluation = {"interval": 120, "episodes": 2, "policies": {"still": {"kind": "scripted", "script": "held_out.hold"}}, "match": [{"blue": "blue", "red": "still"}]}
-    trainer = build_run(build_config(_config(eval=evaluation)), tmp_path / "run", verbose=False)
-    trainer.train()
-    trainer.close()
+    run = build_run(build_config(_config(eval=evaluation)), tmp_path / "run", verbose=False)
+    run.train()
+    run.close()
     steps = [int(n) for n in calls.read_text().split()]
     assert len(steps) == 2 * 30 and set(steps) == {2}  # two evaluations of 30 steps, 2 copies each; never in training
     with (tmp_path / "run" / "metrics.csv").open() as handle:
@@ -66,11 +66,11 @@ def test_a_frozen_held_out_team_comes_from_another_runs_checkpoint(tmp_path):
         "policies": {"veteran": {"kind": "frozen", "checkpoint": str(tmp_path / "other"), "pretrained_policy": "red"}},
         "match": [{"blue": "blue", "red": "veteran"}],
     }
-    trainer = build_run(build_config(_config(eval=evaluation)), tmp_path / "run", verbose=False)
-    trainer.train()
-    trainer.close()
-    assert trainer.frozen_sources["veteran"].startswith(str(tmp_path / "other"))
-    held = trainer.evaluator.policies["veteran"].policy_state()["networks"]
+    run = build_run(build_config(_config(eval=evaluation)), tmp_path / "run", verbose=False)
+    run.train()
+    run.close()
+    assert run.frozen_sources["veteran"].startswith(str(tmp_path / "other"))
+    held = run.evaluator.policies["veteran"].policy_state()["networks"]
     saved = first.policies["red"].policy_state()["networks"]
     torch.testing.assert_close(held, saved, rtol=0, atol=0)
 

@@ -26,9 +26,9 @@ def test_step_observes_learns_and_relays_between_learners():
         agent_steps += pool.step(got.fragments, env_steps)
     assert agent_steps > 0 and all(one.updates > 0 for one in pool.values()), "past learning_starts every learner updated"
     reports = pool.report(env_steps)
-    assert set(reports) == {"a", "b"} and math.isfinite(reports["a"]["td_loss"]) and reports["a"]["window_updates"] == learners["a"].updates
+    assert set(reports) == {"a", "b"} and math.isfinite(reports["a"]["td_loss"]) and reports["a"]["new_updates"] == learners["a"].updates
     exchanged = pool.exchange_report(reports)
     assert exchanged["relayed_out/a"] > 0 and exchanged["relayed_out/b"] > 0
     assert pool.exchange_columns() == ("relayed_out/a", "relayed_out/b", "relayed_out_bytes/a", "relayed_out_bytes/b", "relay_seconds")
     assert set(pool.acting_states()) == {"a", "b"}
-    assert pool.report(env_steps)["a"]["window_updates"] == 0, "a report starts the window again"
+    assert pool.report(env_steps)["a"]["new_updates"] == 0, "a report starts the tally again"

@@ -8,7 +8,7 @@ import pytest
 from relayrl.arena.match import compile_matches
 from relayrl.core.errors import ConfigError
 from relayrl.core.specs import GroupSpec
-from relayrl.experiment import Run, build_run, build_config
+from relayrl.experiment import build_run, build_config
 
 CORRIDOR = {"name": "corridor", "settings": {"n_agents": 3, "n_walkers": 2, "length": 4, "max_steps": 12}}
 RUNNER = GroupSpec("runner", ("runner_0", "runner_1", "runner_2"), (4,), np.dtype(np.uint8), 2)
@@ -120,18 +120,18 @@ def test_a_match_run_trains_pools_and_evaluates():
         scale=2,
     ))
     assert config.env.num_envs == 4
-    trainer = build_run(config, None, verbose=False)
-    assert list(trainer.learners) == ["a", "b"] and trainer.learners["b"].algorithm.optimizer.param_groups[0]["lr"] == 1e-3
-    assert {pid: (s.n_agents, s.agent_ids) for pid, s in {pid: p.spec for pid, p in trainer.policies.items()}.items()} == {
+    run = build_run(config, None, verbose=False)
+    assert list(run.learners) == ["a", "b"] and run.learners["b"].algorithm.optimizer.param_groups[0]["lr"] == 1e-3
+    assert {pid: (s.n_agents, s.agent_ids) for pid, s in {pid: p.spec for pid, p in run.policies.items()}.items()} == {
         "a": (3, ("runner_0", "walker_0", "walker_1")), "b": (1, ("runner_1",)), "r": (1, ("runner_2",)),
     }
-    trainer.start()
-    fragments = trainer.collector.collect(trainer.n_steps, 0).fragments
+    run.start()
+    fragments = run.collector.collect(run.n_steps, 0).fragments
     assert {pid: f["obs"].shape[1:3] for pid, f in fragments.items()} == {"a": (4, 3), "b": (6, 1), "r": (2, 1)}
-    rows = trainer.train()
-    trainer.close()
+    rows = run.train()
+    run.close()
     # b pools its workers of both kinds of copy into its one agent; a keeps 3 agents
-    sizes = {pid: learner.replay.size for pid, learner in trainer.learners.items()}
+    sizes = {pid: learner.replay.size for pid, learner in run.learners.items()}
     assert len(sizes["a"]) == 3 and len(sizes["b"]) == 1
     assert sizes["b"][0] > sizes["a"][0] > 0
     assert {"td_loss/a", "td_loss/b", "eval_reward_mean/runner", "eval_reward_mean/walker"} <= set(rows[-1])

@@ -59,7 +59,7 @@ def _lineage(run_dir: Path) -> list[dict]:
 
 
 def _straight_and_resumed(config: dict, tmp_path: Path, stop: int) -> tuple:
-    """The trainers of an uninterrupted run and of one cut back to ``stop`` and resumed,
+    """The runs of an uninterrupted run and of one cut back to ``stop`` and resumed,
     after checking that both wrote the same lineage."""
     straight = train(config, tmp_path / "a")
     train(config, tmp_path / "b")
@@ -92,7 +92,7 @@ def test_the_worst_member_takes_the_best_ones_networks_and_a_perturbed_learning_
 
 def test_exploration_is_copied_and_perturbed_when_asked(tmp_path):
     config = _config(pbt={"population": ["a", "b", "c"], "fraction": 0.34, "perturb": ["lr", "exploration"]})
-    trainer = train(config, tmp_path / "run")
+    run = train(config, tmp_path / "run")
     table = _lineage(tmp_path / "run")
     scales = {pid: 1.0 for pid in "abc"}
     for index in range(3):
@@ -101,7 +101,7 @@ def test_exploration_is_copied_and_perturbed_when_asked(tmp_path):
         ratio = float(copied["exploration_scale"]) / scales[copied["copied_from"]]
         assert ratio == pytest.approx(0.8) or ratio == pytest.approx(1.2)
         scales = {pid: float(r["exploration_scale"]) for pid, r in members.items()}
-    for pid, learner in trainer.learners.items():
+    for pid, learner in run.learners.items():
         assert learner.exploration_scale == pytest.approx(scales[pid])
         assert learner.exploration(500) == pytest.approx(learner.algorithm.exploration(500) * scales[pid])
 
@@ -150,7 +150,7 @@ def _relaying_population(perturb: list[str], factors: list[float]) -> dict:
 
 
 def test_the_sharing_bandwidth_is_copied_perturbed_and_kept_at_most_one(tmp_path):
-    trainer = train(_relaying_population(["bandwidth"], [2.5]), tmp_path / "run")
+    run = train(_relaying_population(["bandwidth"], [2.5]), tmp_path / "run")
     table = _lineage(tmp_path / "run")
     bandwidths = {pid: 0.5 for pid in "abc"}
     for index in range(4):
@@ -161,7 +161,7 @@ def test_the_sharing_bandwidth_is_copied_perturbed_and_kept_at_most_one(tmp_path
         assert float(copied["lr"]) == float(members[copied["copied_from"]]["lr"])  # lr copied, not perturbed
         bandwidths = {pid: float(r["bandwidth"]) for pid, r in members.items()}
     assert 1.0 in bandwidths.values()  # 0.5 x 2.5 = 1.25: the cap
-    for pid, learner in trainer.learners.items():
+    for pid, learner in run.learners.items():
         assert learner.selector.bandwidth == pytest.approx(bandwidths[pid])
 
 

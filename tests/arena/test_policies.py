@@ -11,7 +11,7 @@ import torch
 
 from relayrl.algos import ALGORITHMS, Capabilities
 from relayrl.core.errors import CheckpointError, ConfigError
-from relayrl.experiment import Run, build_run, build_config
+from relayrl.experiment import build_run, build_config
 from relayrl.arena.policy import POLICY_KINDS, FrozenPolicy, LearningPolicy, RandomPolicy, ScriptedPolicy
 from relayrl.experiment.checkpoint import list_checkpoints, load_policies
 
@@ -38,34 +38,34 @@ def _params(policy) -> list[torch.Tensor]:
 
 
 def _pretrain(root: Path) -> Path:
-    trainer = build_run(build_config(_config()), root / "pretrain", verbose=False)
-    trainer.train()
-    trainer.close()
+    run = build_run(build_config(_config()), root / "pretrain", verbose=False)
+    run.train()
+    run.close()
     return root / "pretrain"
 
 
 def test_each_group_has_its_own_learning_policy():
-    trainer = build_run(build_config(_config()), None, verbose=False)
-    assert [(name, p.spec.n_agents, type(p)) for name, p in trainer.policies.items()] == [
+    run = build_run(build_config(_config()), None, verbose=False)
+    assert [(name, p.spec.n_agents, type(p)) for name, p in run.policies.items()] == [
         ("runner", 3, LearningPolicy), ("walker", 2, LearningPolicy)
     ]
-    assert trainer.learners["runner"] is not trainer.learners["walker"]
+    assert run.learners["runner"] is not run.learners["walker"]
 
 
 def test_frozen_team_loads_the_pretrained_networks_and_never_learns(tmp_path):
     pretrained = load_policies(list_checkpoints(_pretrain(tmp_path) / "checkpoints")[-1])["walker"]
     config = build_config(_config(policies={"walker": {"kind": "frozen", "checkpoint": str(tmp_path / "pretrain")}}))
-    trainer = build_run(config, tmp_path / "main", verbose=False)
-    walker, runner = trainer.policies["walker"], trainer.policies["runner"]
-    assert isinstance(walker, FrozenPolicy) and list(trainer.learners) == ["runner"]
+    run = build_run(config, tmp_path / "main", verbose=False)
+    walker, runner = run.policies["walker"], run.policies["runner"]
+    assert isinstance(walker, FrozenPolicy) and list(run.learners) == ["runner"]
     for p, q in zip(walker.algorithm.online.state_dict().values(), pretrained["networks"]["online"].values()):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
     before_walker, before_runner = _params(walker), _params(runner)
-    trainer.train()
+    run.train()
     for p, q in zip(_params(walker), before_walker):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
     assert any(not torch.equal(p, q) for p, q in zip(_params(runner), before_runner))
-    assert trainer.venue.venv.groups[trainer.reporter.layout.reported].name == "runner"
+    assert run.venue.venv.groups[run.reporter.layout.reported].name == "runner"
     assert "frozen_policies_from" in (tmp_path / "main" / "provenance.yaml").read_text()
 
 
@@ -101,44 +101,44 @@ def test_co_evolving_opponents_learn_without_sharing():
     """Runners share everything within their team; the co-evolving walkers train plain DDQN."""
     opponent = {"dqn": {"double_q": True, "dueling": True, "prioritized": True}, "sharing": {"select": "none"}}
     config = build_config(_config(sharing={"select": "all"}, policies={"walker": opponent}))
-    trainer = build_run(config, None, verbose=False)
-    runner, walker = trainer.learners["runner"], trainer.learners["walker"]
+    run = build_run(config, None, verbose=False)
+    runner, walker = run.learners["runner"], run.learners["walker"]
     assert walker.relay is None and runner.relay is not None
-    before = _params(trainer.policies["walker"])
-    trainer.start()
-    expected = {name: np.zeros(learner.spec.n_agents, np.int64) for name, learner in trainer.learners.items()}
+    before = _params(run.policies["walker"])
+    run.start()
+    expected = {name: np.zeros(learner.spec.n_agents, np.int64) for name, learner in run.learners.items()}
     for _ in range(10):  # 40 env steps
-        fragments = trainer.collector.collect(trainer.n_steps, 0).fragments
-        for name, learner in trainer.learners.items():
+        fragments = run.collector.collect(run.n_steps, 0).fragments
+        for name, learner in run.learners.items():
             expected[name] += fragments[name]["valid"].sum(axis=(0, 1))
             learner.observe(fragments[name])
     # share-all: each runner holds every runner's transitions; walkers only their own
     np.testing.assert_array_equal(runner.replay.size, [expected["runner"].sum()] * 3)
     np.testing.assert_array_equal(walker.replay.size, expected["walker"])
-    trainer.train()
-    assert any(not torch.equal(p, q) for p, q in zip(_params(trainer.policies["walker"]), before))
+    run.train()
+    assert any(not torch.equal(p, q) for p, q in zip(_params(run.policies["walker"]), before))
 
 
 def test_no_transitions_from_agents_that_left_even_when_a_whole_group_is_gone():
-    trainer = build_run(build_config(_config()), None, verbose=False)
-    trainer.start()
-    expected = {name: np.zeros(learner.spec.n_agents, np.int64) for name, learner in trainer.learners.items()}
+    run = build_run(build_config(_config()), None, verbose=False)
+    run.start()
+    expected = {name: np.zeros(learner.spec.n_agents, np.int64) for name, learner in run.learners.items()}
     team_gone_while_other_plays = 0
     for _ in range(100):  # 400 env steps, ~40 episodes of random walkers
-        steps = trainer.collector.collect(trainer.n_steps, 0).fragments
+        steps = run.collector.collect(run.n_steps, 0).fragments
         runners, walkers = (steps[name]["valid"].reshape(len(steps[name]["valid"]), -1) for name in ("runner", "walker"))
         team_gone_while_other_plays += int((runners.any(axis=1) & ~walkers.any(axis=1)).sum())
-        for name, learner in trainer.learners.items():
+        for name, learner in run.learners.items():
             expected[name] += steps[name]["valid"].sum(axis=(0, 1))
             learner.observe(steps[name])
     assert team_gone_while_other_plays > 0
-    for name, learner in trainer.learners.items():
+    for name, learner in run.learners.items():
         np.testing.assert_array_equal(learner.replay.size, expected[name])
 
 
 def test_per_group_metrics_are_written(tmp_path):
-    trainer = build_run(build_config(_config()), tmp_path, verbose=False)
-    rows = trainer.train()
+    run = build_run(build_config(_config()), tmp_path, verbose=False)
+    rows = run.train()
     assert {"episode_reward_mean/runner", "episode_reward_mean/walker", "td_loss/walker"} <= set(rows[-1])
     assert rows[-1]["episode_reward_mean"] == rows[-1]["episode_reward_mean/runner"]
     header = (tmp_path / "metrics.csv").read_text().splitlines()[0]
@@ -147,10 +147,10 @@ def test_per_group_metrics_are_written(tmp_path):
 
 def test_a_scripted_policy_acts_by_its_function_and_never_learns(tmp_path):
     config = build_config(_config(policies={"walker": {"kind": "scripted", "script": "scripted.always_right"}}))
-    trainer = build_run(config, tmp_path, verbose=False)
-    assert isinstance(trainer.policies["walker"], ScriptedPolicy) and list(trainer.learners) == ["runner"]
-    rows = trainer.train()
-    trainer.close()
+    run = build_run(config, tmp_path, verbose=False)
+    assert isinstance(run.policies["walker"], ScriptedPolicy) and list(run.learners) == ["runner"]
+    rows = run.train()
+    run.close()
     # walkers step right from cell 0 of 4 cells: each earns 1 at step 3, in every episode
     assert rows[-1]["eval_reward_mean/walker"] == 2.0 and rows[-1]["episode_reward_mean/walker"] == 2.0
     assert load_policies(list_checkpoints(tmp_path / "checkpoints")[-1])["walker"] == {"script": "scripted.always_right"}
@@ -165,8 +165,8 @@ def test_a_scripted_policy_acts_by_its_function_and_never_learns(tmp_path):
 )
 def test_a_script_that_cannot_act_is_named(script, error, message):
     with pytest.raises(error, match=message):
-        trainer = build_run(build_config(_config(policies={"walker": {"kind": "scripted", "script": script}})), None, verbose=False)
-        trainer.train()
+        run = build_run(build_config(_config(policies={"walker": {"kind": "scripted", "script": script}})), None, verbose=False)
+        run.train()
 
 
 def test_a_script_belongs_to_scripted_policies_only():
@@ -178,8 +178,8 @@ def test_a_script_belongs_to_scripted_policies_only():
 
 def test_a_registered_policy_kind_drives_its_slots(register):
     register(POLICY_KINDS, "uniform", lambda build: RandomPolicy(build.spec, build.seeds[0]))
-    trainer = build_run(build_config(_config(policies={"walker": {"kind": "uniform"}})), None, verbose=False)
-    assert isinstance(trainer.policies["walker"], RandomPolicy) and list(trainer.learners) == ["runner"]
+    run = build_run(build_config(_config(policies={"walker": {"kind": "uniform"}})), None, verbose=False)
+    assert isinstance(run.policies["walker"], RandomPolicy) and list(run.learners) == ["runner"]
 
 
 def test_an_algorithm_is_refused_on_action_spaces_its_capabilities_lack(register):
@@ -190,8 +190,8 @@ def test_an_algorithm_is_refused_on_action_spaces_its_capabilities_lack(register
 
 
 def test_a_random_policy_acts_uniformly_and_never_learns():
-    trainer = build_run(build_config(_config(policies={"walker": {"kind": "random"}})), None, verbose=False)
-    assert isinstance(trainer.policies["walker"], RandomPolicy) and list(trainer.learners) == ["runner"]
-    trainer.start()
-    actions = np.concatenate([trainer.collector.collect(trainer.n_steps, 0).fragments["walker"]["action"].reshape(-1) for _ in range(25)])  # 100 steps x 2 walkers
-    assert set(np.unique(actions)) == set(range(trainer.policies["walker"].spec.n_actions))
+    run = build_run(build_config(_config(policies={"walker": {"kind": "random"}})), None, verbose=False)
+    assert isinstance(run.policies["walker"], RandomPolicy) and list(run.learners) == ["runner"]
+    run.start()
+    actions = np.concatenate([run.collector.collect(run.n_steps, 0).fragments["walker"]["action"].reshape(-1) for _ in range(25)])  # 100 steps x 2 walkers
+    assert set(np.unique(actions)) == set(range(run.policies["walker"].spec.n_actions))

@@ -60,45 +60,45 @@ def _config(total_steps: int, **extra) -> dict:
     }
 
 
-def _kill_when(trainer: Run, env_steps: int, kill) -> threading.Thread:
+def _kill_when(run: Run, env_steps: int, kill) -> threading.Thread:
     """Calls ``kill(runners)`` from another thread once the run passed ``env_steps``."""
 
     def watch() -> None:
-        while trainer.collector.runners is None or trainer.counters.env_steps < env_steps:
+        while run.collector.runners is None or run.counters.env_steps < env_steps:
             time.sleep(0.005)
-        kill(trainer.collector.runners)
+        kill(run.collector.runners)
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     return thread
 
 
-def _stored_and_pending(trainer: Run) -> int:
+def _stored_and_pending(run: Run) -> int:
     """The agent steps the learner holds: replay rows and n-step windows still waiting."""
-    learner = trainer.learners["runner"]
+    learner = run.learners["runner"]
     pending = learner.nstep.pending
     return int(learner.replay.size.sum()) + (0 if pending is None else int(pending["valid"].sum()))
 
 
 def _train_with_a_kill(config: dict, run_dir, kill, capsys) -> tuple[Run, str]:
-    trainer = build_run(build_config(config), run_dir, verbose=False)
-    watcher = _kill_when(trainer, 900, kill)
-    trainer.train()
+    run = build_run(build_config(config), run_dir, verbose=False)
+    watcher = _kill_when(run, 900, kill)
+    run.train()
     watcher.join(timeout=5)
-    held = _stored_and_pending(trainer)
-    assert held == trainer.counters.agent_steps, "every delivered step is in the replay or waiting for its window"
-    trainer.close()
-    return trainer, capsys.readouterr().err
+    held = _stored_and_pending(run)
+    assert held == run.counters.agent_steps, "every delivered step is in the replay or waiting for its window"
+    run.close()
+    return run, capsys.readouterr().err
 
 
 def test_a_killed_runner_is_replaced_and_the_run_goes_on(cluster, tmp_path, capsys):
     config = _config(3000, sharing={"select": "none"})  # no relay: each agent's replay holds its own steps only
-    trainer, err = _train_with_a_kill(config, tmp_path / "run", lambda runners: ray.kill(runners.actors[1]), capsys)
+    run, err = _train_with_a_kill(config, tmp_path / "run", lambda runners: ray.kill(runners.actors[1]), capsys)
     assert "env runner 1 (copies 2-2) died" in err and err.count("died") == 1
     table = rows(tmp_path / "run" / "metrics.csv", TIMING)
     assert [int(r["env_steps"]) for r in table] == [300 * k for k in range(1, 11)]  # every env step was delivered
     assert all(int(r["episodes"]) > 0 for r in table[3:])  # and episodes go on finishing after the kill
-    assert trainer.counters.env_steps == 3000
+    assert run.counters.env_steps == 3000
 
 
 def test_a_lost_node_takes_its_runner_with_it_and_a_free_node_runs_the_new_one(cluster, tmp_path, capsys):
@@ -125,14 +125,14 @@ def test_a_killed_learner_actor_restarts_from_its_last_checkpoint(cluster, tmp_p
         match=[{"runner": "a"}, {"runner": "b"}],
         backend={"kind": "ray", "runners": 2, "runner_cpus": 1, "learners": "actors", "learner_cpus": 1},
     )
-    trainer = build_run(build_config(config), tmp_path / "run", verbose=False)
-    watcher = _kill_when(trainer, 900, lambda _: ray.kill(trainer.learners.remote["a"].actor))
-    trainer.train()
+    run = build_run(build_config(config), tmp_path / "run", verbose=False)
+    watcher = _kill_when(run, 900, lambda _: ray.kill(run.learners.remote["a"].actor))
+    run.train()
     watcher.join(timeout=5)
-    trainer.close()
+    run.close()
     assert "the learner actor of policy 'a' died" in capsys.readouterr().err
     assert [int(r["env_steps"]) for r in rows(tmp_path / "run" / "metrics.csv", TIMING)] == [300 * k for k in range(1, 11)]
-    a, b = trainer.learners["a"], trainer.learners["b"]  # the same schedule, but a went back to its state at 600
+    a, b = run.learners["a"], run.learners["b"]  # the same schedule, but a went back to its state at 600
     lost = (b.updates - a.updates) / b.updates  # 300 of the 2,900 env steps that earn updates: about 0.1 (from scratch: 0.28)
     assert 0.05 < lost < 0.15 and a.replay.size.sum() < b.replay.size.sum()
 
@@ -146,22 +146,22 @@ def _shared_replay_config() -> dict:
     )
 
 
-def _agents_held(trainer: Run) -> np.ndarray:
+def _agents_held(run: Run) -> np.ndarray:
     """How many rows of each agent the shared replay holds at the run's end."""
-    held = trainer.learners.exchanges[0].replay.gather(np.arange(trainer.learners.exchanges[0].replay.size))
+    held = run.learners.exchanges[0].replay.gather(np.arange(run.learners.exchanges[0].replay.size))
     return np.bincount(held["agent"], minlength=2)
 
 
 def test_a_killed_learner_of_a_shared_replay_restarts_from_its_last_checkpoint_and_the_replay_keeps_its_rows(cluster, tmp_path, capsys):
-    trainer = build_run(build_config(_shared_replay_config()), tmp_path / "run", verbose=False)
-    watcher = _kill_when(trainer, 600, lambda _: ray.kill(trainer.learners.remote["a"].actor))
-    trainer.train()
+    run = build_run(build_config(_shared_replay_config()), tmp_path / "run", verbose=False)
+    watcher = _kill_when(run, 600, lambda _: ray.kill(run.learners.remote["a"].actor))
+    run.train()
     watcher.join(timeout=5)
-    trainer.close()
+    run.close()
     assert "the learner actor of policy 'a' died" in capsys.readouterr().err
-    a, b = trainer.learners["a"], trainer.learners["b"]  # a went back to its state at 400 (or 800)
+    a, b = run.learners["a"], run.learners["b"]  # a went back to its state at 400 (or 800)
     assert a.updates < b.updates == 1110  # one per env step from the fragment that reached step 100
-    counts = _agents_held(trainer)
+    counts = _agents_held(run)
     # the rows live in the replay's actor: a loses at most the fragment it was observing when it died
     assert counts[1] == 1200 and 1200 - 10 <= counts[0] <= 1200
 
@@ -176,33 +176,33 @@ def _kill(actor) -> None:
 
 @pytest.mark.parametrize(("when", "held"), [("between fragments", 1000), ("while the learners draw", 990)])
 def test_a_killed_shared_replay_actor_restarts_from_its_last_checkpoint(cluster, tmp_path, capsys, when, held):
-    trainer = build_run(build_config(_shared_replay_config()), tmp_path / "run", verbose=False)
-    iteration = trainer.iteration
+    run = build_run(build_config(_shared_replay_config()), tmp_path / "run", verbose=False)
+    iteration = run.iteration
 
     def kill_at_600() -> None:
-        shared = trainer.learners.shared
-        if when == "between fragments" and trainer.counters.env_steps == 600:
+        shared = run.learners.shared_replay
+        if when == "between fragments" and run.counters.env_steps == 600:
             _kill(shared.actor)
         elif when == "while the learners draw" and not hasattr(shared, "killed"):
             add = shared.add
 
             def add_then_kill(boxes):  # the rows of the fragment from 600 go in, then the actor dies before any draw
                 size = add(boxes)
-                if trainer.counters.env_steps == 610:
+                if run.counters.env_steps == 610:
                     _kill(shared.actor)
                 return size
 
             shared.add, shared.killed = add_then_kill, True
         iteration()
 
-    trainer.iteration = kill_at_600
-    trainer.train()
-    trainer.close()
+    run.iteration = kill_at_600
+    run.train()
+    run.close()
     assert "the shared replay's actor died" in capsys.readouterr().err
-    a, b = trainer.learners["a"], trainer.learners["b"]
+    a, b = run.learners["a"], run.learners["b"]
     assert a.updates == b.updates == 1110  # the learners go on drawing from the restarted replay
     # it went back to its rows at the checkpoint of env step 400: the steps after it until the kill are lost
-    np.testing.assert_array_equal(_agents_held(trainer), [held, held])
+    np.testing.assert_array_equal(_agents_held(run), [held, held])
 
 
 def test_a_killed_driver_resumes_from_its_last_checkpoint_and_ends_as_an_uninterrupted_run(cluster, tmp_path):

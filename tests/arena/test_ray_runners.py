@@ -41,10 +41,10 @@ def _config(num_envs: int, **extra) -> dict:
 
 
 def _train(config: dict, run_dir) -> Run:
-    trainer = build_run(build_config(config), run_dir, verbose=False)
-    trainer.train()
-    trainer.close()
-    return trainer
+    run = build_run(build_config(config), run_dir, verbose=False)
+    run.train()
+    run.close()
+    return run
 
 
 def _same_networks(a: Run, b: Run) -> None:

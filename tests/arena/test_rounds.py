@@ -13,7 +13,7 @@ import torch
 from relayrl.arena.round import end_episodes
 from relayrl.arena.schemes.curriculum import curriculum
 from relayrl.core.errors import ConfigError
-from relayrl.experiment import Run, build_run, build_config
+from relayrl.experiment import build_run, build_config
 from round_runs import hook_module, rows, stop_at, train
 
 SMALL_GAME = {"n_predators": 4, "n_stags": 2, "x_size": 5, "y_size": 5, "max_cycles": 40}
@@ -59,9 +59,9 @@ def _rows(run_dir: Path) -> list[dict]:
 
 def test_each_round_trains_on_its_env_and_hooks_see_its_results(tmp_path, hooks):
     config = _config(ROUNDS, hooks={"on_round_start": ["round_hooks:record"], "on_round_end": ["round_hooks:record"]})
-    trainer = train(config, tmp_path / "run")
-    assert trainer.counters.env_steps == 1200 == build_config(config).total_steps
-    assert trainer.venue.venv.settings["miscapture"] == -0.5 and trainer.venue.venv.settings["n_stags"] == 2  # the last round's env
+    run = train(config, tmp_path / "run")
+    assert run.counters.env_steps == 1200 == build_config(config).total_steps
+    assert run.venue.venv.settings["miscapture"] == -0.5 and run.venue.venv.settings["n_stags"] == 2  # the last round's env
     seen = [json.loads(line) for line in hooks.read_text().splitlines()]
     assert [(e["when"], e["round"]) for e in seen] == [("start", 0), ("end", 0), ("start", 1), ("end", 1), ("start", 2), ("end", 2)]
     ends = [e for e in seen if e["when"] == "end"]
@@ -71,7 +71,7 @@ def test_each_round_trains_on_its_env_and_hooks_see_its_results(tmp_path, hooks)
     assert [int(r["round"]) for r in rows] == [0, 0, 1, 1, 2, 2]
     saved = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir() if p.is_dir())
     assert saved == [f"step_{s:010d}" for s in (200, 400, 600, 800, 1000, 1200)]
-    (learner,) = trainer.learners.values()
+    (learner,) = run.learners.values()
     assert learner.episodes >= 3 * 400 // (2 * 40)  # every episode ends by the limit or a boundary
 
 

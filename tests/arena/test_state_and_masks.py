@@ -8,7 +8,7 @@ import pytest
 from relayrl.arena.policy import RandomPolicy
 from relayrl.arena.rollout import Rollout
 from relayrl.envs import SyncVectorEnv, make_env_factory, make_vector_env
-from relayrl.experiment import Run, build_run, build_config
+from relayrl.experiment import build_run, build_config
 
 
 def _config(**extra) -> dict:
@@ -28,11 +28,11 @@ def _config(**extra) -> dict:
 
 @pytest.mark.parametrize("vector", ["sync", "subproc"])
 def test_fragments_carry_state_and_masks_and_every_action_is_allowed(vector):
-    trainer = build_run(build_config(_config(env={"vector": vector})), None, verbose=False)
+    run = build_run(build_config(_config(env={"vector": vector})), None, verbose=False)
     try:
-        trainer.start()
+        run.start()
         for _ in range(20):  # 60 env steps: random start, epsilon-greedy, and the random policy
-            fragments = trainer.collector.collect(trainer.n_steps, 0).fragments
+            fragments = run.collector.collect(run.n_steps, 0).fragments
             for pid, f in fragments.items():
                 t = f["reward"].shape[0]
                 assert f["state"].shape == (t, 3, 9) and f["next_state"].shape == (t, 3, 9)
@@ -42,10 +42,10 @@ def test_fragments_carry_state_and_masks_and_every_action_is_allowed(vector):
                 # the state holds both agents' masks: the learner's is the first block
                 if pid == "learner":
                     np.testing.assert_array_equal(f["state"][..., :4], f["action_mask"][:, :, 0])
-            trainer.learners["learner"].observe(fragments["learner"])
-        rows = trainer.train()  # greedy evaluation runs under the masks too
+            run.learners["learner"].observe(fragments["learner"])
+        rows = run.train()  # greedy evaluation runs under the masks too
     finally:
-        trainer.close()
+        run.close()
     assert rows[-1]["env_steps"] == 300 and np.isfinite(rows[-1]["eval_reward_mean"])
 
 
@@ -83,8 +83,8 @@ def test_a_dqn_learns_the_best_allowed_action():
         policies={},
         match=[],
     ))
-    trainer = build_run(config, None, verbose=False)
-    assert "next_action_mask" in trainer.learners["agent"].fields
-    rows = trainer.train()
-    trainer.close()
+    run = build_run(config, None, verbose=False)
+    assert "next_action_mask" in run.learners["agent"].fields
+    rows = run.train()
+    run.close()
     assert rows[-1]["eval_reward_mean"] >= 9.0  # two agents, 10 greedy episodes

@@ -11,7 +11,7 @@ import pytest
 from relayrl.arena.round import RoundConfig, RoundContext, RoundResults
 from relayrl.arena.schemes.tournament import Tournament, TournamentConfig, round_robin
 from relayrl.core.errors import ConfigError
-from relayrl.experiment import Run, build_run, build_config
+from relayrl.experiment import build_run, build_config
 
 
 def test_every_policy_meets_every_other_on_both_sides():
@@ -56,10 +56,10 @@ def _battle(**extra) -> dict:
 
 def test_a_battle_round_robin_writes_its_table(tmp_path):
     pytest.importorskip("magent2")
-    trainer = build_run(build_config(_battle()), tmp_path / "run", verbose=False)
-    trainer.train()
-    trainer.close()
-    assert trainer.venue.venv.num_envs == 6  # the 6 ordered pairings of 3 policies
+    run = build_run(build_config(_battle()), tmp_path / "run", verbose=False)
+    run.train()
+    run.close()
+    assert run.venue.venv.num_envs == 6  # the 6 ordered pairings of 3 policies
     with (tmp_path / "run" / "tournament.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert [(int(r["round"]), r["policy"]) for r in rows] == [(k, p) for k in (0, 1) for p in "abc"]

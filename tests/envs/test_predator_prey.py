@@ -105,7 +105,7 @@ def test_the_pettingzoo_face_passes_the_parallel_api_test(settings):
 def test_both_forms_train_under_their_masks():
     """``predator-prey`` (E games as arrays) and ``predator-prey-pz`` (the PettingZoo face
     through the adapter) give the same spaces, state and masks, and a DQN acts within them."""
-    from relayrl.experiment import Run, build_run, build_config
+    from relayrl.experiment import build_run, build_config
 
     for name in ("predator-prey", "predator-prey-pz"):
         config = build_config({
@@ -114,16 +114,16 @@ def test_both_forms_train_under_their_masks():
             "model": {"conv_channels": [], "hiddens": [32], "head_hidden": 32},
             "dqn": {"learning_starts": 90, "buffer_size": 600, "batch_size": 8},
         })
-        trainer = build_run(config, None, verbose=False)
-        (spec,) = trainer.venue.venv.groups
+        run = build_run(config, None, verbose=False)
+        (spec,) = run.venue.venv.groups
         assert (spec.obs_shape, spec.obs_dtype, spec.n_actions, spec.masked) == ((5, 5, 3), np.dtype(np.int8), 6, True)
-        trainer.start()
-        fragment = trainer.collector.collect(trainer.n_steps, 0).fragments["predator"]
+        run.start()
+        fragment = run.collector.collect(run.n_steps, 0).fragments["predator"]
         assert fragment["state"].shape[-1] == 300 and fragment["action_mask"].shape[-1] == 6
         assert np.take_along_axis(fragment["action_mask"], fragment["action"][..., None], -1).all()
-        assert "next_action_mask" in trainer.learners["predator"].fields
-        rows = trainer.train()
-        trainer.close()
+        assert "next_action_mask" in run.learners["predator"].fields
+        rows = run.train()
+        run.close()
         assert rows[-1]["env_steps"] == 300 and np.isfinite(rows[-1]["eval_reward_mean"])
 
 

@@ -11,9 +11,9 @@ from pettingzoo.test import parallel_api_test
 
 from relayrl.core.errors import ConfigError
 from relayrl.envs import EnvFactory
-from relayrl.envs.arena_interface import ArenaListEnv, ArenaParallelEnv
+from relayrl.envs.list_interface import ListFace, ParallelFace
 from relayrl.envs.corridor import CorridorEnv
-from relayrl.experiment import Factories, Run, build_run, build_config
+from relayrl.experiment import Factories, build_run, build_config
 
 SHORT = {"total_steps": 400, "report_interval": 200, "checkpoint_interval": 400, "eval": {"interval": 400, "episodes": 1}}
 
@@ -44,8 +44,8 @@ class Tag:
         return self._obs(), rewards, self.t >= 20, [{}, {}]
 
 
-def _arena_tag(**_: object) -> ArenaParallelEnv:
-    return ArenaParallelEnv(Tag(), prefix="tagger")
+def _arena_tag(**_: object) -> ParallelFace:
+    return ParallelFace(Tag(), prefix="tagger")
 
 
 @pytest.mark.parametrize("module", [None, "mpe2.simple_spread_v3"])
@@ -56,12 +56,12 @@ def test_the_list_interface_round_trip_passes_pettingzoo_api_tests(module):
         make = pytest.importorskip(module).parallel_env
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # PettingZoo warns where an agent misses a field
-        parallel_api_test(ArenaParallelEnv(ArenaListEnv(make())), num_cycles=200)
+        parallel_api_test(ParallelFace(ListFace(make())), num_cycles=200)
         parallel_api_test(_arena_tag(), num_cycles=100)
 
 
 def test_the_round_trip_steps_like_the_env_itself():
-    raw, wrapped = CorridorEnv(3, 5, 9), ArenaParallelEnv(ArenaListEnv(CorridorEnv(3, 5, 9)), prefix="runner")
+    raw, wrapped = CorridorEnv(3, 5, 9), ParallelFace(ListFace(CorridorEnv(3, 5, 9)), prefix="runner")
     rng = np.random.default_rng(1)
     for episode in range(3):
         a, _ = raw.reset(seed=episode)
@@ -80,10 +80,10 @@ def test_the_round_trip_steps_like_the_env_itself():
 def test_a_list_interface_env_trains():
     config = build_config({"preset": "tag", "env": {"name": "corridor"}, **SHORT, "model": {"hiddens": [16], "head_hidden": 16},
                            "dqn": {"learning_starts": 100, "buffer_size": 1000, "batch_size": 8}})
-    trainer = build_run(config, None, Factories(env=EnvFactory(_arena_tag)), verbose=False)
-    rows = trainer.train()
-    trainer.close()
-    assert [(g.name, g.n_agents) for g in trainer.venue.venv.groups] == [("tagger", 2)]
+    run = build_run(config, None, Factories(env=EnvFactory(_arena_tag)), verbose=False)
+    rows = run.train()
+    run.close()
+    assert [(g.name, g.n_agents) for g in run.venue.venv.groups] == [("tagger", 2)]
     assert rows[-1]["env_steps"] == 400 and rows[-1]["updates"] > 0 and np.isfinite(rows[-1]["eval_reward_mean"])
 
 
@@ -92,10 +92,10 @@ def test_a_pettingzoo_env_by_module_path_trains_with_sharing():
     config = build_config({"preset": "spread", "env": {"name": "mpe2.simple_spread_v3", "settings": {"max_cycles": 25}}, **SHORT,
                            "model": {"hiddens": [32], "head_hidden": 32}, "sharing": {"select": "quantile"},
                            "dqn": {"learning_starts": 100, "buffer_size": 1000}})
-    trainer = build_run(config, None, verbose=False)
-    rows = trainer.train()
-    trainer.close()
-    assert [(g.name, g.n_agents, g.n_actions) for g in trainer.venue.venv.groups] == [("agent", 3, 5)]
+    run = build_run(config, None, verbose=False)
+    rows = run.train()
+    run.close()
+    assert [(g.name, g.n_agents, g.n_actions) for g in run.venue.venv.groups] == [("agent", 3, 5)]
     assert sum(r["transitions_relayed"] for r in rows) > 0 and rows[-1]["episodes"] > 0
 
 
@@ -103,13 +103,13 @@ def test_box_actions_of_a_pettingzoo_env_train_an_actor_critic():
     pytest.importorskip("Box2D")
     config = build_config({"preset": "walkers", "env": {"name": "pettingzoo.sisl.multiwalker_v9", "settings": {"n_walkers": 2, "max_cycles": 50}},
                            **SHORT, "actor_critic": {"random_steps": 100, "batch_size": 32, "buffer_size": 1000, "hidden": [32]}})
-    trainer = build_run(config, None, verbose=False)
-    (group,) = trainer.venue.venv.groups
+    run = build_run(config, None, verbose=False)
+    (group,) = run.venue.venv.groups
     assert group.continuous and group.action_shape == (4,) and group.n_agents == 2
-    actions, _ = trainer.policies[group.name].act(np.zeros((1, 2, *group.obs_shape), np.float32), None, 10_000)
+    actions, _ = run.policies[group.name].act(np.zeros((1, 2, *group.obs_shape), np.float32), None, 10_000)
     assert actions.shape == (1, 2, 4) and np.all(np.abs(actions) <= 1.0)
-    rows = trainer.train()
-    trainer.close()
+    rows = run.train()
+    run.close()
     assert rows[-1]["updates"] == 400 - 100 + 1 and np.isfinite(rows[-1]["td_loss"])  # from the step reaching random_steps on
 
 

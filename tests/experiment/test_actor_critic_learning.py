@@ -3,7 +3,7 @@
 
 import pytest
 
-from relayrl.experiment import Run, build_run, build_config
+from relayrl.experiment import build_run, build_config
 from relayrl.experiment.presets import ACTOR_CRITIC
 
 
@@ -29,8 +29,8 @@ def _pendulum(algo: str, k: int, correction: str | None) -> dict:
     ids=["td3", "ddpg", "sac", "dase-td3", "es-dase-td3"],
 )
 def test_learns_pendulum(algo, k, correction):
-    trainer = build_run(build_config(_pendulum(algo, k, correction)), None, verbose=False)
-    rows = trainer.train()
+    run = build_run(build_config(_pendulum(algo, k, correction)), None, verbose=False)
+    rows = run.train()
     first, last = rows[0]["eval_reward_mean"], max(r["eval_reward_mean"] for r in rows[-3:])
     print(f"{algo} K={k} {correction}: eval {first:.0f} -> {[round(r['eval_reward_mean']) for r in rows]}")
     assert first < -900 and last > -400

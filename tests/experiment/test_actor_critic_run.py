@@ -1,4 +1,4 @@
-"""Actor-critic runs through the one trainer: DASE's shared replay with agent tags, random
+"""Actor-critic runs through the one run: DASE's shared replay with agent tags, random
 start steps, batched no-noise evaluation, exact resume, and configs that fail early."""
 
 import csv
@@ -39,15 +39,15 @@ def _rows(run_dir: Path) -> list[dict]:
 
 
 def _train(config: dict, run_dir: Path | None) -> Run:
-    trainer = build_run(build_config(config), run_dir, verbose=False)
-    trainer.train()
-    trainer.close()
-    return trainer
+    run = build_run(build_config(config), run_dir, verbose=False)
+    run.train()
+    run.close()
+    return run
 
 
 def test_shared_replay_holds_every_agents_rows_tagged_by_collector():
-    trainer = _train(_config(3, 120, DASE), None)
-    replay = trainer.learners["agent"].replay
+    run = _train(_config(3, 120, DASE), None)
+    replay = run.learners["agent"].replay
     assert replay.n_buffers == 1 and int(replay.size[0]) == 3 * 120
     agents = replay.storage()["agent"][0, :360]
     np.testing.assert_array_equal(np.bincount(agents), [120, 120, 120])
@@ -56,14 +56,14 @@ def test_shared_replay_holds_every_agents_rows_tagged_by_collector():
 
 
 def test_own_replays_without_sharing():
-    trainer = _train(_config(2, 120), None)
-    replay = trainer.learners["agent"].replay
+    run = _train(_config(2, 120), None)
+    replay = run.learners["agent"].replay
     assert replay.n_buffers == 2 and list(replay.size) == [120, 120]
 
 
 def test_random_start_then_policy_actions():
-    trainer = build_run(build_config(_config(2, 400, DASE)), None, verbose=False)
-    learner = trainer.learners["agent"]
+    run = build_run(build_config(_config(2, 400, DASE)), None, verbose=False)
+    learner = run.learners["agent"]
 
     def act(env_steps: int | None) -> np.ndarray:
         return learner.act(obs, None, env_steps)[0]
@@ -74,8 +74,8 @@ def test_random_start_then_policy_actions():
     assert random.shape == (1, 2, 1) and np.all(np.abs(random) <= 2.0)
     noisy_a, noisy_b = act(150), act(150)
     assert not np.array_equal(noisy_a, noisy_b)
-    trainer.train()
-    rows = trainer.reporter.history
+    run.train()
+    rows = run.reporter.history
     assert rows[0]["updates"] == 0 and rows[1]["updates"] == 51  # learning starts at random_steps=150
     assert rows[-1]["updates"] == 251
     assert all(0.0 <= r["dps_weight"] <= 1.0 for r in rows[2:])
@@ -83,8 +83,8 @@ def test_random_start_then_policy_actions():
 
 
 def test_evaluation_plays_each_agent_without_noise():
-    trainer = build_run(build_config(_config(2, 100, DASE, eval={"interval": 100, "episodes": 3})), None, verbose=False)
-    first, second = trainer.evaluator.greedy(3), trainer.evaluator.greedy(3)
+    run = build_run(build_config(_config(2, 100, DASE, eval={"interval": 100, "episodes": 3})), None, verbose=False)
+    first, second = run.evaluator.greedy(3), run.evaluator.greedy(3)
     assert first.shape == (6, 1)
     np.testing.assert_array_equal(first, second)  # same start states, deterministic actors
 
@@ -123,9 +123,9 @@ def test_each_agent_normalises_by_the_observations_it_collected(tmp_path):
     own env copy, also when the replay is shared."""
     config = _config(2, 400, DASE, algo="ddpg")
     config["actor_critic"].update(normalize_obs=True, buffer_size=800)  # the replay keeps every row
-    trainer = _train(config, None)
-    storage = trainer.learners["agent"].replay.storage()
-    normalizer = trainer.learners["agent"].algorithm.obs_normalizer
+    run = _train(config, None)
+    storage = run.learners["agent"].replay.storage()
+    normalizer = run.learners["agent"].algorithm.obs_normalizer
     assert normalizer.count[0] == pytest.approx(400, abs=1e-3) and normalizer.count[1] == pytest.approx(400, abs=1e-3)
     for agent in range(2):
         own = storage["obs"][0][storage["agent"][0] == agent]
@@ -199,9 +199,9 @@ def test_super_selection_relays_actor_critic_transitions_by_td_error(algo):
     scores its new transitions with its critic and relays about the bandwidth's share."""
     config = _config(3, 600, {"select": "quantile", "bandwidth": 0.2, "window": 100}, algo=algo)
     config["actor_critic"]["buffer_size"] = 2000
-    trainer = _train(config, None)
-    learner = trainer.learners["agent"]
-    rows = trainer.reporter.history
+    run = _train(config, None)
+    learner = run.learners["agent"]
+    rows = run.reporter.history
     offered = 600 * 3
     relayed = sum(r["transitions_relayed"] for r in rows)
     assert 0.1 * offered < relayed < 0.35 * offered

@@ -42,7 +42,7 @@ def test_the_clock_fires_each_trigger_every_interval_and_rounds_at_their_ends():
 
 def _report(updates: int, loss: float, sent: list[int] | None = None) -> dict:
     relay = RelayStats(np.array([10, 10]), np.array(sent)) if sent else None
-    return {"updates": updates, "window_updates": 4, "td_loss": loss, "grad_norm": 1.0, "epsilon": 0.5, "relay_s": 0.0, "draw_s": 0.0,
+    return {"updates": updates, "new_updates": 4, "td_loss": loss, "grad_norm": 1.0, "epsilon": 0.5, "relay_s": 0.0, "draw_s": 0.0,
             "q_mean": 2.0, "relay": relay}
 
 

@@ -155,6 +155,13 @@ def test_an_env_name_takes_the_config_section_registered_beside_the_env(name):
     assert type(build_config({"env": {"name": name}, **learner}).env) is ENVS[name].section
 
 
+def test_a_run_learns_with_one_learner_section():
+    """The sections algorithms register are exclusive: a run with two learners is refused
+    before anything is built."""
+    with pytest.raises(ConfigError, match=r"(qmix and actor_critic|actor_critic and qmix) are 2 learners: set one of them"):
+        _config("halfcheetah-td3", "qmix={}")
+
+
 def test_inconsistent_values_fail():
     with pytest.raises(ConfigError, match="parameter sharing"):
         build_config(apply_overrides(preset_dict("pursuit-paramshare"), ["sharing.select=quantile"]))

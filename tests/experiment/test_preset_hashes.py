@@ -1,6 +1,6 @@
 """A preset's config hash names its run directories (runs/<preset>-<hash>/): a change that
 moves it orphans every run a user has of it. The recorded hashes must stay; a new config
-key joins the hash only when set (config.HASHED_WHEN_SET). Record a new preset's hash by
+key joins the hash only when set (identity.HASHED_WHEN_SET). Record a new preset's hash by
 adding it to preset_hashes.json."""
 
 import json

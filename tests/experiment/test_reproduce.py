@@ -148,7 +148,7 @@ def test_ray_backend_runs_a_job(tmp_path):
 
 
 def test_gaussian_scale_switch_study_on_a_trained_run(tmp_path):
-    from relayrl.experiment import Run, build_run, build_config
+    from relayrl.experiment import build_run, build_config
     from relayrl.experiment.papers.super import figures, scale_switch_study
 
     config = build_config({

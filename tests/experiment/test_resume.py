@@ -15,7 +15,7 @@ from relayrl.core.errors import CheckpointError
 from relayrl.envs import EnvFactory
 from relayrl.envs.corridor import CorridorEnv
 from relayrl.experiment import Factories, Run, build_run, build_config
-from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints, load_checkpoint
+from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints, load_checkpoint, load_policies, save_checkpoint
 from relayrl.experiment.metrics import read_metrics
 
 TIMING = {"sps", "updates_per_s", "wall_s"}
@@ -46,17 +46,17 @@ def _rows(run_dir: Path) -> list[dict]:
         return [{k: v for k, v in r.items() if k not in TIMING} for r in csv.DictReader(handle)]
 
 
-def _learner(trainer: Run):
+def _learner(run: Run):
     """The learner of the run's one group."""
-    (learner,) = trainer.learners.values()
+    (learner,) = run.learners.values()
     return learner
 
 
 def _train(config: dict, run_dir: Path) -> Run:
-    trainer = build_run(build_config(config), run_dir, verbose=False)
-    trainer.train()
-    trainer.close()
-    return trainer
+    run = build_run(build_config(config), run_dir, verbose=False)
+    run.train()
+    run.close()
+    return run
 
 
 @pytest.mark.parametrize("env", [PURSUIT, CORRIDOR], ids=["pursuit", "corridor"])
@@ -89,6 +89,18 @@ def test_corrupt_checkpoint_is_detected(tmp_path):
         build_run(build_config(_tiny(CORRIDOR, 800)), tmp_path, verbose=False).train()
 
 
+def test_a_checkpoint_of_another_revision_is_refused_naming_it(tmp_path):
+    """A checkpoint without an entry this relayrl resumes from (the reporter's tally, here)
+    is refused before training, pointing at provenance.yaml, which names the revision."""
+    _train(_tiny(CORRIDOR, 400), tmp_path)
+    last = list_checkpoints(tmp_path / "checkpoints")[-1]
+    state = load_checkpoint(last)
+    del state["tally"]
+    save_checkpoint(tmp_path / "checkpoints", 500, state, 3, load_policies(last))
+    with pytest.raises(CheckpointError, match=r"step_0+500 has no entry 'tally': another relayrl revision wrote it .*provenance\.yaml"):
+        build_run(build_config(_tiny(CORRIDOR, 800)), tmp_path, verbose=False).train()
+
+
 class InterruptingCorridor(CorridorEnv):
     """Raises KeyboardInterrupt (as Ctrl-C would) after a number of steps."""
 
@@ -104,9 +116,9 @@ class InterruptingCorridor(CorridorEnv):
 def test_ctrl_c_keeps_last_checkpoint_and_metrics(tmp_path):
     config = _tiny({**CORRIDOR, "num_envs": 1}, 2000)
     factory = EnvFactory(InterruptingCorridor, CORRIDOR["settings"])
-    trainer = build_run(build_config(config), tmp_path, Factories(env=factory), verbose=False)
+    run = build_run(build_config(config), tmp_path, Factories(env=factory), verbose=False)
     with pytest.raises(KeyboardInterrupt):
-        trainer.train()
+        run.train()
     rows = _rows(tmp_path)
     assert [int(r["env_steps"]) for r in rows] == [200, 400]
     checkpoints = list_checkpoints(tmp_path / "checkpoints")
@@ -166,5 +178,5 @@ def test_sigterm_saves_a_checkpoint_where_it_stops_and_the_run_resumes(tmp_path)
     stopped_at = checkpoint_steps(checkpoint)
     assert reported[-1]["env_steps"] <= stopped_at < 200_000  # where it stopped, not a checkpoint_interval multiple
     resumed = build_run(build_config(load_checkpoint(checkpoint)["config"]), metrics.parent, verbose=False)
-    resumed.load_state_dict(*resumed.run_dir.load_latest())
+    assert resumed.run_dir.resume(resumed.load_state_dict)
     assert resumed.counters.env_steps == stopped_at

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from relayrl.experiment import Run, build_run, build_config
+from relayrl.experiment import build_run, build_config
 
 
 def _trainer(select="none", team=None, num_envs=1, param_sharing=False, total=400, learning_starts=1000, n_agents=3):
@@ -22,54 +22,54 @@ def _trainer(select="none", team=None, num_envs=1, param_sharing=False, total=40
 
 
 def test_share_all_inserts_every_transition_into_every_other_replay():
-    trainer = _trainer("all")
-    trainer.start()
-    trainer.iteration()  # 4 env steps, 3 agents, nobody leaves a 30-cell corridor in 4 steps
-    np.testing.assert_array_equal(trainer.learners["runner"].replay.size, [4 * 3] * 3)
+    run = _trainer("all")
+    run.start()
+    run.iteration()  # 4 env steps, 3 agents, nobody leaves a 30-cell corridor in 4 steps
+    np.testing.assert_array_equal(run.learners["runner"].replay.size, [4 * 3] * 3)
 
 
 def test_no_sharing_keeps_replays_private():
-    trainer = _trainer("none")
-    trainer.start()
-    trainer.iteration()
-    np.testing.assert_array_equal(trainer.learners["runner"].replay.size, [4] * 3)
+    run = _trainer("none")
+    run.start()
+    run.iteration()
+    np.testing.assert_array_equal(run.learners["runner"].replay.size, [4] * 3)
 
 
 def test_team_filter_limits_senders_and_receivers():
-    trainer = _trainer("all", team=[0, 2])
-    trainer.start()
-    trainer.iteration()
-    np.testing.assert_array_equal(trainer.learners["runner"].replay.size, [8, 4, 8])
-    assert trainer.learners["runner"].relay.stats.sent.tolist() == [4, 0, 4]
+    run = _trainer("all", team=[0, 2])
+    run.start()
+    run.iteration()
+    np.testing.assert_array_equal(run.learners["runner"].replay.size, [8, 4, 8])
+    assert run.learners["runner"].relay.stats.sent.tolist() == [4, 0, 4]
 
 
 def test_relayed_rows_are_the_senders_transitions():
-    trainer = _trainer("all", n_agents=2)
-    trainer.start()
-    trainer.iteration()
-    stored = trainer.learners["runner"].replay.storage()
+    run = _trainer("all", n_agents=2)
+    run.start()
+    run.iteration()
+    stored = run.learners["runner"].replay.storage()
     own0 = stored["obs"][0, :4]
     received1 = stored["obs"][1, 4:8]
     np.testing.assert_array_equal(own0, received1)
 
 
 def test_parameter_sharing_has_one_replay_with_every_entity():
-    trainer = _trainer(param_sharing=True)
-    trainer.start()
-    trainer.iteration()
-    assert trainer.learners["runner"].layout.n_sets == 1 and trainer.learners["runner"].batch_size == 3 * 4
-    np.testing.assert_array_equal(trainer.learners["runner"].replay.size, [4 * 3])
+    run = _trainer(param_sharing=True)
+    run.start()
+    run.iteration()
+    assert run.learners["runner"].layout.n_sets == 1 and run.learners["runner"].batch_size == 3 * 4
+    np.testing.assert_array_equal(run.learners["runner"].replay.size, [4 * 3])
 
 
 @pytest.mark.parametrize("num_envs", [1, 2, 4, 8])
 def test_training_intensity_does_not_depend_on_env_copies(num_envs):
-    trainer = _trainer(num_envs=num_envs, total=800, learning_starts=200)
-    trainer.train()
+    run = _trainer(num_envs=num_envs, total=800, learning_starts=200)
+    run.train()
     # one update per agent per 4 env steps (summed over copies) once learning has started;
     # the iteration that reaches learning_starts already trains on what it collected
     per_iteration = max(4, num_envs)
-    assert trainer.counters.env_steps == 800
-    assert trainer.learners["runner"].updates == (800 - 200) // 4 + per_iteration // 4
+    assert run.counters.env_steps == 800
+    assert run.learners["runner"].updates == (800 - 200) // 4 + per_iteration // 4
 
 
 def test_section_timer_profiles_the_loop_only_when_enabled():
@@ -80,12 +80,12 @@ def test_section_timer_profiles_the_loop_only_when_enabled():
         "total_steps": 300, "report_interval": 100, "eval": {"interval": 0},
         "sharing": {"select": "quantile"}, "dqn": {"learning_starts": 100, "batch_size": 8},
     })
-    trainer = build_run(config, None, verbose=False)
-    trainer.config.total_steps = 150
-    trainer.train()
-    assert trainer.timer.seconds == {}
-    trainer.timer.enabled = True
-    trainer.config.total_steps = 300
-    trainer.train()
-    assert set(trainer.timer.seconds) == set(LOOP_SECTIONS)
-    assert all(s > 0 for s in trainer.timer.seconds.values())
+    run = build_run(config, None, verbose=False)
+    run.config.total_steps = 150
+    run.train()
+    assert run.timer.seconds == {}
+    run.timer.enabled = True
+    run.config.total_steps = 300
+    run.train()
+    assert set(run.timer.seconds) == set(LOOP_SECTIONS)
+    assert all(s > 0 for s in run.timer.seconds.values())

@@ -26,9 +26,9 @@ def _rows(path):
 
 
 def test_python_yaml_and_cli_make_the_same_run(tmp_path):
-    trainer = train_policies(POLICIES, MATCH, 400, env=ENV, scale=2, out=tmp_path / "py", verbose=False, preset="arena", **SETTINGS)
-    assert trainer.venue.venv.num_envs == 4 and list(trainer.learners) == ["runners", "walkers"]
-    assert trainer.learners["runners"].relay is not None and trainer.learners["walkers"].relay is None
+    run = train_policies(POLICIES, MATCH, 400, env=ENV, scale=2, out=tmp_path / "py", verbose=False, preset="arena", **SETTINGS)
+    assert run.venue.venv.num_envs == 4 and list(run.learners) == ["runners", "walkers"]
+    assert run.learners["runners"].relay is not None and run.learners["walkers"].relay is None
     (py_run,) = (tmp_path / "py").glob("arena-*/0")
     path = tmp_path / "arena.yaml"
     path.write_text(yaml.safe_dump({"env": ENV, "policies": POLICIES, "match": MATCH, "scale": 2, "total_steps": 400, **SETTINGS}))

@@ -12,7 +12,7 @@ from relayrl.envs.predator_prey import PredatorPreyVectorEnv
 from relayrl.replay import ReplayPlan
 from relayrl.replay.episodes import EpisodeStorage
 from relayrl.replay.sequences import TransitionSequences
-from relayrl.replay.windows import episode_windows
+from relayrl.replay.spans import episode_spans
 
 MAX = 9
 GAMES = 3
@@ -73,7 +73,7 @@ def test_windows_from_transitions_equal_windows_of_stored_episodes(sequence_leng
     for e, length in enumerate(lengths):
         for step in range(length):
             one = {k: v[e : e + 1] for k, v in rows.items()}
-            expected = episode_windows(one, np.array([step]), sequence_length, burn_in, tbptt)
+            expected = episode_spans(one, np.array([step]), sequence_length, burn_in, tbptt)
             got = transitions.gather(np.array([_slot(transitions, e, step, length)]))
             _assert_same_span(got, expected)
             compared += 1
@@ -88,7 +88,7 @@ def test_a_batch_gathers_every_window_at_once():
     rows = {k: v[0, : episodes.size] for k, v in episodes.replay.storage().items()}
     lengths = rows["filled"].sum(axis=1)
     picks = np.array([(e, s) for e in range(len(lengths)) for s in (0, lengths[e] // 2, lengths[e] - 1)])
-    expected = episode_windows({k: v[picks[:, 0]] for k, v in rows.items()}, picks[:, 1], 3, 2, None)
+    expected = episode_spans({k: v[picks[:, 0]] for k, v in rows.items()}, picks[:, 1], 3, 2, None)
     got = transitions.gather(np.array([_slot(transitions, e, s, lengths[e]) for e, s in picks]))
     _assert_same_span(got, expected)
 

@@ -97,7 +97,7 @@ def test_learners_of_one_shared_replay_tag_their_rows_apart_and_weight_only_the_
         learner.learn(env_steps=100)
     for first, learner in enumerate(learners):
         report = learner.report(100)
-        assert report["window_updates"] == 20  # one per env step, drawn in one gather
+        assert report["new_updates"] == 20  # one per env step, drawn in one gather
         external = report["external_fraction"]
         assert 0.3 < external < 0.7  # about half the draws are the other learner's rows, and only those are weighted
         assert report["dps_weight"] < 1.0

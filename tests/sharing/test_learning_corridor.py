@@ -11,7 +11,7 @@ on most seeds.
 
 import numpy as np
 
-from relayrl.experiment import Run, build_run, build_config
+from relayrl.experiment import build_run, build_config
 
 SEEDS = range(4)
 STEPS = 4000
@@ -34,10 +34,10 @@ def _learning_curve(select: str, seed: int) -> np.ndarray:
             "eval": {"interval": STEPS // 10, "episodes": 1},
         }
     )
-    trainer = build_run(config, None, verbose=False)
-    trainer.train()
-    trainer.close()
-    return np.array([row["eval_reward_mean"] for row in trainer.reporter.history]) / N_AGENTS
+    run = build_run(config, None, verbose=False)
+    run.train()
+    run.close()
+    return np.array([row["eval_reward_mean"] for row in run.reporter.history]) / N_AGENTS
 
 
 def test_super_learns_faster_than_independent_agents():

@@ -116,18 +116,18 @@ class LearnerActor:
         return self.learner.shared_rows()
 
     def step(
-        self, fragment: dict[str, np.ndarray] | None, env_steps: int, shared: tuple[int, Any] | None = None
+        self, fragment: dict[str, np.ndarray] | None, env_steps: int, replay: tuple[int, Any] | None = None
     ) -> tuple[tuple[int, dict[str, Any], int], Any]:
         """Observes the fragment (None: the policy drove no entity, or ``observe`` took it),
-        learns (where it shares a replay, from ``shared``: its size and its actor); returns
+        learns (where it shares a replay, from ``replay``: its size and its actor); returns
         the update count, the acting networks and the number of transitions it relays to
         other learners, and (a second object) those transitions."""
         if fragment is not None:
             self.learner.observe(fragment)
-        if shared is not None:
-            size, replay = shared
+        if replay is not None:
+            size, actor = replay
             self.learner.shared_size(size)
-            self.learner.shared_source(RemoteRows(replay))
+            self.learner.shared_source(RemoteRows(actor))
         self.learner.learn(env_steps)
         box, sent = self.learner.outgoing() if self.learner.exports else (None, 0)
         return (self.learner.updates, self.learner.policy_state(), sent), box
@@ -144,7 +144,7 @@ class LearnerActor:
                 parts.append(ray.get(box))
             except ray.exceptions.RayError:
                 continue
-        self.learner.window.add({"relay_s": time.perf_counter() - start})  # fetching is part of what relaying costs
+        self.learner.tally.add({"relay_s": time.perf_counter() - start})  # fetching is part of what relaying costs
         if parts:
             self.learner.incoming(parts)
 
@@ -259,8 +259,8 @@ class RemoteLearner(HomedActor):
         self.fragment = None
 
     def _step(self, fragment: dict[str, np.ndarray] | None, env_steps: int) -> Any:
-        shared = (self.size, self.shared_replay.actor) if self.shared_replay is not None else None
-        summary, self.box = self.actor.step.options(num_returns=2).remote(fragment, env_steps, shared)
+        replay = (self.size, self.shared_replay.actor) if self.shared_replay is not None else None
+        summary, self.box = self.actor.step.options(num_returns=2).remote(fragment, env_steps, replay)
         return summary
 
     def settle(self) -> dict[str, Any]:

@@ -30,7 +30,7 @@ class RayLearnerPool(LearnerPool):
         super().__init__(learners, exchanges)
         self.builds, self.ray, self.learner_cpus, self.threads = builds, ray, learner_cpus, threads
         self.remote: dict[str, RemoteLearner] = {}  # while actors run
-        self.shared: RemoteSharedReplay | None = None
+        self.shared_replay: RemoteSharedReplay | None = None
         self.away_now = False
 
     def _start(self) -> None:
@@ -40,10 +40,10 @@ class RayLearnerPool(LearnerPool):
             for exchange in self.exchanges:
                 exchange.connect(self.remote)
                 if isinstance(exchange, SharedReplayBetween):  # its replay goes to an actor of its own
-                    self.shared = RemoteSharedReplay(exchange.replay, self.ray)
-                    exchange.host = self.shared
+                    self.shared_replay = RemoteSharedReplay(exchange.replay, self.ray)
+                    exchange.host = self.shared_replay
             for remote in self.remote.values():
-                remote.start(self.shared)
+                remote.start(self.shared_replay)
         except BaseException:
             self.close()
             raise
@@ -88,8 +88,8 @@ class RayLearnerPool(LearnerPool):
         if self.away_now:
             for remote in self.remote.values():
                 remote.bring_home()
-            if self.shared is not None:
-                self.shared.bring_home()
+            if self.shared_replay is not None:
+                self.shared_replay.bring_home()
 
     def call_home(self) -> None:
         self.sync_home()
@@ -99,9 +99,9 @@ class RayLearnerPool(LearnerPool):
         for remote in self.remote.values():
             if remote.actor is not None:
                 remote.close()
-        if self.shared is not None:
-            self.shared.close()
+        if self.shared_replay is not None:
+            self.shared_replay.close()
         for exchange in self.exchanges:
             if isinstance(exchange, SharedReplayBetween):
                 exchange.host = exchange.replay
-        self.remote, self.shared, self.away_now = {}, None, False
+        self.remote, self.shared_replay, self.away_now = {}, None, False

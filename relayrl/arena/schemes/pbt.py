@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import Field
 
 from relayrl.arena.round import RoundContext
-from relayrl.core.settings import Strict
+from relayrl.core.strict import Strict
 
 
 class PBTConfig(Strict):

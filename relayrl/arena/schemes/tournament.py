@@ -15,7 +15,7 @@ from pydantic import Field
 
 from relayrl.arena.match import Match
 from relayrl.arena.round import RoundContext
-from relayrl.core.settings import Strict
+from relayrl.core.strict import Strict
 
 
 class TournamentConfig(Strict):

@@ -210,10 +210,6 @@ def write_report(results: Path, tasks: tuple[str, ...], step: int, seeds: int) -
     ))
 
 
-def _tasks(args: argparse.Namespace) -> list[str]:
-    return option_values(args.tasks, GYM_TASKS, "task", DEFAULT_TASKS)
-
-
 studies = no_studies
 
 

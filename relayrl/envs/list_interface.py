@@ -8,8 +8,8 @@ are the lists ``observation_space`` and ``action_space``. So that the step an en
 leaves on keeps its last observation, that step's info for it says ``entity_done``
 (an entity whose observation is ``None`` has left too).
 
-``ArenaParallelEnv`` makes such an environment a PettingZoo Parallel env (so relayrl, and
-PettingZoo's API tests, run it); ``ArenaListEnv`` gives any Parallel env the list face.
+``ParallelFace`` makes such an environment a PettingZoo Parallel env (so relayrl, and
+PettingZoo's API tests, run it); ``ListFace`` gives any Parallel env the list face.
 """
 
 import inspect
@@ -19,7 +19,7 @@ from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
 
-class ArenaListEnv:
+class ListFace:
     """A PettingZoo Parallel env behind the list interface, entities in ``possible_agents``
     order; ``done`` is true once no agent is left; an agent that terminated or truncated
     gets its last observation with ``entity_done`` (and ``truncated``) in its info."""
@@ -47,7 +47,7 @@ class ArenaListEnv:
         self.env.close()
 
 
-class ArenaParallelEnv(ParallelEnv):
+class ParallelFace(ParallelEnv):
     """A list-interface environment as a PettingZoo Parallel env with agents
     ``{prefix}_{i}``. An entity leaves when its info says ``entity_done`` or its observation
     comes back ``None``: it terminates, or truncates where its info says ``truncated``; the

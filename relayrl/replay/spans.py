@@ -4,7 +4,7 @@ A span is B rows of K consecutive steps of one episode each, as NumPy arrays:
 
 - per step ``[B, K, ...]``: ``action``, ``reward``, ``terminated``, ``truncated``, ``valid``
   (per agent), ``exists`` (a step of the row's episode), ``trained`` (its loss counts: past
-  the burn-in and inside the window), ``ends`` (the episode's last step);
+  the burn-in and inside the span), ``ends`` (the episode's last step);
 - per observed row ``[B, K + 1, ...]``: ``obs``, ``state``, ``action_mask`` (row k is what
   the agents saw before step k, the row after a row's last step its final observation),
   ``previous`` (the action before each row, -1 where none is known: the episode's start)
@@ -34,12 +34,12 @@ def cuts(burn: np.ndarray, k: int, tbptt: int | None) -> np.ndarray:
     return cut
 
 
-def episode_windows(
+def episode_spans(
     batch: dict[str, np.ndarray], begins: np.ndarray | None, sequence_length: int | None, burn_in: int, tbptt: int | None
 ) -> dict[str, np.ndarray]:
     """The span of each stored episode of ``batch`` (fields ``[B, T(+1), ...]`` and
     ``filled``): the whole episode (``begins`` None; up to the longest in the batch), or a
-    window of ``sequence_length`` steps from step ``begins [B]`` after up to ``burn_in``
+    span of ``sequence_length`` steps from step ``begins [B]`` after up to ``burn_in``
     earlier ones."""
     lengths = batch["filled"].sum(axis=1)
     if begins is None:

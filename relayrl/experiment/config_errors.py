@@ -1,0 +1,41 @@
+"""Config validation errors as a user reads them: the key path, the bad value, what is
+allowed there."""
+
+from typing import Any
+
+from pydantic import ValidationError
+
+
+def _allowed_keys(root: Any, parts: list[str]) -> list[str]:
+    """Field names of the config section at ``parts`` (for unknown-key messages)."""
+    model = root
+    for part in parts:
+        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
+        if field is None:
+            return []
+        annotation = field.annotation
+        options = [a for a in getattr(annotation, "__args__", (annotation,)) if hasattr(a, "model_fields")]
+        if not options:
+            return []
+        model = options[0]
+    return sorted(model.model_fields)
+
+
+def format_error(error: ValidationError, root: Any, hidden_tags: tuple[str, ...] = ()) -> str:
+    """One line per error of validating ``root`` (a config model): ``hidden_tags`` are union
+    tags pydantic puts in the location (an env section's name), which a user never wrote."""
+    lines = ["invalid configuration:"]
+    for item in error.errors():
+        parts = [str(p) for p in item["loc"] if not str(p).startswith("function-after")]
+        # discriminated unions insert the tag ("pursuit") into the location: drop it
+        parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "env" and p in hidden_tags)]
+        path = ".".join(parts) or "(root)"
+        message = item["msg"].removeprefix("Value error, ")
+        value = item.get("input")
+        shown = "" if isinstance(value, dict) else f" (got {value!r})"
+        hint = ""
+        if item["type"] == "extra_forbidden":
+            allowed = _allowed_keys(root, parts[:-1])
+            hint = f" -- unknown key; allowed here: {', '.join(allowed)}" if allowed else " -- unknown key"
+        lines.append(f"  {path}: {message}{shown}{hint}")
+    return "\n".join(lines)

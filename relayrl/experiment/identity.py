@@ -1,0 +1,110 @@
+"""What names a run and what a resume may change: the config hash in a run directory's name
+(everything that changes the experiment) and the check of a resumed run's config against the
+one it was trained with."""
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+from relayrl.core.errors import ConfigError
+from relayrl.envs.registry import ENVS
+
+if TYPE_CHECKING:
+    from relayrl.experiment.config import RunConfig
+
+# Keys that do not change what is learned (up to float rounding across devices/threads).
+RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "device", "checkpoint_interval", "keep_checkpoints"}
+# What a resume may change: the budget and how the run executes (a seed names another run).
+RESUMABLE_KEYS = tuple(sorted(RUNTIME_KEYS - {"seed"}))
+# Sections added after runs existed: hashed only when set, so older run directories keep their hashes.
+HASHED_WHEN_SET: dict[str, Any] = {
+    "policies": {},
+    "match": [],
+    "scale": None,
+    "report_group": None,
+    "actor_critic": None,
+    "qmix": None,
+    "sharing.replay": "own",
+    "sharing.correction": "none",
+    "sharing.divergence": "sym_kl",
+    "sharing.reference_cov": "sigma",
+    "sharing.cov_regulariser": 1e-6,
+    "sharing.jsd_samples": 256,
+    "actor_critic.normalize_obs": False,
+    "eval.policies": {},
+    "eval.match": [],
+    "qmix.storage": "episodes",
+    "qmix.bootstrap": "own",
+    "relay": None,
+    "shared_replay": None,
+    "backend.learners": "driver",
+    "backend.learner_cpus": 1.0,
+    "policies.*.qmix.storage": "episodes",
+    "policies.*.qmix.bootstrap": "own",
+    "policies.*.of": None,
+    "policies.*.qmix": {},
+    "rounds": [],
+    "hooks": {"on_round_start": [], "on_round_end": []},
+    "pbt": None,
+    "pbt.perturb": ["lr"],
+    "tournament": None,
+    "selfplay": None,
+    "backend": {"kind": "local", "runners": 1, "address": None, "runner_cpus": 1.0, "fragment_steps": None},
+}
+
+
+def _drop_default(section: Any, parts: list[str], default: Any) -> None:
+    """Removes the key at ``parts`` (``*`` matches every key at its level) where it holds
+    ``default``."""
+    if not isinstance(section, dict) or not parts:
+        return
+    head, rest = parts[0], parts[1:]
+    for key in list(section) if head == "*" else [head]:
+        if not rest:
+            if key in section and section[key] == default:
+                del section[key]
+        else:
+            _drop_default(section.get(key), rest, default)
+
+
+def config_hash(config: "RunConfig") -> str:
+    """Short hash of everything that changes the experiment: not the seed, the budget, or
+    how it is executed (threads, device, checkpointing), so those may change on resume."""
+    payload = config.model_dump(mode="json", exclude=RUNTIME_KEYS)
+    for key, default in HASHED_WHEN_SET.items():
+        _drop_default(payload, key.split("."), default)
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def config_changes(before: dict[str, Any], after: dict[str, Any], prefix: str = "") -> dict[str, tuple[Any, Any]]:
+    """Dotted keys whose values differ between two config dumps, with (before, after). Keys
+    present in one dump only (sections added in a later relayrl) are not changes."""
+    changes: dict[str, tuple[Any, Any]] = {}
+    for key in before.keys() & after.keys():
+        old, new = before[key], after[key]
+        if isinstance(old, dict) and isinstance(new, dict):
+            changes.update(config_changes(old, new, f"{prefix}{key}."))
+        elif old != new:
+            changes[f"{prefix}{key}"] = (old, new)
+    return changes
+
+
+def _same_env(a: str, b: str) -> bool:
+    """Names of one env section are implementations of the same dynamics (``pursuit`` and
+    ``pursuit-pz``): a run may continue on the other one."""
+    return a in ENVS and b in ENVS and ENVS[a].section is ENVS[b].section
+
+
+def check_resumable(saved: dict[str, Any], config: "RunConfig", source: str) -> dict[str, tuple[Any, Any]]:
+    """The changes from ``saved`` (a run's recorded config) to ``config`` if a resume may make
+    them; else ConfigError listing the changes and the keys a resume may change."""
+    changes = config_changes(saved, config.model_dump(mode="json"))
+    refused = {k: v for k, v in changes.items() if k not in RESUMABLE_KEYS and not (k == "env.name" and _same_env(*v))}
+    if refused:
+        shown = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in sorted(refused.items()))
+        raise ConfigError(
+            f"{source} was trained with other settings ({shown}). A resume may change only "
+            f"{', '.join(RESUMABLE_KEYS)}; to train with new settings start a new run "
+            f"(relayrl train {config.preset} KEY=VALUE ... makes its own run directory)"
+        )
+    return changes
