@@ -292,7 +292,8 @@ def _sections_declared() -> None:
     for name in ("dqn", *LEARNER_SECTIONS):
         missing = [model.__name__ for model in (RunConfig, PolicyConfig) if name not in model.model_fields]
         if missing:
-            raise TypeError(f"algorithms register the config section {name!r}, which {' and '.join(missing)} do not declare: add a field {name}")
+            raise TypeError(f"algorithms register the config section {name!r}, which {' and '.join(missing)} "
+                            f"{'does' if len(missing) == 1 else 'do'} not declare: add a field {name} there")
 
 
 _sections_declared()
