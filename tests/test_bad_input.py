@@ -274,17 +274,19 @@ def test_a_diverging_loss_stops_the_run_and_the_last_checkpoint_stays_finite(tmp
     assert all(torch.isfinite(t).all() for t in networks.values())
 
 
-def test_an_exception_in_an_env_worker_reaches_the_main_process(tmp_path):
-    config = _corridor(env={**CORRIDOR, "num_envs": 2, "vector": "subproc"})
+@pytest.mark.parametrize("vector, where", [("sync", "env copy 0: "), ("subproc", "env worker 0 raised during step:\nenv copy 0: ")])
+def test_an_exception_in_an_env_is_named_alike_in_this_process_and_in_a_worker(tmp_path, vector, where):
+    """The env, the step of its episode and the line that raised, under both vector kinds."""
+    config = _corridor(env={**CORRIDOR, "num_envs": 2, "vector": vector})
     run = build_run(build_config(config), tmp_path, Factories(env=faulty_factory("raise")), verbose=False)
     try:
         with pytest.raises(EnvError) as caught:
             run.train()
     finally:
         run.close()
-    message = str(caught.value)
-    assert "env worker 0 raised during step" in message and "the simulator lost its physics engine" in message
-    assert "RuntimeError" in message and "faulty_env.py" in message
+    assert str(caught.value).startswith(
+        f"{where}FaultyCorridor.step() raised RuntimeError: the simulator lost its physics engine, in step 3 of its episode (faulty_env.py:"
+    )
 
 
 def test_an_optional_extra_that_is_missing_is_named_with_its_install_command(tmp_path, capsys):

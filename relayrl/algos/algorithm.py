@@ -156,6 +156,7 @@ class Capabilities:
     on_policy: bool = False  # learns only from its current policy's experience
     recurrent: bool = False  # its agents carry a hidden state through an episode
     centralised: bool = False  # trains its group's agents together (a mixer, a centralised critic): acts for the whole group
+    reads_state: bool = False  # learns from the env's global state (``state()``), which envs then compute
     param_sharing: bool = False  # its agents may share one parameter set
     # the sharing modes that apply (DESIGN.md §1)
     select: bool = False  # sharing.select other than none: a selection rule at the sender (SUPER)
@@ -170,6 +171,7 @@ class Capabilities:
             "on-policy" if self.on_policy else "off-policy",
             *(["recurrent"] if self.recurrent else []),
             *(["centralised"] if self.centralised else []),
+            *(["reads the global state"] if self.reads_state else []),
             *(["parameter sharing"] if self.param_sharing else []),
         ]
         modes = [

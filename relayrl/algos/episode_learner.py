@@ -26,7 +26,7 @@ from relayrl.algos.learner import LearnerBase, MetricTally
 from relayrl.core.errors import ConfigError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
-from relayrl.replay.episodes import EpisodeStorage
+from relayrl.replay.episodes import EpisodeStorage, EpisodeTooLong
 from relayrl.replay.reuse import ReuseSampler
 from relayrl.replay.sequences import TransitionSequences
 from relayrl.sharing.config import SharingConfig
@@ -92,7 +92,14 @@ class EpisodeLearner(LearnerBase):
         """Stores a fragment ``[T, W, N, ...]`` (the episodes it finished, or its transitions)."""
         with self.timer("replay add"):
             steps = {k: v.astype(self.fields[k].dtype, copy=False) if k in self.fields else v for k, v in fragment.items()}
-            self._stored(*self.storage.add(steps))
+            try:
+                self._stored(*self.storage.add(steps))
+            except EpisodeTooLong as error:
+                key = f"{ALGORITHMS[self.algo].section}.max_episode_length"
+                raise ConfigError(
+                    f"policy {self.name!r}: an episode ran past {key}={error.max_length} steps, the longest its replay stores; "
+                    f"train again with {key} at the env's episode limit or more (a resume keeps the run's settings)"
+                ) from None
         return int(fragment["valid"].sum())
 
     def end_workers(self, workers: np.ndarray) -> None:

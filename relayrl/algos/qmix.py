@@ -343,6 +343,6 @@ def _plan(spec: GroupSpec, config: ValueDecompositionConfig) -> ReplayPlan:
 
 # whole episodes of the group's agents trained together: no agent's own transitions to select,
 # relay or share
-CAPABILITIES = Capabilities(frozenset({"discrete"}), recurrent=True, centralised=True, param_sharing=True)
+CAPABILITIES = Capabilities(frozenset({"discrete"}), recurrent=True, centralised=True, reads_state=True, param_sharing=True)
 # ``fields`` describes transition rows, which this learner does not store
 ALGORITHMS.add("qmix", AlgorithmEntry(_make, lambda spec: {}, "qmix", CAPABILITIES, learner=EpisodeLearner, plan=_plan))

@@ -16,7 +16,7 @@ import numpy as np
 
 from relayrl.arena.match import Match, compile_matches
 from relayrl.arena.policy import Policy
-from relayrl.arena.rollout import Rollout, finite_check
+from relayrl.arena.rollout import Rollout, env_check
 from relayrl.core.profiler import SectionTimer
 from relayrl.envs.episodes import EpisodeStats
 from relayrl.envs.registry import EnvFactory
@@ -90,7 +90,7 @@ class LocalCollector:
 
     def open(self, venue: Venue) -> None:
         self.venv = venue.venv
-        self.rollout = Rollout(venue.venv, self.policies, venue.matches, self.timer, finite_check(venue.venv.groups))
+        self.rollout = Rollout(venue.venv, self.policies, venue.matches, self.timer, env_check(venue.venv.groups))
 
     def reset(self, seed: int) -> None:
         assert self.rollout is not None, "open a venue first"

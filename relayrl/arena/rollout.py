@@ -17,7 +17,7 @@ import torch
 
 from relayrl.arena.match import Assignment, Match, compile_matches
 from relayrl.arena.policy import Policy
-from relayrl.core.errors import NonFiniteError
+from relayrl.core.errors import EnvError, NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.types import GroupObs, GroupStep
@@ -39,21 +39,31 @@ def reset_carry(carry: Any, ended: np.ndarray) -> Any:
     return carry * keep.astype(carry.dtype)
 
 
-def finite_check(groups: list[GroupSpec], first_copy: int = 0) -> Callable[[int, GroupStep], None]:
+def env_check(groups: list[GroupSpec], first_copy: int = 0) -> Callable[[int, GroupStep, int | None], None]:
     """A rollout's ``check``: NaN or inf from the environment is caught before it is stored
-    or learned from, naming the agent, its group and its env copy (copies counted from
-    ``first_copy``, where a runner steps a slice of the run's copies)."""
+    or learned from, and an action mask that allows an entity of the episode no action
+    before it acts, each naming the agent, its group, its env copy (copies counted from
+    ``first_copy``, where a runner steps a slice of the run's copies) and the env step."""
 
-    def check(g: int, step: GroupStep) -> None:
+    def check(g: int, step: GroupStep, env_steps: int | None) -> None:
+        spec, when = groups[g], "in an evaluation" if env_steps is None else f"at env step {env_steps:,}"
         found = step.non_finite()
-        if found is None:
-            return
-        field_name, (e, i), value = found
-        spec = groups[g]
-        raise NonFiniteError(
-            f"the environment returned a non-finite {field_name} ({value}) for agent {spec.agent_ids[i]!r} "
-            f"of group {spec.name!r} in env copy {first_copy + e}"
-        )
+        if found is not None:
+            field_name, (e, i), value = found
+            raise NonFiniteError(
+                f"the environment returned a non-finite {field_name} ({value}) for agent {spec.agent_ids[i]!r} "
+                f"of group {spec.name!r} in env copy {first_copy + e}"
+            )
+        mask = step.action_mask
+        if mask is not None:
+            stuck = step.alive & ~mask.any(-1)
+            if stuck.any():
+                e, i = np.argwhere(stuck)[0]
+                raise EnvError(
+                    f"the environment's action mask allows agent {spec.agent_ids[i]!r} of group {spec.name!r} in env copy "
+                    f"{first_copy + e} no action {when}: an agent in the episode must have at least one allowed action "
+                    f"(mark it done, or allow a no-op)"
+                )
 
     return check
 
@@ -69,7 +79,7 @@ class Rollout:
         policies: dict[str, Policy],
         matches: list[Match],
         timer: SectionTimer | None = None,
-        check: Callable[[int, GroupStep], None] | None = None,
+        check: Callable[[int, GroupStep, int | None], None] | None = None,
     ) -> None:
         self.venv = venv
         self.policies = policies
@@ -118,7 +128,7 @@ class Rollout:
             result, over = self.venv.step(group_actions)
         for g, step in enumerate(result):
             if self.check is not None:
-                self.check(g, step)
+                self.check(g, step, env_steps)
         if any(c is not None for c in self.carry.values()):
             ended = [step.terminated | step.truncated | over[:, None] for step in result]
             self.carry = {pid: reset_carry(c, self.assignments[pid].gather(ended)) for pid, c in self.carry.items()}

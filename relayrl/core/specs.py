@@ -14,6 +14,8 @@ class GroupSpec:
     have ``n_actions`` choices; continuous actions (``n_actions == 0``) are vectors of
     ``action_shape`` within ``[action_low, action_high]`` per dimension. ``masked``: the env
     says which discrete actions each entity may take at each step (action masks).
+    Observations the networks take are images ``HxWxC`` or flat vectors; an env's other
+    shapes (a ``[27, 5]`` table of entities) are flattened, their shape kept in ``flattened``.
     """
 
     name: str
@@ -27,6 +29,7 @@ class GroupSpec:
     masked: bool = False
     state_shape: tuple[int, ...] = ()
     state_dtype: np.dtype = np.dtype(np.float32)
+    flattened: tuple[int, ...] = ()  # the env's observation shape, where it was neither HxWxC nor flat
 
     @property
     def continuous(self) -> bool:

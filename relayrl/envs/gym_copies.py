@@ -10,6 +10,8 @@ Observations are float32, the networks' precision (MuJoCo's float64 is rounded o
 Its config section, ``gym``, is here too.
 """
 
+import functools
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -50,6 +52,21 @@ def check_env_id(env_id: str) -> None:
                 __import__(module)
             except ImportError:
                 raise ValueError(f"{env_id} needs {module}: pip install -c constraints.txt -e '.[mujoco]'") from None
+
+
+@functools.cache
+def _action_space(env_id: str, kwargs: str) -> spaces.Space:
+    env = gym.make(env_id, **json.loads(kwargs))
+    try:
+        return env.action_space
+    finally:
+        env.close()
+
+
+def action_kind(env_id: str, kwargs: dict[str, Any]) -> str:
+    """``discrete`` or ``continuous``: the kind of ``env_id``'s actions (the env is made once)."""
+    space = _action_space(env_id, json.dumps(kwargs, sort_keys=True))
+    return "discrete" if isinstance(space, spaces.Discrete) else "continuous"
 
 
 @dataclass
@@ -211,6 +228,10 @@ class GymSection(EnvSection):
 
     def group_names(self) -> list[str]:
         return ["agent"]
+
+    def action_kind(self) -> str:
+        """Discrete or continuous, as the Gymnasium env's action space is."""
+        return action_kind(self.settings.env_id, self.settings.kwargs)
 
 
 ENVS.add("gym", EnvEntry(lambda settings: EnvFactory(None, dict(settings), vectorised=make_gym_copies), GymSection))

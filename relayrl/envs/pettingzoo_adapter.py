@@ -1,13 +1,15 @@
 """PettingZoo Parallel API -> arrays with an agent axis, per agent group."""
 
+import traceback
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
-from relayrl.core.errors import EnvError
+from relayrl.core.errors import EnvError, RelayRLError
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.types import GroupObs, GroupStep
 
@@ -47,7 +49,9 @@ def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tup
         if any(g.name == name for g in groups):
             name = f"{name}{len(groups)}"
         chosen = np.dtype((obs_dtypes or {}).get(name, dtype))
-        groups.append(GroupSpec(name, tuple(agents), tuple(shape), chosen, *actions, masked=masked))
+        flat = len(shape) not in (1, 3)  # the networks take images HxWxC or flat vectors
+        kept = (int(np.prod(shape)),) if flat else tuple(shape)
+        groups.append(GroupSpec(name, tuple(agents), kept, chosen, *actions, masked=masked, flattened=tuple(shape) if flat else ()))
         masks.append(masked)
     return tuple(groups), tuple(masks)
 
@@ -57,15 +61,16 @@ class ParallelEnvAdapter:
 
     Agent order within a group is fixed to ``possible_agents`` order. Observations are
     cast to the group's ``obs_dtype`` (choose an exact one: Pursuit's counts fit uint8).
-    An env with a ``state_space`` gives its ``state()`` with every observation; Dict
+    An env with a ``state_space`` gives its ``state()`` with every observation where
+    ``with_state`` (a learner of the run reads it); Dict
     observations of ``observation`` and ``action_mask`` give action masks (entities that
     left the episode may take every action).
     """
 
-    def __init__(self, env: ParallelEnv, obs_dtypes: dict[str, Any] | None = None) -> None:
+    def __init__(self, env: ParallelEnv, obs_dtypes: dict[str, Any] | None = None, with_state: bool = True) -> None:
         self.env = env
         groups, self.masked = _groups_of(env, obs_dtypes)
-        self.has_state = getattr(env, "state_space", None) is not None
+        self.has_state = with_state and getattr(env, "state_space", None) is not None
         if self.has_state:  # handed up as float32 (below)
             groups = tuple(replace(g, state_shape=tuple(env.state_space.shape)) for g in groups)
         self.groups = groups
@@ -73,9 +78,38 @@ class ParallelEnvAdapter:
         self._finished: dict[str, int] = {}  # agents whose episode ended, and at which step
         self._step = 0
 
+    def _name(self) -> str:
+        return type(self.env.unwrapped if hasattr(self.env, "unwrapped") else self.env).__name__
+
     def _contract(self, message: str) -> EnvError:
-        name = type(self.env.unwrapped if hasattr(self.env, "unwrapped") else self.env).__name__
-        return EnvError(f"{name} breaks the PettingZoo Parallel API at step {self._step} of its episode: {message}")
+        return EnvError(f"{self._name()} breaks the PettingZoo Parallel API at step {self._step} of its episode: {message}")
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """``env.<method>(...)``; an exception the env raises becomes an EnvError naming the
+        env, the step of its episode and the line of the env's code that raised."""
+        try:
+            return getattr(self.env, method)(*args, **kwargs)
+        except RelayRLError:
+            raise
+        except Exception as error:
+            frame = traceback.extract_tb(error.__traceback__)[-1]
+            when = "at its reset" if method == "reset" else f"in step {self._step + 1} of its episode"
+            raise EnvError(
+                f"{self._name()}.{method}() raised {type(error).__name__}: {error}, {when} "
+                f"({Path(frame.filename).name}:{frame.lineno}, in {frame.name})"
+            ) from error
+
+    def _state(self) -> np.ndarray:
+        """The env's global state, or the error that says whose ``state()`` failed and why
+        the run asks for it."""
+        try:
+            return np.asarray(self.env.state(), np.float32)
+        except Exception as error:
+            raise EnvError(
+                f"{self._name()}.state() raised {type(error).__name__}: {error}, at step {self._step} of its episode (agents left: "
+                f"{list(self.env.agents)}). This run's learners read the env's global state (relayrl list: 'reads the global "
+                f"state'): train a learner that does not, or fix the env's state() for that step"
+            ) from None
 
     def _check_known(self, *collections: Any) -> None:
         unknown = sorted({a for c in collections for a in c} - self._slot.keys())
@@ -110,17 +144,17 @@ class ParallelEnvAdapter:
             if masks[g] is not None:
                 masks[g][i] = np.asarray(value["action_mask"], bool)
                 value = value["observation"]
-            arrays[g][i] = value
+            arrays[g][i] = np.reshape(value, arrays[g].shape[1:])  # a flattened group's too
         for agent in self.env.agents:
             g, i = self._slot[agent]
             alive[g][i] = True
-        state = np.asarray(self.env.state(), np.float32) if self.has_state else None
+        state = self._state() if self.has_state else None
         return [GroupObs(o, a, state, m) for o, a, m in zip(arrays, alive, masks)]
 
     def reset(self, seed: int | None = None) -> list[GroupObs]:
         """Per group what its entities act on first: ``obs [N, ...]``, ``alive [N]``, and the
         state and action masks where the env gives them."""
-        obs, _ = self.env.reset(seed=seed)
+        obs, _ = self._call("reset", seed=seed)
         self._finished, self._step = {}, 0
         self._check_known(obs, self.env.agents)
         return self._observed(obs)
@@ -134,7 +168,7 @@ class ParallelEnvAdapter:
             g, i = self._slot[agent]
             action = actions[g][i]
             action_dict[agent] = action.astype(np.float32) if self.groups[g].continuous else int(action)
-        obs, rewards, terms, truncs, _ = self.env.step(action_dict)
+        obs, rewards, terms, truncs, _ = self._call("step", action_dict)
         self._step += 1
         self._check_known(obs, rewards, terms, truncs, self.env.agents)
         self._check_step(before, terms, truncs)

@@ -2,6 +2,7 @@
 PettingZoo Parallel env by its module path. A factory is picklable so subprocess workers
 can use it."""
 
+import dataclasses
 import functools
 import importlib
 from collections.abc import Callable
@@ -27,6 +28,9 @@ class EnvFactory:
     # A batched implementation ``(num_envs, **settings) -> VectorEnv`` with the same
     # dynamics; where set, vector envs use it instead of E copies of ``maker``.
     vectorised: Callable[..., Any] | None = None
+    # whether the adapter hands up the env's ``state()``: only where a learner reads it (an
+    # env's state() may be costly, or fail where its observations do not, as multiwalker's)
+    with_state: bool = True
 
     def make(self) -> ParallelEnv:
         if self.maker is None:
@@ -34,7 +38,7 @@ class EnvFactory:
         return self.maker(**self.settings)
 
     def adapter(self) -> ParallelEnvAdapter:
-        return ParallelEnvAdapter(self.make(), self.obs_dtypes)
+        return ParallelEnvAdapter(self.make(), self.obs_dtypes, self.with_state)
 
 
 @dataclass(frozen=True)
@@ -90,12 +94,13 @@ class PettingZooSection(EnvSection):
         return None
 
 
-def make_env_factory(name: str, settings: dict[str, Any]) -> EnvFactory:
+def make_env_factory(name: str, settings: dict[str, Any], with_state: bool = True) -> EnvFactory:
     """A built-in environment by name (``ENVS``), or any installed PettingZoo Parallel env
-    by its module path with ``settings`` as its keyword arguments."""
+    by its module path with ``settings`` as its keyword arguments; ``with_state``: whether
+    its global state is handed up (``EnvFactory.with_state``)."""
     if name in ENVS:
-        return ENVS[name].factory(settings)
+        return dataclasses.replace(ENVS[name].factory(settings), with_state=with_state)
     if "." in name:
         check_parallel_env(name)
-        return EnvFactory(functools.partial(parallel_env, name), dict(settings))
+        return EnvFactory(functools.partial(parallel_env, name), dict(settings), with_state=with_state)
     raise ValueError(f"unknown environment {name!r}; built-in: {', '.join(ENVS)}, or a PettingZoo module path")

@@ -19,6 +19,10 @@ class EnvSection(Strict):
     # env name -> (module it imports, the relayrl extra that installs it)
     needs: ClassVar[dict[str, tuple[str, str]]] = {}
 
+    def action_kind(self) -> str:
+        """The action spaces its groups have: discrete, continuous or any (known once built)."""
+        return self.actions
+
     def env_settings(self) -> dict[str, Any]:
         """The keyword arguments the env is built with."""
         settings = getattr(self, "settings")

@@ -60,7 +60,10 @@ class SyncVectorEnv:
         per_env = []
         over = np.zeros(self.num_envs, bool)
         for e, env in enumerate(self.envs):
-            steps, done = env.step([a[e] for a in actions])
+            try:
+                steps, done = env.step([a[e] for a in actions])
+            except EnvError as error:
+                raise EnvError(f"env copy {e}: {error}") from error.__cause__
             self._returns[e] += [s.reward.sum() for s in steps]
             self._lengths[e] += 1
             if done:
@@ -118,6 +121,8 @@ def _worker(conn, factory: EnvFactory, num_envs: int) -> None:
                 continue
             try:
                 conn.send(("ok", getattr(venv, command)(*payload)))
+            except EnvError as error:  # the env's own failure, already named
+                conn.send(("error", str(error)))
             except Exception:
                 conn.send(("error", traceback.format_exc()))
     except (EOFError, KeyboardInterrupt):

@@ -63,7 +63,8 @@ class Venues:
     def build(self, index: int) -> tuple[EnvFactory, VectorEnv]:
         """Round ``index``'s env factory and copies, or a clear error where the env refuses its settings."""
         section = self._section(index)
-        factory = self.factory or make_env_factory(section.name, section.env_settings())
+        reads_state = self.config.reads_state()
+        factory = replace(self.factory, with_state=reads_state) if self.factory else make_env_factory(section.name, section.env_settings(), reads_state)
         try:
             return factory, make_vector_env(factory, section.num_envs, section.vector)
         except (TypeError, ValueError) as error:  # settings the environment itself refuses
@@ -206,6 +207,9 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
         raise ConfigError(f"policies {strays} drive no entity: without a match each policy drives the group of its name "
                           f"(groups of {config.env.name}: {names}); place the others with match")
     specs = round_specs(config, venues, first)
+    for group in first.venv.groups:
+        if group.flattened and verbose:
+            print(f"note: {group.name}'s observations {group.flattened} are flattened to {group.obs_shape} (the networks take images HxWxC or flat vectors)")
     check_memory(config, specs, configs, verbose)
     saved = SavedPolicies(run_dir.parent.parent if run_dir is not None else None)
     options = {"model": config.model, "network_factory": factories.network}  # what the DQN builds its networks from

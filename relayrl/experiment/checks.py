@@ -23,16 +23,17 @@ def check_learner(config: RunConfig) -> None:
     chosen = [name for name in LEARNER_SECTIONS if getattr(config, name) is not None]
     if len(chosen) > 1:
         raise ValueError(f"{' and '.join(chosen)} are {len(chosen)} learners: set one of them")
-    if isinstance(config.env, GymSection) and config.actor_critic is None:
-        raise ValueError("gym envs train the actor-critic learner: set actor_critic (e.g. the preset halfcheetah-td3)")
-    actions = ALGORITHMS[config.algorithm()[0]].capabilities.actions
-    if config.env.actions != "any" and config.env.actions not in actions:
-        able = algorithms_with(lambda capabilities: config.env.actions in capabilities.actions)
-        raise ValueError(f"{config.algorithm_section()} applies to {' and '.join(sorted(actions))} actions; {config.env.name} has "
-                         f"{config.env.actions} actions ({', '.join(able)} act on them)")
-    limit = getattr(config.env.settings, "max_cycles", None)
+    actions, kind = ALGORITHMS[config.algorithm()[0]].capabilities.actions, config.env.action_kind()
+    if kind != "any" and kind not in actions:
+        able = algorithms_with(lambda capabilities: kind in capabilities.actions)
+        name = config.env.settings.env_id if isinstance(config.env, GymSection) else config.env.name
+        raise ValueError(f"{config.algorithm()[0]} applies to {' and '.join(sorted(actions))} actions; {name} has "
+                         f"{kind} actions ({', '.join(able)} act on them)")
+    settings = config.env.env_settings()
+    limit = settings.get("max_cycles") if isinstance(settings.get("max_cycles"), int) else None  # the episode limit, where the env declares one
     if config.qmix is not None and limit is not None and limit > config.qmix.max_episode_length:
-        raise ValueError(f"qmix stores whole episodes of up to max_episode_length={config.qmix.max_episode_length} steps, but episodes of {config.env.name} last up to {limit}: raise qmix.max_episode_length")
+        raise ValueError(f"qmix stores whole episodes of up to qmix.max_episode_length={config.qmix.max_episode_length} steps, but episodes of "
+                         f"{config.env.name} last up to its max_cycles={limit}: set qmix.max_episode_length={limit} or more")
     check_recipe(config, "", *config.algorithm(), config.sharing)
 
 

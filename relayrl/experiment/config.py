@@ -252,6 +252,13 @@ class RunConfig(Strict):
             raise ValueError(f"policies.{pid}: " + format_error(error, RunConfig, ENV_TAGS).removeprefix("invalid configuration:\n  ")) from None
         return getattr(section, "algo", "dqn"), section, sharing
 
+    def reads_state(self) -> bool:
+        """Whether a policy of the run learns from, or acts on networks trained on, the env's
+        global state (its algorithm's capabilities): the env computes ``state()`` only then."""
+        kinds = {pid: p.kind for pid, p in {**self.policies, **self.eval.policies}.items()}
+        ids = ["", *(pid for pid, kind in kinds.items() if kind in ("learning", "frozen", "snapshot"))]
+        return any(ALGORITHMS[self.recipe(pid)[0]].capabilities.reads_state for pid in ids)
+
     def matches(self, groups: list[str], round_index: int | None = None) -> list[Match]:
         """The match list over an env of these groups (in round ``round_index``: its own, where
         it has one): the config's, else each group to the policy of its name."""

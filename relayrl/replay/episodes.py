@@ -60,9 +60,7 @@ class EpisodeBuilder:
         finished: list[dict[str, np.ndarray]] = []
         for k in range(fragment["reward"].shape[0]):
             if (self.length >= self.max_length).any():
-                raise ValueError(
-                    f"an episode ran past max_length={self.max_length} steps: set it to the environment's episode limit or more"
-                )
+                raise EpisodeTooLong(self.max_length)
             for name, buffer in self.buffers.items():
                 buffer[workers, self.length] = fragment[name][k]
             self.length += 1
@@ -112,6 +110,14 @@ class EpisodeBuilder:
 
     def load_state_dict(self, state: dict) -> None:
         self.buffers, self.length = state["buffers"], state["length"]
+
+
+class EpisodeTooLong(ValueError):
+    """An episode outgrew the rows of ``max_length`` steps it is stored in."""
+
+    def __init__(self, max_length: int) -> None:
+        super().__init__(f"an episode ran past max_length={max_length} steps")
+        self.max_length = max_length
 
 
 class EpisodeStorage:

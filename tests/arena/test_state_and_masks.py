@@ -5,6 +5,7 @@ only within the masks (the test env raises on a forbidden action), and fragments
 import numpy as np
 import pytest
 
+from relayrl.core.errors import EnvError
 from relayrl.arena.policy import RandomPolicy
 from relayrl.arena.rollout import Rollout
 from relayrl.envs import SyncVectorEnv, make_env_factory, make_vector_env
@@ -35,18 +36,30 @@ def test_fragments_carry_state_and_masks_and_every_action_is_allowed(vector):
             fragments = run.collector.collect(run.n_steps, 0).fragments
             for pid, f in fragments.items():
                 t = f["reward"].shape[0]
-                assert f["state"].shape == (t, 3, 9) and f["next_state"].shape == (t, 3, 9)
+                assert "state" not in f, "no learner of the run reads the state: the env is not asked for it"
                 assert f["action_mask"].shape == (t, 3, 1, 4) and f["next_action_mask"].shape == (t, 3, 1, 4)
                 chosen = np.take_along_axis(f["action_mask"], f["action"][..., None], axis=-1)
                 assert chosen.all(), pid
-                # the state holds both agents' masks: the learner's is the first block
-                if pid == "learner":
-                    np.testing.assert_array_equal(f["state"][..., :4], f["action_mask"][:, :, 0])
             run.learners["learner"].observe(fragments["learner"])
         rows = run.train()  # greedy evaluation runs under the masks too
     finally:
         run.close()
     assert rows[-1]["env_steps"] == 300 and np.isfinite(rows[-1]["eval_reward_mean"])
+
+
+def test_the_state_reaches_the_fragments_where_a_learner_reads_it():
+    """QMIX's mixer reads the global state: the run's env computes it, and it is the env's
+    (this env's state holds the agents' masks, the first agent's first)."""
+    config = {**_config(), "policies": {}, "match": [], "qmix": {"batch_size": 4, "buffer_size": 50, "max_episode_length": 10, "hidden": 16}}
+    run = build_run(build_config(config), None, verbose=False)
+    try:
+        run.start()
+        (f,) = run.collector.collect(run.n_steps, 0).fragments.values()
+        t = f["reward"].shape[0]
+        assert f["state"].shape == (t, 3, 9) and f["next_state"].shape == (t, 3, 9)
+        np.testing.assert_array_equal(f["state"][..., :4], f["action_mask"][:, :, 0])
+    finally:
+        run.close()
 
 
 def test_a_pettingzoo_envs_global_state_reaches_the_fragments():
@@ -88,3 +101,16 @@ def test_a_dqn_learns_the_best_allowed_action():
     rows = run.train()
     run.close()
     assert rows[-1]["eval_reward_mean"] >= 9.0  # two agents, 10 greedy episodes
+
+
+@pytest.mark.parametrize("learner", [{}, {"qmix": {"batch_size": 4, "buffer_size": 50, "max_episode_length": 10, "hidden": 16}}], ids=["dqn", "qmix"])
+def test_a_mask_that_allows_an_agent_of_the_episode_nothing_stops_the_run(learner):
+    """Acting on it would take a forbidden action (0, say) and learn on: the run stops at the
+    step the env gave the empty mask, naming the agent, its group and its env copy."""
+    config = {**_config(env={"settings": {"stuck_at": 4}}), **learner}
+    config["policies"] = {"learner": {}, "rand": {"kind": "random"}} if not learner else {}
+    config["match"] = [{"agent": ["learner", "rand"]}] if not learner else []
+    run = build_run(build_config(config), None, verbose=False)
+    with pytest.raises(EnvError, match=r"action mask allows agent 'agent_1' of group 'agent' in env copy 0 no action at env step [\d,]+: .*allow a no-op"):
+        run.train()
+    run.close()

@@ -36,7 +36,7 @@ class RayCollector:
     def _start(self) -> RayRunners:
         assert self.venue is not None, "open a venue first"
         self._stop()
-        self.runners = RayRunners(self.venue.env, self.venue.matches, self.policies, self.n_runners, self.address, self.runner_cpus, self.seed)
+        self.runners = RayRunners(self.venue.env, self.venue.factory.with_state, self.venue.matches, self.policies, self.n_runners, self.address, self.runner_cpus, self.seed)
         self.networks = {}  # new runners act with the policies as they are now
         return self.runners
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from relayrl.arena.match import Match
 from relayrl.arena.policy import Policy
-from relayrl.arena.rollout import Rollout, finite_check
+from relayrl.arena.rollout import Rollout, env_check
 from relayrl.core.device import configure_threads
 from relayrl.core.errors import ConfigError, MissingExtraError
 from relayrl.core.seeding import derive_seeds
@@ -59,12 +59,12 @@ STARTUP_S = 120  # how long runners may wait for the cluster's CPUs before the r
 class EnvRunner:
     """Copies ``first`` to ``first + copies - 1`` of a run (a Ray actor's state)."""
 
-    def __init__(self, env: str, settings: dict[str, Any], vector: str, first: int, copies: int, matches: list[Match], policies: dict[str, Policy]) -> None:
+    def __init__(self, env: str, settings: dict[str, Any], with_state: bool, vector: str, first: int, copies: int, matches: list[Match], policies: dict[str, Policy]) -> None:
         configure_threads(1)
-        self.venv = make_vector_env(make_env_factory(env, settings), copies, vector)
+        self.venv = make_vector_env(make_env_factory(env, settings, with_state), copies, vector)
         self.first = first
         self.policies = policies
-        self.rollout = Rollout(self.venv, policies, matches, None, finite_check(self.venv.groups, first))
+        self.rollout = Rollout(self.venv, policies, matches, None, env_check(self.venv.groups, first))
 
     def ready(self) -> bool:
         return True
@@ -144,7 +144,7 @@ class RayRunners:
     copies, reset afresh; ``collect`` and ``revive`` name the copies that restarted, so that
     the learners end those copies' episodes in flight."""
 
-    def __init__(self, env: Any, matches: list[Match], policies: dict[str, Policy], runners: int, address: str | None, runner_cpus: float, seed: int) -> None:
+    def __init__(self, env: Any, with_state: bool, matches: list[Match], policies: dict[str, Policy], runners: int, address: str | None, runner_cpus: float, seed: int) -> None:
         ray, _ = start_ray(address, max(os.cpu_count() or 1, math.ceil(runners * runner_cpus)))
         self.ray = ray
         self.need = f"backend.runners={runners} x runner_cpus={runner_cpus} needs {runners * runner_cpus:g} CPUs"
@@ -152,7 +152,7 @@ class RayRunners:
         self.policies = policies
         self.seed = seed  # replacements derive theirs from it
         self.actor = ray.remote(num_cpus=runner_cpus)(EnvRunner)
-        self.arguments = (env.name, env.env_settings(), env.vector)
+        self.arguments = (env.name, env.env_settings(), with_state, env.vector)
         self.matches = matches
         self.actors: list[Any] = []
         self.actors = [self._start(first, copies) for first, copies in self.slices]
