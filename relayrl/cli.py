@@ -20,6 +20,7 @@ from relayrl.experiment.presets import PRESETS, config_dict
 from relayrl.experiment.build import build_run
 from relayrl.experiment.run import Run
 from relayrl.experiment.run_dir import run_dir_for
+from relayrl.experiment.run_lock import RunLock
 
 
 def _config_from(preset: str, overrides: list[str], seed: int | None) -> RunConfig:
@@ -36,20 +37,20 @@ def _config_of_run(run_dir: Path, overrides: list[str] | None = None) -> RunConf
     return build_config(apply_overrides(yaml.safe_load(path.read_text()), overrides or []))
 
 
-def _train(config: RunConfig, run_dir: Path) -> Run:
+def _train(config: RunConfig, run_dir: Path) -> None:
+    """Trains (or resumes) the run in ``run_dir``; one message and nothing built where
+    another process trains it, or where it is complete."""
+    RunLock(run_dir).check()
     checkpoints = list_checkpoints(run_dir / "checkpoints")
     if checkpoints and checkpoint_steps(checkpoints[-1]) >= config.total_steps:
         print(f"{run_dir} is already complete ({config.total_steps:,} env steps); nothing to do")
-    elif checkpoints:
-        print(f"resuming {run_dir} from {checkpoints[-1].name}")
-    else:
-        print(f"training {config.preset} seed {config.seed} -> {run_dir}")
+        return
+    print(f"resuming {run_dir} from {checkpoints[-1].name}" if checkpoints else f"training {config.preset} seed {config.seed} -> {run_dir}")
     run = build_run(config, run_dir)
     try:
         run.train()
     finally:
         run.close()
-    return run
 
 
 def _evaluate_vs_random(run: Run, episodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -158,7 +159,8 @@ def cmd_table(args: argparse.Namespace) -> None:
 def cmd_quickstart(args: argparse.Namespace) -> None:
     config = _config_from("pursuit-quickstart", args.overrides, args.seed)
     run_dir = run_dir_for(config, Path(args.out))
-    run = _train(config, run_dir)
+    _train(config, run_dir)
+    run = _run_at_checkpoint(run_dir)
     trained, baseline = _evaluate_vs_random(run, args.episodes)
     run.close()
     plot = plot_runs(

@@ -102,6 +102,8 @@ class Learner(Sharer, Protocol):
 
     def learn(self, env_steps: int) -> None: ...
 
+    def first_update(self) -> str: ...  # when its first update comes, in its config's words
+
     def report(self, env_steps: int) -> dict[str, Any]: ...  # metrics since the last report, by reported name
 
     # what schemes change (population-based training)

@@ -116,6 +116,10 @@ class EpisodeLearner(LearnerBase):
         self.episodes += finished
         self.unlearned_episodes += finished
 
+    def first_update(self) -> str:
+        rows = "episodes" if self.config.sequence_length is None or self.config.storage == "episodes" else "stored steps"
+        return f"once its replay holds {self.config.batch_size:,} {rows} ({ALGORITHMS[self.algo].section}.batch_size)"
+
     def learn(self, env_steps: int) -> None:
         """The gradient steps the finished episodes earned, once a batch is stored; then a
         target sync when ``target_update_episodes`` more episodes finished."""

@@ -107,6 +107,10 @@ class LearnerBase(Acting):
     def metric_columns(self) -> tuple[str, ...]:
         return self.algorithm.metric_columns
 
+    def first_update(self) -> str:
+        """When this learner's first update comes, in its config's words."""
+        return f"from env step {self.params.learning_starts:,} on"
+
     def report(self, env_steps: int) -> dict[str, Any]:
         """The metrics since the last report, by their reported names (the tally starts
         again): ``updates`` so far and ``new_updates`` since, the loss as ``td_loss``,
@@ -178,7 +182,25 @@ def load_policy_state(algorithm: Any, param_sharing: bool, algo: str, state: dic
             f"{source}: {who} was trained as {state['algo']} with param_sharing={state['param_sharing']}; "
             f"this run has {algo} with param_sharing={param_sharing}"
         )
+    saved, here = _parameter_sets(state["networks"]), _parameter_sets(algorithm.policy_state())
+    if not param_sharing and saved != here:
+        raise CheckpointError(
+            f"{source}: {who} was trained with a parameter set per agent for {saved} agents and drives {here} entities here: "
+            f"give it {saved} slots, or train it with param_sharing=true (one parameter set drives any number of entities)"
+        )
     try:
         algorithm.load_policy_state(state["networks"])
     except (RuntimeError, KeyError) as error:
-        raise CheckpointError(f"{source}: {who}'s networks do not fit this run's model ({error})") from None
+        message = str(error).splitlines()[0][:300]  # torch lists every tensor that differs
+        raise CheckpointError(f"{source}: {who}'s networks do not fit this run's model ({message})") from None
+
+
+def _parameter_sets(networks: Any) -> int | None:
+    """The leading (parameter-set) size of the first tensor in ``networks`` (nested dicts)."""
+    if isinstance(networks, dict):
+        for value in networks.values():
+            found = _parameter_sets(value)
+            if found is not None:
+                return found
+        return None
+    return int(networks.shape[0]) if hasattr(networks, "shape") and len(networks.shape) else None

@@ -82,6 +82,10 @@ class LearnerPool(Mapping[str, Learner]):
         """Where learners learn elsewhere, their state comes into the home copies while they
         go on learning there (a checkpoint)."""
 
+    def idle(self) -> list[str]:
+        """A line for each learner that has not updated yet, saying when it will."""
+        return [f"policy {pid!r} has made no update: it learns {learner.first_update()}" for pid, learner in self.home.items() if learner.updates == 0]
+
     def state_dict(self) -> dict[str, Any]:
         """The exchanges' state (the learners' own is their policies', in the home copies:
         ``sync_home`` first)."""

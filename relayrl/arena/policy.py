@@ -23,7 +23,7 @@ from relayrl.algos.algorithm import Algorithm, Learner, algorithms_with, allowed
 from relayrl.algos.layout import AgentLayout
 from relayrl.algos.learner import Acting
 from relayrl.algos.off_policy import make_learner
-from relayrl.core.errors import CheckpointError, ConfigError
+from relayrl.core.errors import CheckpointError, ConfigError, PolicyError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.registry import Registry, registered
 from relayrl.core.strict import Strict
@@ -229,11 +229,44 @@ class ScriptedPolicy:
         self.fn = load_callable(script)
 
     def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
-        actions = np.asarray(self.fn(obs, self.spec))
-        expected = (*obs.shape[:2], *self.spec.action_shape)
+        try:
+            returned = self.fn(obs, self.spec)
+        except Exception as error:
+            raise PolicyError(f"{self._who()} raised {type(error).__name__}: {error}") from error
+        return self._checked(np.asarray(returned), obs.shape[:2], mask), carry
+
+    def _who(self) -> str:
+        return f"policy {self.spec.name!r} (script {self.script})"
+
+    def _checked(self, actions: np.ndarray, batch: tuple[int, ...], mask: np.ndarray | None) -> np.ndarray:
+        """The script's actions as the env takes them, or a PolicyError saying what is wrong:
+        the shape, a non-integer or out-of-range choice, a choice the mask forbids, a vector
+        outside the bounds."""
+        spec, expected = self.spec, (*batch, *self.spec.action_shape)
         if actions.shape != expected:
-            raise ValueError(f"script {self.script} returned actions of shape {actions.shape} for policy {self.spec.name!r}; expected {expected}")
-        return actions, carry
+            raise PolicyError(f"{self._who()} returned actions of shape {actions.shape}; expected {expected} (copies, entities, *action shape)")
+        if not np.issubdtype(actions.dtype, np.number) or not np.isfinite(actions).all():
+            raise PolicyError(f"{self._who()} returned actions that are not finite numbers ({actions.dtype})")
+        if spec.continuous:
+            low, high = np.asarray(spec.action_low).reshape(spec.action_shape), np.asarray(spec.action_high).reshape(spec.action_shape)
+            outside = (actions < low) | (actions > high)
+            if outside.any():
+                where = tuple(int(i) for i in np.argwhere(outside)[0])
+                raise PolicyError(f"{self._who()} returned {actions[where]} at {where}, outside the action bounds [{low.min()}, {high.max()}]")
+            return actions.astype(np.float32, copy=False)
+        if not np.array_equal(actions, np.round(actions)):
+            raise PolicyError(f"{self._who()} returned non-integer choices ({actions[actions != np.round(actions)][0]}) for discrete actions: return integers")
+        choices = actions.astype(np.int64)
+        bad = (choices < 0) | (choices >= spec.n_actions)
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise PolicyError(f"{self._who()} returned action {choices[where]} at (copy, entity) {where}; its actions are 0..{spec.n_actions - 1}")
+        if mask is not None:
+            forbidden = ~np.take_along_axis(mask, choices[..., None], -1)[..., 0]
+            if forbidden.any():
+                where = tuple(int(i) for i in np.argwhere(forbidden)[0])
+                raise PolicyError(f"{self._who()} returned action {choices[where]} at (copy, entity) {where}, which the env's action mask forbids there")
+        return choices
 
     def policy_state(self) -> dict[str, Any]:
         return {"script": self.script}

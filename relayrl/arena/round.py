@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from relayrl.arena.match import Match, match_policy_ids
+from relayrl.core.errors import HookError
 from relayrl.core.strict import Strict
 
 
@@ -150,7 +151,7 @@ class RoundSchedule:
     ) -> None:
         self.rounds = rounds
         self.ends = round_ends(rounds)
-        self.hooks = {when: [load_hook(path) for path in getattr(hooks, when)] for when in ("on_round_start", "on_round_end")}
+        self.hooks = {when: [(path, load_hook(path)) for path in getattr(hooks, when)] for when in ("on_round_start", "on_round_end")}
         self.schemes = schemes
         self.write_table = write_table
         self.verbose = verbose
@@ -187,8 +188,7 @@ class RoundSchedule:
                 self.write_table(scheme.name, scheme.rows)
             if self.verbose:
                 print(_text_table([r for r in scheme.rows if r["round"] == index], f"{scheme.name}, round {index + 1}"))
-        for hook in self.hooks["on_round_end"]:
-            hook(context)
+        self._call_hooks("on_round_end", context)
         self.returns, self.copies = [], []
 
     def begin(self, index: int, env_steps: int, policies: dict[str, Any], matches: list[Match]) -> None:
@@ -202,8 +202,16 @@ class RoundSchedule:
         context = RoundContext(index, self.rounds[index], policies, env_steps)
         for scheme in self.schemes:
             scheme.on_round_start(context)
-        for hook in self.hooks["on_round_start"]:
-            hook(context)
+        self._call_hooks("on_round_start", context)
+
+    def _call_hooks(self, when: str, context: "RoundContext") -> None:
+        """Each ``when`` hook with the round's context; one that raises stops the run with
+        its path, the round and what it raised."""
+        for path, hook in self.hooks[when]:
+            try:
+                hook(context)
+            except Exception as error:
+                raise HookError(f"hook {path} ({when}) of round {context.index + 1}/{len(self.rounds)} raised {type(error).__name__}: {error}") from error
 
     def state_dict(self) -> dict[str, Any]:
         return {

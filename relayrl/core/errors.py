@@ -27,5 +27,24 @@ class EnvError(RelayRLError):
     """An environment broke its contract (PettingZoo's, or a worker process failed)."""
 
 
-class NonFiniteError(RelayRLError):
+class PolicyError(RelayRLError):
+    """A user's policy (a scripted one) raised or returned actions the env cannot take."""
+
+
+class StopError(RelayRLError):
+    """A run stopped by something its user fixes between two tries (its ``fix``): the run
+    keeps its last checkpoint and metrics and resumes once fixed."""
+
+    fix = "fix it"
+
+
+class NonFiniteError(StopError):
     """NaN or inf reached training: from an environment's output or a learner's loss."""
+
+    fix = "Fix the source (the environment's outputs; for a diverging loss a lower learning rate)"
+
+
+class HookError(StopError):
+    """A round hook raised or could not be called with the round's context."""
+
+    fix = "Fix the hook"

@@ -222,6 +222,8 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
         policies[pid] = POLICY_KINDS[configs[pid].kind](replace(build, saved=lambda pid=pid: saved(pid, configs[pid])))
         builds[pid] = build
     learners = {pid: policy.learner for pid, policy in policies.items() if isinstance(policy, LearningPolicy)}
+    if verbose:
+        print("first updates: " + "; ".join(f"{pid} {learner.first_update()}" for pid, learner in learners.items()))
     held_out = {}
     if config.eval.policies:
         compiled = compile_matches(config.eval.match or first.matches, first.venv.groups, first.venv.num_envs)

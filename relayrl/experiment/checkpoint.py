@@ -11,6 +11,7 @@ checked against the manifest, so a corrupt checkpoint is detected, not loaded.
 
 import hashlib
 import json
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -84,10 +85,11 @@ def save_checkpoint(
 
 
 def list_checkpoints(directory: Path) -> list[Path]:
-    """Complete checkpoints (with a manifest), oldest first."""
+    """Complete checkpoints (with a manifest), oldest first: only names the writer gives
+    (``step_`` and ten digits), so a copy a user set aside (``step_0000002000.bak``) is none."""
     if not directory.is_dir():
         return []
-    return sorted(p for p in directory.glob("step_*") if (p / MANIFEST).is_file())
+    return sorted(p for p in directory.glob("step_*") if re.fullmatch(r"step_\d{10}", p.name) and (p / MANIFEST).is_file())
 
 
 def _verified(path: Path, *names: str) -> None:

@@ -19,9 +19,13 @@ def _parse_value(text: str) -> Any:
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Applies ``dotted.key=value`` overrides to a nested dict (a copy); ``total_steps=N``
-    sets the budget. Unknown keys are caught by validation afterwards."""
+    """Applies ``dotted.key=value`` overrides to a nested dict (a copy); a number indexes a
+    list (``rounds.0.steps=1000``); ``total_steps=N`` sets the budget, and where rounds change
+    without it, it follows their sum. Unknown keys are caught by validation afterwards."""
     result = json.loads(json.dumps(data))
+    keys = [item.split("=", 1)[0] for item in overrides]
+    if any(key.split(".")[0] == "rounds" for key in keys) and "total_steps" not in keys:
+        result.pop("total_steps", None)
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not key=value (e.g. dqn.lr=1e-4)")
@@ -31,14 +35,22 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         except yaml.YAMLError as error:
             problem = getattr(error, "problem", None) or "not a number or YAML value"
             raise ConfigError(f"override {item!r}: the value cannot be read ({problem}); e.g. 1e-4, true, [64, 256]") from None
-        node = result
+        node: Any = result
         parts = key.split(".")
-        for part in parts[:-1]:
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if not isinstance(child, dict):
-                raise ConfigError(f"override {key!r}: {part!r} is a value, not a section")
-            node = child
-        node[parts[-1]] = value
+        for depth, part in enumerate(parts):
+            last = depth == len(parts) - 1
+            if isinstance(node, list):
+                if not part.isdigit() or int(part) >= len(node):
+                    raise ConfigError(f"override {key!r}: {'.'.join(parts[:depth])} is a list of {len(node)}: index it 0..{len(node) - 1}")
+                index: Any = int(part)
+            elif isinstance(node, dict):
+                index = part
+                if not last and node.get(part) is None:
+                    node[part] = {}
+            else:
+                raise ConfigError(f"override {key!r}: {'.'.join(parts[:depth])} is a value, not a section")
+            if last:
+                node[index] = value
+            else:
+                node = node[index]
     return result

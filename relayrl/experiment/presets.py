@@ -461,7 +461,7 @@ def config_dict(source: str) -> dict[str, Any]:
         raise ConfigError(f"{source} is not valid YAML: {error}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must hold a mapping of config keys (env:, dqn:, sharing:, ...), not a {type(data).__name__}")
-    return build_config({"preset": path.stem, **data}).model_dump(mode="json")
+    return {"preset": path.stem, **data}  # validated once the command line's overrides are applied
 
 
 def load_preset(name: str) -> RunConfig:

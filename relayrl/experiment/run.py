@@ -18,7 +18,7 @@ from relayrl.arena.collect import Collector, Venue
 from relayrl.arena.learning import LearnerPool
 from relayrl.arena.policy import Policy
 from relayrl.arena.round import RoundSchedule
-from relayrl.core.errors import NonFiniteError
+from relayrl.core.errors import StopError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.seeding import derive_seeds
 from relayrl.experiment.clock import Clock, Counters
@@ -122,12 +122,12 @@ class Run:
                 self._on_clock()
                 tick = time.perf_counter()  # evaluation and saving are not training throughput
             self.learners.call_home()
-        except NonFiniteError as error:
+            for line in self.learners.idle():
+                print(f"warning: {line}; the run ended at env step {c.env_steps:,}", file=sys.stderr)
+        except StopError as error:
             kept = self.run_dir.kept() if self.run_dir is not None else "no checkpoint was written"
-            raise NonFiniteError(
-                f"{error}, in the fragment after env step {c.env_steps:,}. The run stopped there; {kept}. "
-                f"Fix the source (the environment's outputs; for a diverging loss a lower learning rate), then resume"
-            ) from None
+            resume = f": relayrl resume {self.run_dir.path}" if self.run_dir is not None else ""
+            raise type(error)(f"{error}, at env step {c.env_steps:,}. The run stopped there; {kept}. {error.fix}, then resume{resume}") from None
         except KeyboardInterrupt:
             if self.verbose:
                 last = self.run_dir.latest() if self.run_dir is not None else None

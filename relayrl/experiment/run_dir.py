@@ -75,6 +75,7 @@ class RunDirectory:
         self.config = config
         self.checkpoints = path / "checkpoints"
         self.lock = RunLock(path)
+        self.lock.check()  # before anything is built for a run another process trains
         self.changes: dict[str, tuple[Any, Any]] = {}
         folders = sorted(self.checkpoints.glob("step_*")) if self.checkpoints.is_dir() else []
         complete = list_checkpoints(self.checkpoints)

@@ -20,6 +20,22 @@ class RunLock:
         self._handle: IO[str] | None = None
 
     def acquire(self) -> None:
+        handle = self._take()
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._handle = handle
+
+    def check(self) -> None:
+        """Refuses, naming the holder, where a live process trains the run directory now
+        (before a command builds anything for it)."""
+        if self.path.is_file():
+            handle = self._take()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+
+    def _take(self) -> IO[str]:
         handle = self.path.open("a+")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -28,11 +44,7 @@ class RunLock:
             holder = handle.read().strip() or "another process"
             handle.close()
             raise RelayRLError(f"{self.path.parent} is being trained by pid {holder}; wait for it or stop it first") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        self._handle = handle
+        return handle
 
     def release(self) -> None:
         if self._handle is not None:

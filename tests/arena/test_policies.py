@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from relayrl.algos import ALGORITHMS, Capabilities
-from relayrl.core.errors import CheckpointError, ConfigError
+from relayrl.core.errors import CheckpointError, ConfigError, PolicyError
 from relayrl.experiment import build_run, build_config
 from relayrl.arena.policy import POLICY_KINDS, FrozenPolicy, LearningPolicy, RandomPolicy, ScriptedPolicy
 from relayrl.experiment.checkpoint import list_checkpoints, load_policies
@@ -160,10 +160,15 @@ def test_a_scripted_policy_acts_by_its_function_and_never_learns(tmp_path):
     "script, error, message",
     [
         ("scripted.nope", ConfigError, "cannot be loaded"),
-        ("scripted.wrong_shape", ValueError, r"returned actions of shape \(1,\)"),
+        ("scripted.wrong_shape", PolicyError, r"policy 'walker' \(script scripted\.wrong_shape\) returned actions of shape \(1,\); expected \(1, 2\)"),
+        ("scripted.out_of_range", PolicyError, r"policy 'walker' \(script scripted\.out_of_range\) returned action 2 at \(copy, entity\) \(0, 0\); its actions are 0\.\.1"),
+        ("scripted.fractional", PolicyError, r"returned non-integer choices \(0\.7\) for discrete actions: return integers"),
+        ("scripted.raises", PolicyError, r"policy 'walker' \(script scripted\.raises\) raised KeyError: .the heuristic's lookup table has no such row."),
     ],
 )
 def test_a_script_that_cannot_act_is_named(script, error, message):
+    """Loading, the shape, the range and integrality of its choices, and its own exceptions:
+    one message naming the policy and the script."""
     with pytest.raises(error, match=message):
         run = build_run(build_config(_config(policies={"walker": {"kind": "scripted", "script": script}})), None, verbose=False)
         run.train()
@@ -184,8 +189,11 @@ def test_a_registered_policy_kind_drives_its_slots(register):
 
 def test_an_algorithm_is_refused_on_action_spaces_its_capabilities_lack(register):
     register(ALGORITHMS, "td3-discrete", replace(ALGORITHMS["td3"], capabilities=Capabilities(frozenset({"discrete"}))))
-    config = build_config({"env": {"name": "Pendulum-v1", "settings": {"n_agents": 1}}, "actor_critic": {"algo": "td3-discrete"}})
-    with pytest.raises(ConfigError, match=r"policy 'agent' trains td3-discrete, which cannot act on its slots' Box actions \(1,\) \(ddpg, sac, td3 can"):
+    with pytest.raises(ConfigError, match=r"td3-discrete applies to discrete actions; Pendulum-v1 has continuous actions \(ddpg, sac, td3 act on them\)"):
+        build_config({"env": {"name": "Pendulum-v1", "settings": {"n_agents": 1}}, "actor_critic": {"algo": "td3-discrete"}})
+    pytest.importorskip("Box2D")  # a PettingZoo env's action spaces are known once it is built
+    config = build_config({"env": {"name": "pettingzoo.sisl.multiwalker_v9"}, "actor_critic": {"algo": "td3-discrete"}})
+    with pytest.raises(ConfigError, match=r"policy 'walker' trains td3-discrete, which cannot act on its slots' Box actions \(4,\) \(ddpg, sac, td3 can"):
         build_run(config, None, verbose=False)
 
 
@@ -195,3 +203,25 @@ def test_a_random_policy_acts_uniformly_and_never_learns():
     run.start()
     actions = np.concatenate([run.collector.collect(run.n_steps, 0).fragments["walker"]["action"].reshape(-1) for _ in range(25)])  # 100 steps x 2 walkers
     assert set(np.unique(actions)) == set(range(run.policies["walker"].spec.n_actions))
+
+
+@pytest.mark.parametrize("param_sharing", [True, False])
+def test_a_frozen_policy_of_more_agents_drives_fewer_entities_where_well_defined(tmp_path, param_sharing):
+    """One shared parameter set drives any number of entities; a set per agent for 3 agents
+    cannot be mapped onto 2 entities: refused with both counts and the fix."""
+    dqn = {**_config()["dqn"], "param_sharing": param_sharing}
+    if param_sharing:
+        dqn["batch_size"] = 4
+    run = build_run(build_config(_config(dqn=dqn)), tmp_path / "pretrain", verbose=False)
+    run.train()
+    run.close()
+    fewer = {**TWO_TEAMS, "settings": {**TWO_TEAMS["settings"], "n_agents": 2}}
+    config = build_config(_config(env=fewer, dqn=dqn, policies={"runner": {"kind": "frozen", "checkpoint": str(tmp_path / "pretrain")}, "walker": {}}))
+    if param_sharing:
+        run = build_run(config, None, verbose=False)
+        assert run.policies["runner"].spec.n_agents == 2 and run.train()[-1]["env_steps"] == 400
+        run.close()
+    else:
+        with pytest.raises(CheckpointError, match=r"'runner' was trained with a parameter set per agent for 3 agents and drives 2 entities here: "
+                                                  r"give it 3 slots, or train it with param_sharing=true"):
+            build_run(config, None, verbose=False)

@@ -12,7 +12,8 @@ import torch
 
 from relayrl.arena.round import end_episodes
 from relayrl.arena.schemes.curriculum import curriculum
-from relayrl.core.errors import ConfigError
+from relayrl.core.errors import ConfigError, HookError
+from relayrl.experiment.checkpoint import list_checkpoints
 from relayrl.experiment import build_run, build_config
 from round_runs import hook_module, rows, stop_at, train
 
@@ -27,6 +28,15 @@ def record(context):
         entry.update(start=results.start, end=results.end, episodes=len(results.returns), mean=results.mean_return("predator"))
     with open(os.environ["RELAYRL_TEST_HOOKS"], "a") as handle:
         handle.write(json.dumps(entry) + "\\n")
+
+
+def fails_in_round_2(context):
+    if context.index == 1:
+        raise RuntimeError("the curriculum table has no row 2")
+
+
+def no_arguments():
+    pass
 '''
 
 
@@ -142,3 +152,14 @@ def test_the_curriculum_example_is_a_valid_config():
     config = build_config(yaml.safe_load(path.read_text()))
     assert config.total_steps == 40_000
     assert [config.round_env(i).settings.miscapture for i in range(4)] == [0.0, -0.5, -1.0, -1.5]
+
+
+@pytest.mark.parametrize("hook, message", [
+    ("round_hooks:fails_in_round_2", r"hook round_hooks:fails_in_round_2 \(on_round_end\) of round 2/3 raised RuntimeError: the curriculum table has no row 2"),
+    ("round_hooks:no_arguments", r"hook round_hooks:no_arguments \(on_round_end\) of round 1/3 raised TypeError: .*takes 0 positional arguments"),
+])
+def test_a_hook_that_fails_stops_the_run_naming_it_and_keeps_what_was_written(tmp_path, hooks, hook, message):
+    """One message: the hook, the round, what it raised, what the run keeps and how to resume."""
+    with pytest.raises(HookError, match=message + r".*The run stopped there; the last checkpoint step_\d+ and the metrics so far are kept\. Fix the hook, then resume: relayrl resume "):
+        train(_config(ROUNDS, hooks={"on_round_end": [hook]}), tmp_path)
+    assert list_checkpoints(tmp_path / "checkpoints") and (tmp_path / "metrics.csv").read_text().count("\n") >= 2

@@ -174,6 +174,26 @@ def test_malformed_override():
         apply_overrides({}, ["dqn.lr"])
 
 
+def test_overrides_index_lists_and_the_budget_follows_the_rounds():
+    data = preset_dict("pursuit-small-curriculum-super")
+    config = build_config(apply_overrides(data, ["rounds.0.steps=1000"]))
+    assert config.rounds[0].steps == 1000 and config.total_steps == sum(r.steps for r in config.rounds) != data["total_steps"]
+    with pytest.raises(ConfigError, match=r"override 'rounds\.9\.steps': rounds is a list of 4: index it 0\.\.3"):
+        apply_overrides(data, ["rounds.9.steps=1"])
+    with pytest.raises(ConfigError, match=r"override 'dqn\.lr\.x': dqn\.lr is a value, not a section"):
+        apply_overrides(data, ["dqn.lr.x=1"])
+
+
+def test_a_config_file_is_validated_after_the_command_lines_overrides(tmp_path, capsys):
+    """A file that is incomplete alone (a Box-action env without its actor-critic section)
+    takes the section from the command line."""
+    from relayrl.cli import main
+
+    (tmp_path / "pendulum.yaml").write_text("env: {name: Pendulum-v1}\n")
+    assert main(["show", str(tmp_path / "pendulum.yaml"), "actor_critic={algo: td3}"]) == 0
+    assert "algo: td3" in capsys.readouterr().out
+
+
 def test_missing_pursuit_extra_names_the_extra(monkeypatch):
     from relayrl.envs.pursuit import make_pursuit
 

@@ -101,6 +101,18 @@ def test_a_checkpoint_of_another_revision_is_refused_naming_it(tmp_path):
         build_run(build_config(_tiny(CORRIDOR, 800)), tmp_path, verbose=False).train()
 
 
+def test_a_copy_set_aside_in_the_checkpoints_folder_is_not_a_checkpoint(tmp_path):
+    """``step_0000000400.bak`` (a user's copy) is neither resumed from nor taken as newest."""
+    import shutil
+
+    _train(_tiny(CORRIDOR, 400), tmp_path)
+    (last,) = list_checkpoints(tmp_path / "checkpoints")[-1:]
+    shutil.copytree(last, last.with_name(last.name + ".bak"))
+    assert list_checkpoints(tmp_path / "checkpoints")[-1] == last
+    resumed = _train(_tiny(CORRIDOR, 800), tmp_path)
+    assert resumed.counters.env_steps == 800 and list_checkpoints(tmp_path / "checkpoints")[-1].name == "step_0000000800"
+
+
 class InterruptingCorridor(CorridorEnv):
     """Raises KeyboardInterrupt (as Ctrl-C would) after a number of steps."""
 
@@ -180,3 +192,20 @@ def test_sigterm_saves_a_checkpoint_where_it_stops_and_the_run_resumes(tmp_path)
     resumed = build_run(build_config(load_checkpoint(checkpoint)["config"]), metrics.parent, verbose=False)
     assert resumed.run_dir.resume(resumed.load_state_dict)
     assert resumed.counters.env_steps == stopped_at
+
+
+def test_resume_of_a_complete_or_locked_run_says_so_before_building_anything(tmp_path, capsys):
+    from relayrl.cli import main
+    from relayrl.experiment.run_lock import RunLock
+
+    _train(_tiny(CORRIDOR, 400), tmp_path)
+    assert main(["resume", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == f"{tmp_path} is already complete (400 env steps); nothing to do"
+    holder = RunLock(tmp_path)
+    holder.acquire()
+    try:
+        assert main(["resume", str(tmp_path), "total_steps=800"]) != 0
+    finally:
+        holder.release()
+    out, err = capsys.readouterr()
+    assert "is being trained by pid" in err and out == ""
