@@ -1,29 +1,33 @@
 """Command line: relayrl list | show | train | resume | eval | plot | table | quickstart | bench | reproduce."""
 
+from __future__ import annotations
+
 import argparse
 import math
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import yaml
 
 from relayrl.core.errors import RelayRLError
-from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints, load_policies
-from relayrl.experiment.config import RunConfig, build_config
-from relayrl.experiment.overrides import apply_overrides
 from relayrl.experiment.metrics import read_metrics
-from relayrl.experiment.papers import PAPERS, check_options
-from relayrl.experiment.plots import plot_rounds, plot_runs, summary_table
-from relayrl.experiment.presets import PRESETS, config_dict
-from relayrl.experiment.build import build_run
-from relayrl.experiment.run import Run
-from relayrl.experiment.run_dir import run_dir_for
+from relayrl.experiment.overrides import apply_overrides
 from relayrl.experiment.run_lock import RunLock
+
+# Commands import the heavy parts (torch, the registries) where they use them, so that
+# relayrl --help starts at once.
+if TYPE_CHECKING:
+    from relayrl.experiment.config import RunConfig
+    from relayrl.experiment.run import Run
 
 
 def _config_from(preset: str, overrides: list[str], seed: int | None) -> RunConfig:
+    from relayrl.experiment.config import build_config
+    from relayrl.experiment.presets import config_dict
+
     data = apply_overrides(config_dict(preset), overrides)
     if seed is not None:
         data["seed"] = seed
@@ -31,6 +35,8 @@ def _config_from(preset: str, overrides: list[str], seed: int | None) -> RunConf
 
 
 def _config_of_run(run_dir: Path, overrides: list[str] | None = None) -> RunConfig:
+    from relayrl.experiment.config import build_config
+
     path = run_dir / "config.yaml"
     if not path.is_file():
         raise RelayRLError(f"{run_dir} is not a run directory (no config.yaml); runs live in runs/<preset>-<hash>/<seed>/")
@@ -40,6 +46,9 @@ def _config_of_run(run_dir: Path, overrides: list[str] | None = None) -> RunConf
 def _train(config: RunConfig, run_dir: Path) -> None:
     """Trains (or resumes) the run in ``run_dir``; one message and nothing built where
     another process trains it, or where it is complete."""
+    from relayrl.experiment.build import build_run
+    from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
+
     RunLock(run_dir).check()
     checkpoints = list_checkpoints(run_dir / "checkpoints")
     if checkpoints and checkpoint_steps(checkpoints[-1]) >= config.total_steps:
@@ -71,6 +80,7 @@ def cmd_list(args: argparse.Namespace) -> None:
     from relayrl.algos import ALGORITHMS
     from relayrl.arena.policy import POLICY_KINDS
     from relayrl.envs.registry import ENVS
+    from relayrl.experiment.presets import PRESETS
     from relayrl.sharing.corrections import CORRECTIONS
     from relayrl.sharing.selectors import SELECTORS
 
@@ -87,18 +97,24 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> None:
+    from relayrl.experiment.run_dir import run_dir_for
+
     config = _config_from(args.preset, args.overrides, args.seed)
     print(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), end="")
     print(f"# run directory: {run_dir_for(config, Path(args.out))}")
 
 
 def cmd_train(args: argparse.Namespace) -> None:
+    from relayrl.experiment.run_dir import run_dir_for
+
     config = _config_from(args.preset, args.overrides, args.seed)
     _train(config, run_dir_for(config, Path(args.out)))
 
 
 def cmd_arena(args: argparse.Namespace) -> None:
     """``train`` for a run of rounds: progress per round and each scheme's table at its end."""
+    from relayrl.experiment.run_dir import run_dir_for
+
     config = _config_from(args.preset, args.overrides, args.seed)
     if not config.rounds:
         raise RelayRLError(f"{args.preset} has no rounds: give it rounds (and a scheme: pbt, tournament, or hooks), or use relayrl train")
@@ -111,6 +127,9 @@ def cmd_resume(args: argparse.Namespace) -> None:
 
 
 def _run_at_checkpoint(run_dir: Path) -> Run:
+    from relayrl.experiment.build import build_run
+    from relayrl.experiment.checkpoint import list_checkpoints, load_policies
+
     config = _config_of_run(run_dir)
     checkpoints = list_checkpoints(run_dir / "checkpoints")
     if not checkpoints:
@@ -144,6 +163,8 @@ def _existing(paths: list[str]) -> list[Path]:
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
+    from relayrl.experiment.plots import plot_rounds, plot_runs
+
     _existing(args.runs)
     if args.rounds:
         print(f"wrote {plot_rounds([Path(p) for p in args.runs], Path(args.out))}")
@@ -153,10 +174,15 @@ def cmd_plot(args: argparse.Namespace) -> None:
 
 
 def cmd_table(args: argparse.Namespace) -> None:
+    from relayrl.experiment.plots import summary_table
+
     print(summary_table(_existing(args.runs), args.at, args.bin))
 
 
 def cmd_quickstart(args: argparse.Namespace) -> None:
+    from relayrl.experiment.plots import plot_runs
+    from relayrl.experiment.run_dir import run_dir_for
+
     config = _config_from("pursuit-quickstart", args.overrides, args.seed)
     run_dir = run_dir_for(config, Path(args.out))
     _train(config, run_dir)
@@ -208,14 +234,12 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
-    from relayrl.experiment.grid import (
-        collect,
-        progress,
-        run_grid,
-        status_table,
-        with_dependencies,
-    )
+    from relayrl.experiment.grid import collect, progress, run_grid, status_table, with_dependencies
+    from relayrl.experiment.papers import PAPERS, check_options
+    from relayrl.experiment.presets import PRESETS
 
+    if args.paper not in PAPERS:
+        raise RelayRLError(f"unknown paper {args.paper!r}; choose from {', '.join(PAPERS)}")
     paper = PAPERS[args.paper]
     check_options(paper, args)
     jobs = paper.jobs(args)
@@ -315,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     quick.set_defaults(func=cmd_quickstart, seed=0)
 
     reproduce = sub.add_parser("reproduce", help="run a paper's experiment grid and write its tables and figures")
-    reproduce.add_argument("paper", choices=list(PAPERS))
+    reproduce.add_argument("paper", help="super, dase, accmer or arena (relayrl list shows them)")
     reproduce.add_argument("--domains", nargs="+", help="super: pursuit, battle, adversarial-pursuit (default: all)")
     reproduce.add_argument("--tasks", nargs="+", help="dase: halfcheetah, swimmer, ant, lunarlander, ... (default: halfcheetah swimmer)")
     reproduce.add_argument("--settings", nargs="+", choices=["base", "hard", "hard10", "16", "32", "small"], help="accmer: Predator-Prey settings (default: base hard)")

@@ -20,7 +20,7 @@ def test_list_and_show(capsys):
     out = capsys.readouterr().out
     assert "pursuit-super-quantile" in out and "pursuit-paramshare" in out
     assert "algorithms: ddpg, dqn, qmix, sac, td3" in out and "selection modes (sharing.select): quantile" in out
-    assert "qmix (qmix section): discrete actions, off-policy, recurrent, centralised, parameter sharing; no sharing mode" in out
+    assert "qmix (qmix section): discrete actions, off-policy, recurrent, centralised, reads the global state, parameter sharing; no sharing mode" in out
     assert "td3 (actor_critic section): continuous actions, off-policy; sharing modes: sharing.select, sharing.replay=shared" in out
     assert "policy kinds (policies.<id>.kind): learning, frozen, snapshot, random, scripted" in out and "corrections (sharing.correction): dps, none" in out
     assert main(["show", "pursuit-super-gaussian", "sharing.bandwidth=0.01"]) == 0
@@ -167,3 +167,11 @@ def test_arena_shows_each_rounds_scheme_table(tmp_path):
     assert (tmp_path / "rounds.png").stat().st_size > 10_000
     refused = subprocess.run([sys.executable, "-m", "relayrl.cli", "arena", "predator-prey-small-qmix", "--out", str(tmp_path)], capture_output=True, text=True)
     assert refused.returncode != 0 and "has no rounds" in refused.stderr
+
+
+def test_help_imports_neither_torch_nor_the_registries():
+    """relayrl --help starts at once: the commands import the heavy parts where they use them."""
+    script = ("import sys\nfrom relayrl.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+              "print(sorted(m for m in ('torch', 'scipy.stats', 'relayrl.algos', 'relayrl.experiment.config') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "[]"

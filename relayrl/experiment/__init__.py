@@ -14,79 +14,30 @@ or from policies by id, a match list and a step budget (paper 004, figure 5)::
     run = train_policies(policies, match, 100_000, env="pursuit", scale=4)
 """
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+import importlib
 from typing import Any
 
-from relayrl.algos.dqn import NetworkFactory
+# where each name of the API lives: imported on first use, so that a command that needs none
+# of them (relayrl --help, list) does not import torch
+_EXPORTS = {
+    "Factories": "relayrl.experiment.build",
+    "build_run": "relayrl.experiment.build",
+    "Run": "relayrl.experiment.run",
+    "RunConfig": "relayrl.experiment.config",
+    "build_config": "relayrl.experiment.config",
+    "apply_overrides": "relayrl.experiment.overrides",
+    "load_preset": "relayrl.experiment.presets",
+    "preset_dict": "relayrl.experiment.presets",
+    "preset_names": "relayrl.experiment.presets",
+    "run_dir_for": "relayrl.experiment.run_dir",
+    "train": "relayrl.experiment.api",
+    "train_policies": "relayrl.experiment.api",
+}
 
-from relayrl.experiment.config import RunConfig, build_config
-from relayrl.experiment.overrides import apply_overrides
-from relayrl.experiment.presets import load_preset, preset_dict, preset_names
-from relayrl.experiment.build import Factories, build_run
-from relayrl.experiment.run import Run
-from relayrl.experiment.run_dir import run_dir_for
-
-__all__ = [
-    "Factories",
-    "Run",
-    "RunConfig",
-    "apply_overrides",
-    "build_config",
-    "build_run",
-    "load_preset",
-    "preset_dict",
-    "preset_names",
-    "run_dir_for",
-    "train",
-    "train_policies",
-]
+__all__ = sorted(_EXPORTS)
 
 
-def train(
-    config: RunConfig,
-    out: str | Path | None = "runs",
-    *,
-    env_factory=None,
-    network_factory: NetworkFactory | None = None,
-    verbose: bool = True,
-) -> Run:
-    """Trains (or resumes, if the run directory has checkpoints) and returns the Run.
-    ``out=None`` trains in memory without writing a run directory."""
-    run_dir = run_dir_for(config, Path(out)) if out is not None else None
-    run = build_run(config, run_dir, Factories(env_factory, network_factory), verbose)
-    try:
-        run.train()
-    finally:
-        run.close()
-    return run
-
-
-def train_policies(
-    policies: Mapping[str, Mapping[str, Any]],
-    match: Sequence[Mapping[str, Any]],
-    steps: int,
-    *,
-    env: str | Mapping[str, Any] = "pursuit",
-    scale: int = 1,
-    seed: int = 0,
-    out: str | Path | None = None,
-    verbose: bool = True,
-    **settings: Any,
-) -> Run:
-    """Trains ``policies`` (id -> its ``policies:`` entry) placed on the entities of ``env``
-    (a name or an ``env:`` section) by ``match`` (one env copy's ``{group: ids}`` each),
-    repeated ``scale`` times, for ``steps`` env steps. ``settings``: other config sections
-    (``dqn``, ``sharing``, ``model``, ...). The same run as a YAML file with ``policies:``,
-    ``match:``, ``scale:`` and ``total_steps:``, trained by ``relayrl train FILE.yaml``."""
-    data = {
-        "preset": settings.pop("preset", "policies"),
-        "env": {"name": env} if isinstance(env, str) else dict(env),
-        "policies": {pid: dict(p) for pid, p in policies.items()},
-        "match": [dict(m) for m in match],
-        "scale": scale,
-        "total_steps": steps,
-        "seed": seed,
-        **settings,
-    }
-    return train(build_config(data), out, verbose=verbose)
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'relayrl.experiment' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

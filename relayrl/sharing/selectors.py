@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-from scipy.stats import norm
 
 from relayrl.core.registry import Registry
 
@@ -105,6 +104,8 @@ class GaussianSelector:
     @bandwidth.setter
     def bandwidth(self, value: float) -> None:
         """b and the threshold's factor c = isf(b) it fixes (b >= 1: c = -inf, relay all)."""
+        from scipy.stats import norm  # here: scipy.stats takes a second to import, and only this rule needs it
+
         self._bandwidth = value
         self.c = float(norm.isf(value)) if value < 1.0 else -np.inf
 

@@ -1,0 +1,60 @@
+"""The Python API's two entry points: ``train`` a config, ``train_policies`` by id."""
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from relayrl.algos.dqn import NetworkFactory
+from relayrl.experiment.build import Factories, build_run
+from relayrl.experiment.config import RunConfig, build_config
+from relayrl.experiment.run import Run
+from relayrl.experiment.run_dir import run_dir_for
+
+
+def train(
+    config: RunConfig,
+    out: str | Path | None = "runs",
+    *,
+    env_factory=None,
+    network_factory: NetworkFactory | None = None,
+    verbose: bool = True,
+) -> Run:
+    """Trains (or resumes, if the run directory has checkpoints) and returns the Run.
+    ``out=None`` trains in memory without writing a run directory."""
+    run_dir = run_dir_for(config, Path(out)) if out is not None else None
+    run = build_run(config, run_dir, Factories(env_factory, network_factory), verbose)
+    try:
+        run.train()
+    finally:
+        run.close()
+    return run
+
+
+def train_policies(
+    policies: Mapping[str, Mapping[str, Any]],
+    match: Sequence[Mapping[str, Any]],
+    steps: int,
+    *,
+    env: str | Mapping[str, Any] = "pursuit",
+    scale: int = 1,
+    seed: int = 0,
+    out: str | Path | None = None,
+    verbose: bool = True,
+    **settings: Any,
+) -> Run:
+    """Trains ``policies`` (id -> its ``policies:`` entry) placed on the entities of ``env``
+    (a name or an ``env:`` section) by ``match`` (one env copy's ``{group: ids}`` each),
+    repeated ``scale`` times, for ``steps`` env steps. ``settings``: other config sections
+    (``dqn``, ``sharing``, ``model``, ...). The same run as a YAML file with ``policies:``,
+    ``match:``, ``scale:`` and ``total_steps:``, trained by ``relayrl train FILE.yaml``."""
+    data = {
+        "preset": settings.pop("preset", "policies"),
+        "env": {"name": env} if isinstance(env, str) else dict(env),
+        "policies": {pid: dict(p) for pid, p in policies.items()},
+        "match": [dict(m) for m in match],
+        "scale": scale,
+        "total_steps": steps,
+        "seed": seed,
+        **settings,
+    }
+    return train(build_config(data), out, verbose=verbose)
