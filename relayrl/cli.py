@@ -163,20 +163,22 @@ def _existing(paths: list[str]) -> list[Path]:
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
-    from relayrl.experiment.plots import plot_rounds, plot_runs
+    from relayrl.experiment.plots import plot_rounds, plot_runs, report_bin
 
     _existing(args.runs)
     if args.rounds:
         print(f"wrote {plot_rounds([Path(p) for p in args.runs], Path(args.out))}")
         return
-    out = plot_runs([Path(p) for p in args.runs], Path(args.out), args.key, args.bin, None if args.alpha <= 0 else args.alpha)
+    runs = [Path(p) for p in args.runs]
+    out = plot_runs(runs, Path(args.out), args.key, args.bin or report_bin(runs), None if args.alpha <= 0 else args.alpha)
     print(f"wrote {out}")
 
 
 def cmd_table(args: argparse.Namespace) -> None:
-    from relayrl.experiment.plots import summary_table
+    from relayrl.experiment.plots import report_bin, summary_table
 
-    print(summary_table(_existing(args.runs), args.at, args.bin))
+    runs = _existing(args.runs)
+    print(summary_table(runs, args.at, args.bin or report_bin(runs)))
 
 
 def cmd_quickstart(args: argparse.Namespace) -> None:
@@ -252,8 +254,12 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     for line in paper.studies(args, results):
         print(line)
     if args.dry_run:
-        for job in with_dependencies(jobs):
-            print(f"{progress(job, root):>9,} / {job.steps:,}  {job.preset} seed {job.seed}")
+        planned = with_dependencies(jobs)
+        print(f"{'done':>11} / {'budget':<11}  run (under {root})")
+        done = [progress(job, root) for job in planned]
+        for job, steps in zip(planned, done):
+            print(f"{steps:>11,} / {job.steps:<11,}  {job.preset} seed {job.seed}")
+        print(f"{sum(done):>11,} / {sum(j.steps for j in planned):<11,}  {len(planned)} runs in all")
         return
     if not args.report_only:
         status = run_grid(jobs, root, args.jobs, args.backend)
@@ -322,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("runs", nargs="+", help="run directories (<seed>/) or experiment directories of seeds")
     plot.add_argument("--out", default="learning_curve.png")
     plot.add_argument("--key", default="episode_reward_mean")
-    plot.add_argument("--bin", type=_at_least(1), default=8000, help="bin size in env steps (paper: 8000 in Pursuit)")
+    plot.add_argument("--bin", type=_at_least(1), help="bin size in env steps (default: the runs' report_interval; paper: 8000 in Pursuit)")
     plot.add_argument("--alpha", type=float, default=0.3, help="display smoothing; 0 = none")
     plot.add_argument("--rounds", action="store_true", help="the schemes' per-round tables (tournament Elo, PBT, self-play) instead")
     plot.set_defaults(func=cmd_plot)
@@ -330,7 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     table = sub.add_parser("table", help="mean (std) across seeds at one step bin, as the paper's tables")
     table.add_argument("runs", nargs="+", help="experiment directories of seeds (or single run directories)")
     table.add_argument("--at", type=_at_least(0), required=True, help="env step; its bin is reported")
-    table.add_argument("--bin", type=_at_least(1), default=8000)
+    table.add_argument("--bin", type=_at_least(1), help="bin size in env steps (default: the runs' report_interval)")
     table.set_defaults(func=cmd_table)
 
     quick = sub.add_parser("quickstart", help="a short SUPER run on a small Pursuit, evaluated against random")
@@ -360,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="fewer rounds and steps (a few minutes)")
     bench.add_argument("--only", help="comma-separated subset of: replay, env, learner, loop, rllib")
     bench.add_argument("--threads", type=_at_least(1), default=1, help="torch intra-op threads (default 1, measured best here)")
-    bench.add_argument("--out", default="docs/results/benchmarks.md", help="report path ('' = print only)")
+    bench.add_argument("--out", help="also write the report there (the project's record: docs/results/benchmarks.md); default: print only")
     bench.add_argument("--rllib-python", help="python with ray[rllib] for the RLlib baseline (default ~/venvs/rllib)")
     bench.set_defaults(func=cmd_bench)
     return parser

@@ -187,7 +187,9 @@ class RoundSchedule:
             if self.write_table is not None:
                 self.write_table(scheme.name, scheme.rows)
             if self.verbose:
-                print(_text_table([r for r in scheme.rows if r["round"] == index], f"{scheme.name}, round {index + 1}"))
+                # the title names the round (counted from 1); the rows' own round index is the CSV's
+                shown = [{k: v for k, v in r.items() if k != "round"} for r in scheme.rows if r["round"] == index]
+                print(_text_table(shown, f"{scheme.name}, round {index + 1}"))
         self._call_hooks("on_round_end", context)
         self.returns, self.copies = [], []
 

@@ -55,6 +55,19 @@ def smooth(values: np.ndarray, alpha: float) -> np.ndarray:
     return out
 
 
+def report_bin(experiments: list[Path]) -> int:
+    """The runs' own bin: the env steps between two metric rows of the first run (its
+    ``report_interval``), so that a short run's curve has a point per row."""
+    for experiment in experiments:
+        for run in seed_dirs(experiment):
+            steps = [int(r["env_steps"]) for r in read_metrics(run)]
+            if len(steps) >= 2:
+                return max(1, int(np.median(np.diff(steps))))
+            if steps:
+                return max(1, steps[0])
+    return 8000
+
+
 def seed_dirs(path: Path) -> list[Path]:
     """A run directory (``.../<seed>/`` with metrics.csv) or an experiment directory of seeds."""
     if (path / "metrics.csv").is_file():

@@ -153,14 +153,16 @@ class Reporter:
 
     def _print(self, row: dict[str, float], round_index: int) -> None:
         steps, total, sps = int(row["env_steps"]), self.total_steps, row["sps"]
-        eta = (total - steps) / sps if sps and sps > 0 else math.nan
+        # the last fragment may pass the budget by a few steps: the run is then done
+        eta = max(0, total - steps) / sps if sps and sps > 0 else math.nan
+        reward = row["episode_reward_mean"]
         parts = [
             self.label,
             *([f"round {round_index + 1}/{self.rounds}"] if self.rounds else []),
-            f"steps {steps:,}/{total:,} ({100 * steps / total:.1f}%)",
+            f"steps {steps:,}/{total:,} ({min(100.0, 100 * steps / total):.1f}%)",
             f"{sps:,.0f} sps",
             f"{row['updates_per_s']:,.0f} upd/s",
-            f"reward {row['episode_reward_mean']:.2f}",
+            f"reward {reward:.2f}" if math.isfinite(reward) else "reward - (no episode ended yet)",
         ]
         if not math.isnan(row["eval_reward_mean"]):
             parts.append(f"eval {row['eval_reward_mean']:.2f}")

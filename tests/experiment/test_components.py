@@ -101,7 +101,7 @@ def test_a_round_ends_its_episodes_in_flight_and_gives_its_results_to_the_hooks(
     seen = []
     tables = {}
     schedule = RoundSchedule([RoundConfig(steps=100), RoundConfig(steps=50)], HooksConfig(), [], lambda name, rows: tables.update({name: rows}), False)
-    schedule.hooks["on_round_end"].append(seen.append)
+    schedule.hooks["on_round_end"].append(("tests:seen", seen.append))
     fragment = {name: np.zeros((3, 2, 1), bool) for name in ("valid", "terminated", "truncated")}
     fragment["valid"][:] = True
     fragment["over"] = np.zeros((3, 2), bool)
