@@ -40,7 +40,13 @@ def _config_of_run(run_dir: Path, overrides: list[str] | None = None) -> RunConf
     path = run_dir / "config.yaml"
     if not path.is_file():
         raise RelayRLError(f"{run_dir} is not a run directory (no config.yaml); runs live in runs/<preset>-<hash>/<seed>/")
-    return build_config(apply_overrides(yaml.safe_load(path.read_text()), overrides or []))
+    try:
+        saved = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise RelayRLError(f"{path} is not readable YAML ({str(error).splitlines()[0]}): restore it (its checkpoints' state.json holds the config)") from None
+    if not isinstance(saved, dict):
+        raise RelayRLError(f"{path} holds no config mapping: restore it (its checkpoints' state.json holds the config)")
+    return build_config(apply_overrides(saved, overrides or []))
 
 
 def _train(config: RunConfig, run_dir: Path) -> None:

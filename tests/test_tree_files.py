@@ -123,3 +123,44 @@ def test_a_pickle_checkpoint_of_an_earlier_relayrl_is_refused_with_the_way_on(tm
     with pytest.raises(CheckpointError, match="written as pickles by an earlier relayrl.*provenance.yaml"):
         load_checkpoint(checkpoint)
     assert not (tmp_path / "RAN").exists() and not (Path.cwd() / "RAN").exists()
+
+
+def _npy_declaring(shape: tuple[int, ...]) -> bytes:
+    """An npz whose one array's header declares ``shape`` (float64) over 16 bytes of data."""
+    import io
+    import zipfile
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("0.npy", header.getvalue() + bytes(16))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("damage", ["terabyte array", "missing array", "deep nesting", "wrong types", "not json"])
+def test_a_damaged_or_crafted_checkpoint_is_refused_by_name(tmp_path, damage):
+    """Files with a valid manifest (a crafted copy) that are not a state this run resumes:
+    each is one CheckpointError, nothing allocated past the file's size, nothing run."""
+    config = {"preset": "tiny", "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 8}},
+              "total_steps": 200, "report_interval": 100, "checkpoint_interval": 200, "eval": {"interval": 0},
+              "dqn": {"learning_starts": 50, "buffer_size": 300, "batch_size": 8}}
+    run = build_run(build_config(config), tmp_path, verbose=False)
+    run.train()
+    run.close()
+    (checkpoint,) = list_checkpoints(tmp_path / "checkpoints")
+    structure = json.loads((checkpoint / "state.json").read_text())
+    if damage == "terabyte array":
+        _swap(checkpoint, "state.npz", _npy_declaring((2**37,)))
+    elif damage == "missing array":
+        structure["__dict__"]["counters"] = {"__array__": 10_000}
+        _swap(checkpoint, "state.json", json.dumps(structure).encode())
+    elif damage == "deep nesting":
+        _swap(checkpoint, "state.json", ("[" * 100_000 + "]" * 100_000).encode())
+    elif damage == "wrong types":
+        structure["__dict__"]["counters"] = [1, 2, 3]
+        _swap(checkpoint, "state.json", json.dumps(structure).encode())
+    else:
+        _swap(checkpoint, "state.json", b"{not json")
+    with pytest.raises(CheckpointError, match=r"not relayrl checkpoint data|does not hold a state this run resumes from"):
+        build_run(build_config({**config, "total_steps": 400}), tmp_path, verbose=False).train()

@@ -70,10 +70,25 @@ def write_tree(stem: Path, tree: Any, compress: bool = False) -> tuple[Path, Pat
     return tensor_file, array_file, structure_file
 
 
+def _check_array_sizes(path: Path) -> None:
+    """Every array's declared size fits the bytes its file holds, checked before anything
+    is allocated (a damaged or crafted header could declare a terabyte)."""
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            with archive.open(info) as handle:
+                version = np.lib.format.read_magic(handle)
+                read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, _, dtype = read_header(handle)  # the header alone
+                declared = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+                if declared > info.file_size:
+                    raise ValueError(f"array {info.filename} declares {declared:,} bytes but its file holds {info.file_size:,}")
+
+
 def read_tree(stem: Path) -> Any:
     """The tree ``write_tree`` wrote (tensors on the CPU, arrays as NumPy)."""
     tensor_file, array_file, structure_file = tree_files(stem)
     tensors = load_file(str(tensor_file))
+    _check_array_sizes(array_file)
     with np.load(array_file, allow_pickle=False) as archive:
         arrays = [archive[f"{i}"] for i in range(len(archive.files))]
 

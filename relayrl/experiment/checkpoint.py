@@ -131,7 +131,8 @@ def _read(stem: Path) -> Any:
     _verified(stem.parent, *(f.name for f in tree_files(stem)))
     try:
         return read_tree(stem)
-    except (ValueError, UnicodeDecodeError, KeyError, TypeError, zipfile.BadZipFile, SafetensorError) as error:
+    except (ValueError, UnicodeDecodeError, KeyError, IndexError, AttributeError, TypeError, RecursionError, MemoryError,
+            zipfile.BadZipFile, SafetensorError) as error:
         raise CheckpointError(
             f"{stem.parent} holds files that are not relayrl checkpoint data ({type(error).__name__}: {str(error)[:200]}); "
             f"nothing in them was run. Use a checkpoint written by relayrl"

@@ -36,6 +36,8 @@ class MetricsWriter:
         written when it was taken; later rows are written again by the resumed run."""
         self.path = run_dir / "metrics.csv"
         self.columns = COLUMNS + tuple(extra_columns)  # per-team columns of multi-team runs
+        if self.path.exists() and not self.path.read_text().strip():
+            self.path.unlink()  # an empty file (a crash before its header): written anew
         self.rows = self._keep(resume_at, rows) if self.path.exists() else 0
         new = not self.path.exists()
         self._file = self.path.open("a", newline="")
@@ -52,7 +54,15 @@ class MetricsWriter:
         and a rename, so a failed write never truncates it."""
         with self.path.open(newline="") as handle:
             rows = list(csv.DictReader(handle))
-        kept = [r for r in rows if int(float(r["env_steps"])) <= env_steps][:count]
+        try:
+            steps = [int(float(r["env_steps"])) for r in rows]
+        except (KeyError, TypeError, ValueError):
+            bad = next(i for i, r in enumerate(rows) if not _is_number(r.get("env_steps")))
+            raise RelayRLError(
+                f"{self.path} line {bad + 2} is not a metrics row (env_steps {rows[bad].get('env_steps')!r}): remove that line, "
+                f"or move the file away (the resumed run then writes its rows from the checkpoint on), then resume"
+            ) from None
+        kept = [r for r, step in zip(rows, steps) if step <= env_steps][:count]
         if len(kept) == len(rows):
             return len(kept)
         tmp = self.path.with_name(f".tmp_{self.path.name}")
@@ -84,6 +94,14 @@ class MetricsWriter:
     def close(self) -> None:
         self._file.close()
         self._tb.close()
+
+
+def _is_number(text: object) -> bool:
+    try:
+        float(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, float]]:

@@ -114,6 +114,11 @@ class RunDirectory:
                 f"{latest} has no entry {missing}: another relayrl revision wrote it (the commit is in {self.path / 'provenance.yaml'}); "
                 "resume it with that revision, or start a new run directory"
             ) from None
+        except (IndexError, AttributeError, TypeError, ValueError, RecursionError) as error:
+            raise CheckpointError(
+                f"{latest} does not hold a state this run resumes from ({type(error).__name__}: {str(error)[:200]}); nothing in it "
+                "was run. Resume from a checkpoint relayrl wrote for this run, or start a new run directory"
+            ) from None
         return True
 
     def record_start(self, resumed_at: int, frozen_sources: dict[str, str]) -> None:

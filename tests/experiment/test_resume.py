@@ -209,3 +209,29 @@ def test_resume_of_a_complete_or_locked_run_says_so_before_building_anything(tmp
         holder.release()
     out, err = capsys.readouterr()
     assert "is being trained by pid" in err and out == ""
+
+
+@pytest.mark.parametrize("damage", ["empty metrics", "garbage row", "corrupt config"])
+def test_a_run_directorys_damaged_files_are_rebuilt_or_named(tmp_path, capsys, damage):
+    """An empty metrics.csv is written anew with its header; a garbage row and an unreadable
+    config.yaml are named with what to do, before anything is trained."""
+    from relayrl.cli import main
+
+    _train(_tiny(CORRIDOR, 400), tmp_path)
+    metrics = tmp_path / "metrics.csv"
+    if damage == "empty metrics":
+        metrics.write_text("")
+        assert main(["resume", str(tmp_path), "total_steps=800"]) == 0
+        rows = read_metrics(tmp_path)
+        assert metrics.read_text().startswith("env_steps,") and [r["env_steps"] for r in rows] == [600, 800]
+        return
+    if damage == "garbage row":
+        metrics.write_text(metrics.read_text() + "garbage,,,\n")
+        expected = r"metrics\.csv line 4 is not a metrics row \(env_steps 'garbage'\): remove that line"
+    else:
+        (tmp_path / "config.yaml").write_text("env: {name: [\n")
+        expected = r"config\.yaml is not readable YAML .*restore it"
+    assert main(["resume", str(tmp_path), "total_steps=800"]) == 2
+    import re
+
+    assert re.search(expected, capsys.readouterr().err)
