@@ -227,3 +227,30 @@ def test_a_killed_driver_resumes_from_its_last_checkpoint_and_ends_as_an_uninter
     resumed = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert rows(run_dir / "metrics.csv", TIMING) == rows(tmp_path / "straight" / "metrics.csv", TIMING)
+
+
+def _ray_processes_in_group(group: int) -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            name = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[0].decode(errors="replace")
+            if os.getpgid(int(pid)) == group and name.startswith("ray::"):
+                found.append(f"{pid} {name}")
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="the reaper reads /proc (Linux)")
+def test_a_driver_killed_by_sigkill_leaves_no_ray_processes_behind():
+    """A local Ray instance's agents (DashboardAgent, RuntimeEnvAgent) outlive a SIGKILLed
+    driver unless something ends them: relayrl's reaper does, within seconds."""
+    script = ("import os\nfrom relayrl.arena.ray.runners import start_ray\nray, _ = start_ray(None, 1)\n"
+              "print(ray.get(ray.remote(lambda: 1).remote()), flush=True)\nos.kill(os.getpid(), 9)\n")
+    driver = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    assert driver.stdout.readline().strip() == "1"  # Ray ran a task, its agents are up
+    driver.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while _ray_processes_in_group(driver.pid) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert _ray_processes_in_group(driver.pid) == []

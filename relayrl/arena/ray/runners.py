@@ -23,6 +23,7 @@ else (docs/results/ray.md).
 
 import math
 import os
+import subprocess
 import sys
 from dataclasses import asdict
 from typing import Any
@@ -115,6 +116,31 @@ class EnvRunner:
         self.venv.close()
 
 
+# Watches the driver; once it is gone (also by SIGKILL, which Ray cannot see coming), ends the
+# Ray processes left in its process group (Ray's agents outlive a killed driver otherwise).
+REAPER = """
+import os, signal, sys, time
+driver, group = int(sys.argv[1]), int(sys.argv[2])
+while os.path.exists(f"/proc/{driver}"):
+    time.sleep(1)
+time.sleep(1)
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        name = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")[0].decode(errors="replace")
+        if os.getpgid(int(pid)) == group and (name.startswith("ray::") or "/ray/" in name):
+            os.kill(int(pid), signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+def _reap_after_driver() -> None:
+    """Starts the reaper of this driver's local Ray processes (Linux: it reads /proc)."""
+    if os.path.isdir("/proc"):
+        subprocess.Popen([sys.executable, "-c", REAPER, str(os.getpid()), str(os.getpgid(0))],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
 def start_ray(address: str | None, num_cpus: int | None) -> tuple[Any, bool]:
     """Ray, and whether this call started it: joined to ``address`` or started locally with
     ``num_cpus`` logical CPUs (workers at normal priority: Ray's default niceness 15
@@ -132,6 +158,7 @@ def start_ray(address: str | None, num_cpus: int | None) -> tuple[Any, bool]:
         # "local": a new instance of this process, even where a cluster started by `ray start`
         # (or by a test) runs on the machine, which ray.init would otherwise join
         ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, _system_config={"worker_niceness": 0})
+        _reap_after_driver()
     return ray, True
 
 
