@@ -212,8 +212,8 @@ def cmd_quickstart(args: argparse.Namespace) -> None:
     bandwidth = [r["bandwidth_actual"] for r in rows if not math.isnan(r["bandwidth_actual"])]
     _print_table(
         [
-            ("env steps", f"{run.counters.env_steps:,}"),
-            ("updates per agent", f"{run.updates:,}"),
+            ("env steps", f"{int(rows[-1]['env_steps']):,}"),
+            ("updates per agent", f"{int(rows[-1]['updates']):,}"),
             ("training episode reward (last reports)", f"{np.mean([r['episode_reward_mean'] for r in recent]):.2f}" if recent else "-"),
             ("realised bandwidth (target 0.1)", f"{np.mean(bandwidth):.3f}" if bandwidth else "-"),
             ("env steps/s", f"{np.mean(sps):,.0f}" if sps else "-"),

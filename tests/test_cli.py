@@ -149,6 +149,8 @@ def test_quickstart_prints_its_summary_and_plot(tmp_path, capsys):
     assert code in (0, 2)
     for row in ("env steps", "updates per agent", "realised bandwidth", "greedy eval reward", "gap (trained - random)"):
         assert row in out
+    steps = next(line for line in out.splitlines() if line.startswith("env steps "))
+    assert steps.split()[-1] == "400", steps  # the run's, also when the summary is built from its checkpoint
     assert (_run_dir(tmp_path) / "learning_curve.png").is_file()
 
 
