@@ -255,7 +255,7 @@ def test_non_finite_env_output_stops_the_run_with_the_agent_named(tmp_path, faul
     run.close()
     message = str(caught.value)
     assert f"non-finite {what} for agent 'runner_1' of group 'runner'" in message
-    assert "after env step 296" in message and "the last checkpoint step_0000000200" in message
+    assert "at env step 296" in message and "the last checkpoint step_0000000200" in message
     assert [c.name for c in list_checkpoints(tmp_path / "checkpoints")] == ["step_0000000200"]
     assert [r["env_steps"] for r in _rows(tmp_path)] == ["100", "200"]
 

@@ -19,7 +19,7 @@ import torch
 import yaml
 
 import relayrl
-from relayrl.core.errors import CheckpointError, ConfigError
+from relayrl.core.errors import CheckpointError, ConfigError, RelayRLError
 from relayrl.experiment.checkpoint import CONFIG_FILE, MANIFEST, checkpoint_steps, list_checkpoints, load_checkpoint, save_checkpoint, write_atomically
 from relayrl.experiment.config import RunConfig
 from relayrl.experiment.identity import check_resumable
@@ -109,6 +109,8 @@ class RunDirectory:
             return False
         try:
             load(load_checkpoint(latest), str(latest))
+        except RelayRLError:  # the load's own refusals (a changed config, a mismatched policy) say what is wrong
+            raise
         except KeyError as missing:
             raise CheckpointError(
                 f"{latest} has no entry {missing}: another relayrl revision wrote it (the commit is in {self.path / 'provenance.yaml'}); "

@@ -119,7 +119,9 @@ def test_both_forms_train_under_their_masks():
         assert (spec.obs_shape, spec.obs_dtype, spec.n_actions, spec.masked) == ((5, 5, 3), np.dtype(np.int8), 6, True)
         run.start()
         fragment = run.collector.collect(run.n_steps, 0).fragments["predator"]
-        assert fragment["state"].shape[-1] == 300 and fragment["action_mask"].shape[-1] == 6
+        assert fragment["action_mask"].shape[-1] == 6
+        # the PettingZoo face asks the game for state() only where a learner reads it (not DQN)
+        assert ("state" in fragment) == (name == "predator-prey") and fragment.get("state", np.zeros((1, 300))).shape[-1] == 300
         assert np.take_along_axis(fragment["action_mask"], fragment["action"][..., None], -1).all()
         assert "next_action_mask" in run.learners["predator"].fields
         rows = run.train()

@@ -47,8 +47,9 @@ def test_reproduce_accmer_runs_and_reports(tmp_path, capsys):
     args = ["reproduce", "accmer", "--settings", "32", "--algos", "macpo", "accmer", "--seeds", "1", "--steps", "40",
             "--jobs", "2", "--out", str(root), "--results", str(results)]
     main(args)
-    out = capsys.readouterr().out
-    assert "copied the metrics of 2 run(s)" in out
+    out, err = capsys.readouterr()
+    logs = {log.name: log.read_text()[-1500:] for log in (root / "logs").glob("*.log")}
+    assert "copied the metrics of 2 run(s)" in out, (err, logs)  # a job that failed says why in its log
     tables = (results / "tables.md").read_text()
     assert "| MAC-PO | not run |" not in tables  # both ran, though too short for a final reward
     assert "32 predators | 40 |" in tables  # the timing row at the step both reached
