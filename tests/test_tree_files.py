@@ -47,14 +47,22 @@ class _RunsCode:
         return (exec, ("open('RAN', 'w').close()",))
 
 
-def test_loading_a_policy_never_unpickles(tmp_path, monkeypatch):
-    config = {"preset": "tiny", "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 8}},
-              "total_steps": 200, "report_interval": 100, "checkpoint_interval": 200, "eval": {"interval": 0},
-              "dqn": {"learning_starts": 50, "buffer_size": 300, "batch_size": 8}}
-    run = build_run(build_config(config), tmp_path, verbose=False)
+TINY = {"preset": "tiny", "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 8}},
+        "total_steps": 200, "report_interval": 100, "checkpoint_interval": 200, "eval": {"interval": 0},
+        "dqn": {"learning_starts": 50, "buffer_size": 300, "batch_size": 8}}
+
+
+def _trained(run_dir: Path) -> Path:
+    """The one checkpoint of a tiny corridor run trained in ``run_dir``."""
+    run = build_run(build_config(TINY), run_dir, verbose=False)
     run.train()
     run.close()
-    (checkpoint,) = list_checkpoints(tmp_path / "checkpoints")
+    (checkpoint,) = list_checkpoints(run_dir / "checkpoints")
+    return checkpoint
+
+
+def test_loading_a_policy_never_unpickles(tmp_path, monkeypatch):
+    checkpoint = _trained(tmp_path)
     assert sorted(p.name for p in checkpoint.iterdir()) == [
         "manifest.json", "policy.json", "policy.npz", "policy.safetensors", "state.json", "state.npz", "state.safetensors"
     ]
@@ -142,13 +150,7 @@ def _npy_declaring(shape: tuple[int, ...]) -> bytes:
 def test_a_damaged_or_crafted_checkpoint_is_refused_by_name(tmp_path, damage):
     """Files with a valid manifest (a crafted copy) that are not a state this run resumes:
     each is one CheckpointError, nothing allocated past the file's size, nothing run."""
-    config = {"preset": "tiny", "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 8}},
-              "total_steps": 200, "report_interval": 100, "checkpoint_interval": 200, "eval": {"interval": 0},
-              "dqn": {"learning_starts": 50, "buffer_size": 300, "batch_size": 8}}
-    run = build_run(build_config(config), tmp_path, verbose=False)
-    run.train()
-    run.close()
-    (checkpoint,) = list_checkpoints(tmp_path / "checkpoints")
+    config, checkpoint = TINY, _trained(tmp_path)
     structure = json.loads((checkpoint / "state.json").read_text())
     if damage == "terabyte array":
         _swap(checkpoint, "state.npz", _npy_declaring((2**37,)))
