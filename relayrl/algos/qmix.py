@@ -210,6 +210,8 @@ class ValueDecomposition:
         w = obs.shape[0]
         if carry is None:
             carry = {"h": torch.zeros(w, self.n, self.config.hidden, device=self.device), "last": torch.zeros(w, self.n, self.n_actions, device=self.device)}
+        else:  # a resumed run's carry is read back from its checkpoint on the CPU
+            carry = {key: value.to(self.device) for key, value in carry.items()}
         with torch.no_grad():
             x = self._inputs(torch.as_tensor(obs, device=self.device), carry["last"])
             q, h = self.agent(self._to_sets(x), self._to_sets(carry["h"]))

@@ -66,6 +66,8 @@ class RecurrentQNetwork(nn.Module):
         if p == 1 and cut is None:  # one parameter set: torch's fused GRU runs the recurrence (same gates, about 1.2x faster here)
             c = self.cell
             weights = [c.inputs.weight[0].T, c.hidden.weight[0].T, c.inputs.bias[0, 0], c.hidden.bias[0, 0]]
+            if encoded.is_cuda:  # cuDNN flattens the weights into one buffer and refuses transposed views
+                weights = [w.contiguous() for w in weights]
             states, _ = torch.gru(encoded.reshape(t, b, -1), h, weights, True, 1, 0.0, self.training, False, False)
             return self.head(states.reshape(1, t * b, -1)).reshape(1, t, b, -1)
         projected = self.cell.inputs(encoded).reshape(p, t, b, -1)

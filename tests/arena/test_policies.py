@@ -59,7 +59,7 @@ def test_frozen_team_loads_the_pretrained_networks_and_never_learns(tmp_path):
     walker, runner = run.policies["walker"], run.policies["runner"]
     assert isinstance(walker, FrozenPolicy) and list(run.learners) == ["runner"]
     for p, q in zip(walker.algorithm.online.state_dict().values(), pretrained["networks"]["online"].values()):
-        torch.testing.assert_close(p, q, rtol=0, atol=0)
+        torch.testing.assert_close(p.cpu(), q, rtol=0, atol=0)
     before_walker, before_runner = _params(walker), _params(runner)
     run.train()
     for p, q in zip(_params(walker), before_walker):
