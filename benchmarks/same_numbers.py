@@ -1,8 +1,8 @@
 """Same numbers before and after a refactor: short fixed-seed runs of the paper presets,
 their metrics kept under a label, and a table comparing two labels column by column.
 
-    python benchmarks/same_numbers.py record LABEL [--out RUNS] [--results DIR]
-    python benchmarks/same_numbers.py compare BEFORE AFTER [--results DIR] [--table NAME]
+    python benchmarks/same_numbers.py record LABEL [--out RUNS] [--results DIR] [--cases CASE ...]
+    python benchmarks/same_numbers.py compare BEFORE AFTER [--results DIR] [--table NAME] [--cases CASE ...]
 
 ``record`` trains every case below with the relayrl this Python imports (for the code
 before a change: a git worktree at that commit with its own environment) and copies each
@@ -80,11 +80,20 @@ def _machine() -> str:
     return f"{cpu}; python {platform.python_version()}; torch {torch.__version__}; relayrl at {revision or 'unknown'}"
 
 
-def record(label: str, out: Path, results: Path) -> None:
+def _chosen(cases: list[str] | None) -> list[tuple[str, str, list[str]]]:
+    if cases is None:
+        return CASES
+    unknown = sorted(set(cases) - {case for case, _, _ in CASES})
+    if unknown:
+        raise SystemExit(f"unknown cases {unknown}: choose from {', '.join(case for case, _, _ in CASES)}")
+    return [entry for entry in CASES if entry[0] in cases]
+
+
+def record(label: str, out: Path, results: Path, cases: list[str] | None = None) -> None:
     target = results / label
     target.mkdir(parents=True, exist_ok=True)
     runs: dict[str, Path] = {}
-    for case, preset, overrides in CASES:
+    for case, preset, overrides in _chosen(cases):
         root = out / case
         shutil.rmtree(root, ignore_errors=True)
         filled = [o.replace("{pretrained}", str(runs.get("battle-pretrain", ""))) for o in overrides]
@@ -103,7 +112,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return [{k: v for k, v in row.items() if k not in WALL_CLOCK} for row in csv.DictReader(handle)]
 
 
-def compare(before: str, after: str, results: Path, table: str = "table.md") -> bool:
+def compare(before: str, after: str, results: Path, table: str = "table.md", cases: list[str] | None = None) -> bool:
     lines = [
         f"# Same numbers: {before} vs {after}",
         "",
@@ -115,7 +124,7 @@ def compare(before: str, after: str, results: Path, table: str = "table.md") -> 
         "|---|---:|---|---|",
     ]
     same_everywhere = True
-    for case, _, _ in CASES:
+    for case, _, _ in _chosen(cases):
         old, new = _rows(results / before / f"{case}.csv"), _rows(results / after / f"{case}.csv")
         difference = ""
         if len(old) != len(new):
@@ -144,12 +153,13 @@ def main() -> int:
     cmp.add_argument("--table", default="table.md", help="file name of the comparison under --results")
     for p in (rec, cmp):
         p.add_argument("--results", type=Path, default=Path("docs/results/same_numbers"))
+        p.add_argument("--cases", nargs="+", help="these cases only (default: all)")
     args = parser.parse_args()
     if args.command == "record":
         with tempfile.TemporaryDirectory() as tmp:
-            record(args.label, args.out or Path(tmp), args.results)
+            record(args.label, args.out or Path(tmp), args.results, args.cases)
         return 0
-    return 0 if compare(args.before, args.after, args.results, args.table) else 1
+    return 0 if compare(args.before, args.after, args.results, args.table, args.cases) else 1
 
 
 if __name__ == "__main__":

@@ -186,13 +186,31 @@ def load_policy_state(algorithm: Any, param_sharing: bool, algo: str, state: dic
     if not param_sharing and saved != here:
         raise CheckpointError(
             f"{source}: {who} was trained with a parameter set per agent for {saved} agents and drives {here} entities here: "
-            f"give it {saved} slots, or train it with param_sharing=true (one parameter set drives any number of entities)"
+            f"give it {saved} slots, choose {here} of its agents' sets with the policy's agents key (agents: [0, 1, ...]), "
+            f"or train it with param_sharing=true (one parameter set drives any number of entities)"
         )
     try:
         algorithm.load_policy_state(state["networks"])
     except (RuntimeError, KeyError) as error:
         message = str(error).splitlines()[0][:300]  # torch lists every tensor that differs
         raise CheckpointError(f"{source}: {who}'s networks do not fit this run's model ({message})") from None
+
+
+def chosen_parameter_sets(state: dict[str, Any], agents: list[int], source: str, who: str) -> dict[str, Any]:
+    """A ``policy_state`` of per-agent parameter sets cut down to the sets of ``agents``, in
+    that order (a frozen policy trained on more entities than it drives here)."""
+    saved = _parameter_sets(state["networks"])
+    if state["param_sharing"] or saved is None:
+        raise CheckpointError(f"{source}: {who} shares one parameter set among its agents: remove its agents key (the set drives any number of entities)")
+    if max(agents) >= saved:
+        raise CheckpointError(f"{source}: {who} has parameter sets for agents 0 to {saved - 1}; its agents key names {max(agents)}")
+
+    def cut(networks: Any) -> Any:
+        if isinstance(networks, dict):
+            return {key: cut(value) for key, value in networks.items()}
+        return networks[list(agents)] if hasattr(networks, "shape") and len(networks.shape) and networks.shape[0] == saved else networks
+
+    return {**state, "networks": cut(state["networks"])}
 
 
 def _parameter_sets(networks: Any) -> int | None:

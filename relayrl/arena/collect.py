@@ -55,6 +55,8 @@ class Collector(Protocol):
 
     def collect(self, n_steps: int, env_steps: int) -> Collected: ...
 
+    def cut_episodes(self) -> EpisodeStats: ...  # ends the episodes in flight (a round's end): their returns so far
+
     def sync(self, learners: ActingStates) -> None: ...  # the learners' networks after they learned
 
     def revive(self, env_steps: int) -> dict[str, np.ndarray]: ...  # restarts what died; its workers by policy
@@ -100,6 +102,10 @@ class LocalCollector:
         assert self.rollout is not None and self.venv is not None, "open a venue first"
         steps = self.rollout.collect(n_steps, env_steps)
         return Collected(steps, self.venv.drain_episodes(), n_steps * self.venv.num_envs)
+
+    def cut_episodes(self) -> EpisodeStats:
+        assert self.venv is not None, "open a venue first"
+        return self.venv.cut_episodes()
 
     def sync(self, learners: ActingStates) -> None:
         return None  # the policies act through the learners themselves

@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 from relayrl.algos import ALGORITHMS
 from relayrl.algos.algorithm import Algorithm, Learner, algorithms_with, allowed_choice
 from relayrl.algos.layout import AgentLayout
-from relayrl.algos.learner import Acting
+from relayrl.algos.learner import Acting, chosen_parameter_sets
 from relayrl.algos.off_policy import make_learner
 from relayrl.core.errors import CheckpointError, ConfigError, PolicyError
 from relayrl.core.profiler import SectionTimer
@@ -63,6 +63,9 @@ class PolicyConfig(Strict):
     pretrained_policy: str | None = Field(None, description="policy id in the pretrained run; default the same id")
     # A policy restored from a finished DDQN run acts with that run's final epsilon (paper 000, appendix C.3).
     explore: float = Field(0.001, ge=0, description="frozen: DQN's epsilon; for an actor-critic, > 0 adds its exploration noise")
+    agents: list[Annotated[int, Field(ge=0)]] | None = Field(
+        None, description="frozen, trained with a parameter set per agent: the saved agents whose sets drive this policy's entities, in order"
+    )
 
     @model_validator(mode="after")
     def _fields_of_kind(self) -> "PolicyConfig":
@@ -71,8 +74,8 @@ class PolicyConfig(Strict):
             raise ValueError("a snapshot policy needs of=<learning policy id>, and only a snapshot policy takes one")
         if frozen and (self.checkpoint is None) == (self.pretrained is None):
             raise ValueError("a frozen policy needs exactly one of checkpoint=PATH or pretrained=PRESET")
-        if not frozen and (self.checkpoint or self.pretrained):
-            raise ValueError("checkpoint/pretrained apply to kind=frozen only")
+        if not frozen and (self.checkpoint or self.pretrained or self.agents is not None):
+            raise ValueError("checkpoint/pretrained/agents apply to kind=frozen only")
         if scripted != (self.script is not None):
             raise ValueError("a scripted policy needs script=package.module.function, and only a scripted policy takes one")
         if self.kind in ("random", "scripted") and (self.dqn or self.actor_critic or self.qmix or self.sharing):
@@ -338,7 +341,10 @@ def _networks_without_learning(build: PolicyBuild) -> FrozenPolicy:
 def _frozen(build: PolicyBuild) -> FrozenPolicy:
     policy = _networks_without_learning(build)
     assert build.saved is not None, "a frozen policy's build says where its networks are saved"
-    policy.load_policy_state(*build.saved())
+    state, source = build.saved()
+    if build.config.agents is not None:
+        state = chosen_parameter_sets(state, build.config.agents, source, repr(build.spec.name))
+    policy.load_policy_state(state, source)
     return policy
 
 

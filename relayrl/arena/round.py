@@ -5,8 +5,9 @@ Between two rounds the run ends every episode in flight as a truncation (the las
 of the round gets ``truncated`` and ``over``, so n-step windows bootstrap, whole-episode
 replays store the episode, recurrent carries reset), runs the ``on_round_end`` hooks with
 the round's results, builds the next round's env and matches, runs ``on_round_start`` and
-saves a checkpoint: a run stopped anywhere resumes inside the round it was in. Episodes a
-round boundary cut are not counted in the returns.
+saves a checkpoint: a run stopped anywhere resumes inside the round it was in. The episodes
+a round's end cut count in its results with their returns so far (``RoundResults.cut``), so
+a round shorter than an episode still has results.
 
 Hooks are callables named by import path (``package.module:function``), called with a
 ``RoundContext``: the round, its policies by id, and (at the end) its results.
@@ -23,6 +24,7 @@ from pydantic import Field, field_validator
 from relayrl.arena.match import Match, match_policy_ids
 from relayrl.core.errors import HookError
 from relayrl.core.strict import Strict
+from relayrl.envs.episodes import EpisodeStats
 
 
 class RoundConfig(Strict):
@@ -61,7 +63,8 @@ class HooksConfig(Strict):
 @dataclass
 class RoundResults:
     """What a round did: its episodes' returns per group (summed over the group's entities)
-    and the env copy each episode ran in, under the round's ``matches``."""
+    and the env copy each episode ran in, under the round's ``matches``. The last ``cut`` of
+    them were in flight at the round's end: their returns so far."""
 
     index: int
     start: int  # env step the round began at
@@ -70,6 +73,7 @@ class RoundResults:
     copies: np.ndarray  # [episodes]
     groups: list[str]
     matches: list[Match]
+    cut: int = 0
 
     def mean_return(self, group: str) -> float:
         column = self.returns[:, self.groups.index(group)] if len(self.returns) else np.zeros(0)
@@ -157,31 +161,38 @@ class RoundSchedule:
         self.verbose = verbose
         self.returns: list[np.ndarray] = []  # the current round's episodes, [n_groups] each
         self.copies: list[int] = []  # and the env copy each ran in
+        self.cut = 0  # of them, the episodes the round's end cut (recorded and reported in one iteration)
 
     def __bool__(self) -> bool:
         return bool(self.rounds)
 
-    def record(self, index: int, env_steps: int, fragments: dict[str, dict[str, np.ndarray]], episodes: Any) -> None:
-        """A fragment that ended at ``env_steps``: where it reaches round ``index``'s end, its
-        episodes in flight end with it (``end_episodes``); its finished episodes count."""
+    def record(self, index: int, env_steps: int, fragments: dict[str, dict[str, np.ndarray]], episodes: EpisodeStats, cut: Callable[[], EpisodeStats]) -> None:
+        """A fragment that ended at ``env_steps``: its finished episodes count. Where it
+        reaches round ``index``'s end, its episodes in flight end with it (``end_episodes``)
+        and count too, with the returns ``cut()`` gives (the env copies' returns so far)."""
         if not self.rounds:
             return
+        self.returns += episodes.returns
+        self.copies += episodes.copies
         if env_steps >= self.ends[index]:
             for fragment in fragments.values():
                 end_episodes(fragment)
-        self.returns += episodes.returns
-        self.copies += episodes.copies
+            in_flight = cut()
+            self.returns += in_flight.returns
+            self.copies += in_flight.copies
+            self.cut = len(in_flight.returns)
 
     def end(self, index: int, env_steps: int, policies: dict[str, Any], groups: list[str], matches: list[Match]) -> None:
         """Round ``index`` ended at ``env_steps``: its results go to the schemes, then to the
         ``on_round_end`` hooks."""
         start = self.ends[index - 1] if index else 0
         returns = np.array(self.returns).reshape(-1, len(groups))
-        results = RoundResults(index, start, env_steps, returns, np.array(self.copies, np.int64), groups, matches)
+        results = RoundResults(index, start, env_steps, returns, np.array(self.copies, np.int64), groups, matches, self.cut)
         context = RoundContext(index, self.rounds[index], policies, env_steps, results)
         if self.verbose:
             means = ", ".join(f"{name} {results.mean_return(name):.2f}" for name in groups)
-            print(f"round {index + 1}/{len(self.rounds)} ended at env step {env_steps:,}: {len(returns)} episodes, mean return {means}")
+            cut = f" ({self.cut} of them cut by the round's end: their returns so far)" if self.cut else ""
+            print(f"round {index + 1}/{len(self.rounds)} ended at env step {env_steps:,}: {len(returns)} episodes{cut}, mean return {means}")
         for scheme in self.schemes:
             scheme.on_round_end(context)
             if self.write_table is not None:
@@ -191,7 +202,7 @@ class RoundSchedule:
                 shown = [{k: v for k, v in r.items() if k != "round"} for r in scheme.rows if r["round"] == index]
                 print(_text_table(shown, f"{scheme.name}, round {index + 1}"))
         self._call_hooks("on_round_end", context)
-        self.returns, self.copies = [], []
+        self.returns, self.copies, self.cut = [], [], 0
 
     def begin(self, index: int, env_steps: int, policies: dict[str, Any], matches: list[Match]) -> None:
         """Round ``index`` starts: announced, then its schemes' and hooks' ``on_round_start``."""

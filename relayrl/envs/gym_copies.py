@@ -22,7 +22,7 @@ from pydantic import Field, model_validator
 
 from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec
-from relayrl.envs.episodes import EpisodeStats
+from relayrl.envs.episodes import EpisodeStats, EpisodeTally
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
 from relayrl.envs.types import GroupObs, GroupStep
@@ -118,9 +118,7 @@ class GymCopiesEnv:
         self.envs = [gym.make(env_id, **kwargs) for _ in range(num_envs * n_agents)]  # copy (e, k) at e * K + k
         spec = _spec(self.envs[0], n_agents, name)
         self.groups = (spec,)
-        self._returns = np.zeros(len(self.envs))
-        self._lengths = np.zeros(len(self.envs), np.int64)
-        self._episodes = EpisodeStats()
+        self.tally = EpisodeTally(len(self.envs), 1, agents_per_copy=n_agents)
         self._logs: list[EpisodeLog] = []  # each copy's episode in flight, for checkpoints
 
     def _stack(self, values: list[np.ndarray]) -> np.ndarray:
@@ -131,38 +129,31 @@ class GymCopiesEnv:
         seed + k (paper 001's seeding); later episodes continue each copy's own RNG."""
         obs = [env.reset(seed=seed + i)[0] for i, env in enumerate(self.envs)]
         self._logs = [EpisodeLog({"seed": seed + i}, obs=o) for i, o in enumerate(obs)]
-        self._returns[:] = 0
-        self._lengths[:] = 0
+        self.tally.clear()
         return [GroupObs(self._stack(obs), np.ones((self.num_envs, self.n_agents), bool))]
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
         """``actions[0]`` is ``[E, K, ...]``; copies whose episode ended are reset on their own."""
         flat_actions = actions[0].reshape(len(self.envs), *actions[0].shape[2:])
         obs, next_obs = [], []
-        reward = np.zeros(len(self.envs), np.float32)
+        reward = np.zeros(len(self.envs))
         terminated, truncated = np.zeros(len(self.envs), bool), np.zeros(len(self.envs), bool)
         for i, env in enumerate(self.envs):
             o, r, term, trunc, _ = env.step(flat_actions[i])
             reward[i], terminated[i], truncated[i] = r, term, trunc
-            self._returns[i] += r
-            self._lengths[i] += 1
             next_obs.append(o)
             self._logs[i].actions.append(flat_actions[i].copy())
             if term or trunc:
-                self._episodes.returns.append(np.array([self._returns[i]]))
-                self._episodes.lengths.append(int(self._lengths[i]))
-                self._episodes.agents.append(i % self.n_agents)
-                self._episodes.copies.append(i // self.n_agents)
-                self._returns[i], self._lengths[i] = 0, 0
                 self._logs[i] = EpisodeLog({"rng": env.unwrapped.np_random.bit_generator.state})
                 o, _ = env.reset()
             self._logs[i].obs = o
             obs.append(o)
+        self.tally.add(reward[:, None], terminated | truncated)
         shape = (self.num_envs, self.n_agents)
         step = GroupStep(
             self._stack(obs),
             self._stack(next_obs),
-            reward.reshape(shape),
+            reward.astype(np.float32).reshape(shape),
             terminated.reshape(shape),
             truncated.reshape(shape),
             np.ones(shape, bool),
@@ -170,14 +161,16 @@ class GymCopiesEnv:
         return [step], np.zeros(self.num_envs, bool)  # no joint episode: each copy resets on its own
 
     def drain_episodes(self) -> EpisodeStats:
-        done, self._episodes = self._episodes, EpisodeStats()
-        return done
+        return self.tally.drain()
+
+    def cut_episodes(self) -> EpisodeStats:
+        return self.tally.cut()
 
     def get_state(self) -> dict[str, Any]:
         """Every copy's episode in flight (its start and actions), so a resumed run replays
         it and continues exactly."""
         copies = [log.state_dict() for log in self._logs]
-        return {"env_id": self.env_id, "copies": copies, "returns": self._returns.copy(), "lengths": self._lengths.copy()}
+        return {"env_id": self.env_id, "copies": copies, "returns": self.tally.returns[:, 0].copy(), "lengths": self.tally.lengths.copy()}
 
     def set_state(self, state: dict[str, Any]) -> None:
         if state["env_id"] != self.env_id or len(state["copies"]) != len(self.envs):
@@ -186,7 +179,7 @@ class GymCopiesEnv:
         for env, log in zip(self.envs, logs):
             log.replay(env)
         self._logs = logs
-        self._returns, self._lengths = state["returns"].copy(), state["lengths"].copy()
+        self.tally.returns[:, 0], self.tally.lengths[:] = state["returns"], state["lengths"]
 
     def close(self) -> None:
         for env in self.envs:

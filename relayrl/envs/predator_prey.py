@@ -33,7 +33,7 @@ from pydantic import Field, model_validator
 
 from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec
-from relayrl.envs.episodes import EpisodeStats
+from relayrl.envs.episodes import EpisodeStats, EpisodeTally
 from relayrl.envs.types import GroupObs, GroupStep
 
 # right, down, left, up, stay, catch (the reference's action order; rows are (x, y) offsets)
@@ -133,9 +133,7 @@ class PredatorPreyVectorEnv:
         self.grid = np.zeros((e, self.padded_cells, 3), np.int8)  # padded by view: views are one gather
         self.prey_cells = np.zeros((e, c + 1), bool)  # a living prey there (the last: the bin of _prey_turns)
         self.frames = np.zeros(e, np.int64)
-        self._returns = np.zeros((e, 1), np.float64)
-        self._lengths = np.zeros(e, np.int64)
-        self._episodes = EpisodeStats()
+        self.tally = EpisodeTally(e, 1)
 
     def _build_tables(self) -> None:
         """``target[cell, action]``: where a move leads (clipped at the walls);
@@ -339,8 +337,7 @@ class PredatorPreyVectorEnv:
     def reset(self, seed: int) -> list[GroupObs]:
         self.rng = np.random.default_rng(np.random.SeedSequence([seed, 0x57A6]))
         self._spawn(np.arange(self.num_envs), self.spawn_cells(self.num_envs))
-        self._returns[:] = 0
-        self._lengths[:] = 0
+        self.tally.clear()
         return [self._observed()]
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
@@ -358,16 +355,10 @@ class PredatorPreyVectorEnv:
         truncated = (self.frames >= self.s.max_cycles) & ~terminated
         over = terminated | truncated
         final = self._observed()
-        self._returns[:, 0] += team
-        self._lengths += 1
+        self.tally.add(team[:, None], over)
         observed = final
         if over.any():
             ended = np.flatnonzero(over)
-            self._episodes.returns.extend(self._returns[ended].copy())
-            self._episodes.lengths.extend(self._lengths[ended].tolist())
-            self._episodes.copies.extend(ended.tolist())
-            self._returns[ended] = 0
-            self._lengths[ended] = 0
             cells = self.spawn_cells(self.num_envs) if respawn is None else respawn
             self._spawn(ended, cells[ended])
             observed = self._observed()
@@ -388,19 +379,21 @@ class PredatorPreyVectorEnv:
         return [step], over
 
     def drain_episodes(self) -> EpisodeStats:
-        done, self._episodes = self._episodes, EpisodeStats()
-        return done
+        return self.tally.drain()
+
+    def cut_episodes(self) -> EpisodeStats:
+        return self.tally.cut()
 
     def get_state(self) -> dict[str, Any]:
         """Every game's positions, flags, frames and RNG with the episode accumulators, as data."""
-        arrays = (self.predators, self.prey, self.prey_alive, self.frozen, self.frames, self._returns, self._lengths)
+        arrays = (self.predators, self.prey, self.prey_alive, self.frozen, self.frames, self.tally.returns, self.tally.lengths)
         return {
             "kind": "predator-prey-vector",
             "settings": self.settings,
             "num_envs": self.num_envs,
             "rng": self.rng.bit_generator.state,
             "arrays": tuple(a.copy() for a in arrays),
-            "episodes": asdict(self._episodes),
+            "episodes": asdict(self.tally.ended),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -413,9 +406,9 @@ class PredatorPreyVectorEnv:
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = state["rng"]
         arrays = [np.array(a) for a in state["arrays"]]
-        self.predators, self.prey, self.prey_alive, self.frozen, self.frames, self._returns, self._lengths = arrays
+        self.predators, self.prey, self.prey_alive, self.frozen, self.frames, returns, lengths = arrays
         self._rebuild_grid()
-        self._episodes = EpisodeStats(**state["episodes"])
+        self.tally.load_state_dict({"returns": returns, "lengths": lengths, "episodes": state["episodes"]})
 
     def close(self) -> None:
         pass

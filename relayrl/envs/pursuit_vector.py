@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from relayrl.core.specs import GroupSpec
-from relayrl.envs.episodes import EpisodeStats
+from relayrl.envs.episodes import EpisodeStats, EpisodeTally
 from relayrl.envs.types import GroupObs, GroupStep
 from relayrl.envs.pursuit import PAPER_SETTINGS
 
@@ -95,9 +95,7 @@ class PursuitVectorEnv:
         self.evaders = np.zeros((E, self.M, 2), np.int64)
         self.evader_alive = np.ones((E, self.M), bool)
         self.frames = np.zeros(E, np.int64)
-        self._returns = np.zeros((E, 1), np.float64)
-        self._lengths = np.zeros(E, np.int64)
-        self._episodes = EpisodeStats()
+        self.tally = EpisodeTally(E, 1)
         self._build_observation_tables()
 
     # ----- observations -------------------------------------------------------------
@@ -264,8 +262,7 @@ class PursuitVectorEnv:
     def reset(self, seed: int) -> list[GroupObs]:
         self.rng = np.random.default_rng(np.random.SeedSequence([seed, 0x50755]))
         self._spawn(np.arange(self.num_envs))
-        self._returns[:] = 0
-        self._lengths[:] = 0
+        self.tally.clear()
         return [GroupObs(self.observe(), np.ones((self.num_envs, self.N), bool))]
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
@@ -282,15 +279,9 @@ class PursuitVectorEnv:
         over = terminal | truncated
         next_obs = self.observe()
         obs = next_obs
-        self._returns[:, 0] += reward.sum(axis=1)
-        self._lengths += 1
+        self.tally.add(reward.sum(axis=1)[:, None], over)
         if over.any():
             ended = np.flatnonzero(over)
-            self._episodes.returns.extend(self._returns[ended].copy())
-            self._episodes.lengths.extend(self._lengths[ended].tolist())
-            self._episodes.copies.extend(ended.tolist())
-            self._returns[ended] = 0
-            self._lengths[ended] = 0
             self._spawn(ended)
             obs = self.observe()
         shape = (self.num_envs, self.N)
@@ -312,8 +303,10 @@ class PursuitVectorEnv:
         self.frames[env_index] = frames
 
     def drain_episodes(self) -> EpisodeStats:
-        done, self._episodes = self._episodes, EpisodeStats()
-        return done
+        return self.tally.drain()
+
+    def cut_episodes(self) -> EpisodeStats:
+        return self.tally.cut()
 
     def get_state(self) -> dict[str, Any]:
         """Every game's positions, frames and RNG with the episode accumulators, as data."""
@@ -322,8 +315,8 @@ class PursuitVectorEnv:
             "settings": self.settings,
             "num_envs": self.num_envs,
             "rng": self.rng.bit_generator.state,
-            "arrays": tuple(a.copy() for a in (self.pursuers, self.evaders, self.evader_alive, self.frames, self._returns, self._lengths)),
-            "episodes": asdict(self._episodes),
+            "arrays": tuple(a.copy() for a in (self.pursuers, self.evaders, self.evader_alive, self.frames, self.tally.returns, self.tally.lengths)),
+            "episodes": asdict(self.tally.ended),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -335,8 +328,8 @@ class PursuitVectorEnv:
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = data["rng"]
         arrays = [np.array(a) for a in data["arrays"]]
-        self.pursuers, self.evaders, self.evader_alive, self.frames, self._returns, self._lengths = arrays
-        self._episodes = EpisodeStats(**data["episodes"])
+        self.pursuers, self.evaders, self.evader_alive, self.frames, returns, lengths = arrays
+        self.tally.load_state_dict({"returns": returns, "lengths": lengths, "episodes": data["episodes"]})
 
     def close(self) -> None:
         pass

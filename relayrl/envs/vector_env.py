@@ -2,7 +2,6 @@
 
 import multiprocessing as mp
 import traceback
-from dataclasses import asdict
 from typing import Any, Protocol
 
 import numpy as np
@@ -10,7 +9,7 @@ import numpy as np
 from relayrl.core.errors import EnvError
 from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
-from relayrl.envs.episodes import EpisodeStats
+from relayrl.envs.episodes import EpisodeStats, EpisodeTally
 from relayrl.envs.types import GroupObs, GroupStep, join
 from relayrl.envs.registry import EnvFactory
 
@@ -24,7 +23,8 @@ class VectorEnv(Protocol):
 
     def reset(self, seed: int) -> list[GroupObs]: ...
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]: ...
-    def drain_episodes(self) -> EpisodeStats: ...
+    def drain_episodes(self) -> EpisodeStats: ...  # the episodes that ended since the last call
+    def cut_episodes(self) -> EpisodeStats: ...  # ends the episodes in flight (a round's end): their returns so far
     def get_state(self) -> dict[str, Any] | None: ...  # as data; None where episodes cannot be saved
     def set_state(self, state: dict[str, Any]) -> None: ...
     def close(self) -> None: ...
@@ -41,17 +41,14 @@ class SyncVectorEnv:
         self.num_envs = num_envs
         self.envs = [factory.adapter() for _ in range(num_envs)]
         self.groups = self.envs[0].groups
-        self._returns = np.zeros((num_envs, len(self.groups)), np.float64)
-        self._lengths = np.zeros(num_envs, np.int64)
-        self._episodes = EpisodeStats()
+        self.tally = EpisodeTally(num_envs, len(self.groups))
 
     def reset(self, seed: int) -> list[GroupObs]:
         return self.reset_with_seeds(derive_seeds(seed, self.num_envs, "env"))
 
     def reset_with_seeds(self, seeds: list[int]) -> list[GroupObs]:
         per_env = [env.reset(seed=s) for env, s in zip(self.envs, seeds)]
-        self._returns[:] = 0
-        self._lengths[:] = 0
+        self.tally.clear()
         return [join([first[g] for first in per_env], np.stack) for g in range(len(self.groups))]
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
@@ -59,28 +56,26 @@ class SyncVectorEnv:
         Copies whose episode ended are reset; their ``next_obs`` keeps the final observation."""
         per_env = []
         over = np.zeros(self.num_envs, bool)
+        rewards = np.zeros((self.num_envs, len(self.groups)))
         for e, env in enumerate(self.envs):
             try:
                 steps, done = env.step([a[e] for a in actions])
             except EnvError as error:
                 raise EnvError(f"env copy {e}: {error}") from error.__cause__
-            self._returns[e] += [s.reward.sum() for s in steps]
-            self._lengths[e] += 1
+            rewards[e] = [s.reward.sum() for s in steps]
             if done:
                 over[e] = True
-                self._episodes.returns.append(self._returns[e].copy())
-                self._episodes.lengths.append(int(self._lengths[e]))
-                self._episodes.copies.append(e)
-                self._returns[e] = 0
-                self._lengths[e] = 0
                 for s, first in zip(steps, env.reset()):
                     s.set_observed(first)
             per_env.append(steps)
+        self.tally.add(rewards, over)
         return [join([steps[g] for steps in per_env], np.stack) for g in range(len(self.groups))], over
 
     def drain_episodes(self) -> EpisodeStats:
-        done, self._episodes = self._episodes, EpisodeStats()
-        return done
+        return self.tally.drain()
+
+    def cut_episodes(self) -> EpisodeStats:
+        return self.tally.cut()
 
     def get_state(self) -> dict[str, Any] | None:
         """Every copy's episode in flight and the episode accumulators, as data; None where
@@ -88,15 +83,14 @@ class SyncVectorEnv:
         copies = [env.get_state() for env in self.envs]
         if any(c is None for c in copies):
             return None
-        return {"copies": copies, "returns": self._returns.copy(), "lengths": self._lengths.copy(), "episodes": asdict(self._episodes)}
+        return {"copies": copies, **self.tally.state_dict()}
 
     def set_state(self, state: dict[str, Any]) -> None:
         if len(state["copies"]) != self.num_envs:
             raise ValueError(f"the state holds {len(state['copies'])} env copies, this run has {self.num_envs}")
         for env, copy_state in zip(self.envs, state["copies"]):
             env.set_state(copy_state)
-        self._returns, self._lengths = state["returns"].copy(), state["lengths"].copy()
-        self._episodes = EpisodeStats(**state["episodes"])
+        self.tally.load_state_dict(state)
 
     def close(self) -> None:
         for env in self.envs:
@@ -190,9 +184,16 @@ class SubprocVectorEnv:
         return steps, np.concatenate([r[1] for r in results])
 
     def drain_episodes(self) -> EpisodeStats:
+        return self._merged("drain_episodes")
+
+    def cut_episodes(self) -> EpisodeStats:
+        return self._merged("cut_episodes")
+
+    def _merged(self, command: str) -> EpisodeStats:
+        """Every worker's episodes, its copies numbered as the run numbers them."""
         merged = EpisodeStats()
         first_copy = np.cumsum([0, *self._sizes])
-        for k, stats in enumerate(self._call("drain_episodes", [()] * len(self._conns))):
+        for k, stats in enumerate(self._call(command, [()] * len(self._conns))):
             merged.returns += stats.returns
             merged.lengths += stats.lengths
             merged.copies += [int(first_copy[k]) + e for e in stats.copies]

@@ -208,7 +208,8 @@ def test_a_random_policy_acts_uniformly_and_never_learns():
 @pytest.mark.parametrize("param_sharing", [True, False])
 def test_a_frozen_policy_of_more_agents_drives_fewer_entities_where_well_defined(tmp_path, param_sharing):
     """One shared parameter set drives any number of entities; a set per agent for 3 agents
-    cannot be mapped onto 2 entities: refused with both counts and the fix."""
+    drives 2 entities with the sets its agents key names, and without it is refused with both
+    counts and the fix."""
     dqn = {**_config()["dqn"], "param_sharing": param_sharing}
     if param_sharing:
         dqn["batch_size"] = 4
@@ -223,5 +224,14 @@ def test_a_frozen_policy_of_more_agents_drives_fewer_entities_where_well_defined
         run.close()
     else:
         with pytest.raises(CheckpointError, match=r"'runner' was trained with a parameter set per agent for 3 agents and drives 2 entities here: "
-                                                  r"give it 3 slots, or train it with param_sharing=true"):
+                                                  r"give it 3 slots, choose 2 of its agents' sets with the policy's agents key"):
             build_run(config, None, verbose=False)
+        chosen = {"kind": "frozen", "checkpoint": str(tmp_path / "pretrain"), "agents": [2, 0]}
+        run = build_run(build_config(_config(env=fewer, dqn=dqn, policies={"runner": chosen, "walker": {}})), None, verbose=False)
+        saved = load_policies(list_checkpoints(tmp_path / "pretrain" / "checkpoints")[-1])["runner"]["networks"]["online"]
+        for p, q in zip(run.policies["runner"].algorithm.online.state_dict().values(), saved.values()):
+            torch.testing.assert_close(p.cpu(), q[[2, 0]], rtol=0, atol=0)
+        assert run.train()[-1]["env_steps"] == 400
+        run.close()
+        with pytest.raises(CheckpointError, match=r"'runner' has parameter sets for agents 0 to 2; its agents key names 3"):
+            build_run(build_config(_config(env=fewer, dqn=dqn, policies={"runner": {**chosen, "agents": [3, 0]}, "walker": {}})), None, verbose=False)

@@ -4,6 +4,7 @@ resume inside a round (small Predator-Prey, recurrent QMIX: the learner whose ep
 storage a boundary must not corrupt)."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ def record(context):
     results = context.results
     entry = {"when": "end" if results else "start", "round": context.index, "env_steps": context.env_steps}
     if results:
-        entry.update(start=results.start, end=results.end, episodes=len(results.returns), mean=results.mean_return("predator"))
+        entry.update(start=results.start, end=results.end, episodes=len(results.returns), cut=results.cut, mean=results.mean_return("predator"))
     with open(os.environ["RELAYRL_TEST_HOOKS"], "a") as handle:
         handle.write(json.dumps(entry) + "\\n")
 
@@ -98,6 +99,17 @@ def test_a_run_stopped_inside_a_round_resumes_exactly(tmp_path, hooks):
     seen = [json.loads(line) for line in hooks.read_text().splitlines()]
     assert [e["round"] for e in seen] == [0, 1, 2, 0, 1, 2, 1, 2]  # a, b, then b's resume: rounds 1 and 2 end once more
     assert seen[-2] == seen[1] and seen[-1] == seen[2]  # with the same results as the uninterrupted run
+
+
+def test_a_round_shorter_than_an_episode_counts_its_episodes_in_flight(tmp_path, hooks, capsys):
+    config = _config([{"steps": 30}, {"steps": 30}], hooks={"on_round_end": ["round_hooks:record"]}, report_interval=30, checkpoint_interval=30)
+    run = build_run(build_config(config), tmp_path / "run")
+    run.train()
+    run.close()
+    ends = [json.loads(line) for line in hooks.read_text().splitlines()]
+    assert [(e["episodes"], e["cut"]) for e in ends] == [(2, 2), (2, 2)]  # each copy's episode, cut after 15 of its 40 steps
+    assert all(np.isfinite(e["mean"]) for e in ends)
+    assert re.search(r"round 1/2 ended at env step \d+: 2 episodes \(2 of them cut by the round's end: their returns so far\)", capsys.readouterr().out)
 
 
 def test_a_curriculum_is_a_list_per_setting_or_a_function_of_the_round():

@@ -16,6 +16,7 @@ import numpy as np
 from relayrl.arena.collect import ActingStates, Collected, Venue, restarted_workers
 from relayrl.arena.policy import Policy
 from relayrl.arena.ray.runners import RayRunners
+from relayrl.envs.episodes import EpisodeStats
 
 
 class RayCollector:
@@ -47,6 +48,10 @@ class RayCollector:
         assert self.runners is not None and self.venue is not None, "reset or load the collector first"
         steps, episodes, restarted = self.runners.collect(n_steps, env_steps, self.networks)
         return Collected(steps, episodes, n_steps * self.venue.venv.num_envs, restarted_workers(self.venue, restarted))
+
+    def cut_episodes(self) -> EpisodeStats:
+        assert self.runners is not None, "reset or load the collector first"
+        return self.runners.cut_episodes()
 
     def sync(self, learners: ActingStates) -> None:
         self.networks = learners.acting_states()

@@ -49,6 +49,14 @@ def slices(num_envs: int, runners: int) -> list[tuple[int, int]]:
     return [(int(f), s) for f, s in zip(firsts, sizes)]
 
 
+def _joined(parts: list[EpisodeStats]) -> EpisodeStats:
+    episodes = EpisodeStats()
+    for stats in parts:
+        for name in ("returns", "lengths", "agents", "copies"):
+            getattr(episodes, name).extend(getattr(stats, name))
+    return episodes
+
+
 def rotated(matches: list[Match], first: int) -> list[Match]:
     """The match list seen from copy ``first``: its copy i plays the run's copy ``first + i``'s."""
     return [matches[(first + i) % len(matches)] for i in range(len(matches))]
@@ -89,9 +97,16 @@ class EnvRunner:
         for pid, state in networks.items():
             self.policies[pid].load_policy_state(state, "the driver")
         steps = self.rollout.collect(n_steps, env_steps)
-        episodes = self.venv.drain_episodes()
+        return steps, self._numbered(self.venv.drain_episodes())
+
+    def cut_episodes(self) -> EpisodeStats:
+        """Ends the copies' episodes in flight (a round's end): their returns so far."""
+        return self._numbered(self.venv.cut_episodes())
+
+    def _numbered(self, episodes: EpisodeStats) -> EpisodeStats:
+        """``episodes`` with their copies numbered as the run numbers them."""
         episodes.copies = [self.first + c for c in episodes.copies]
-        return steps, episodes
+        return episodes
 
     def get_state(self) -> dict[str, Any]:
         """The copies' env state (None where the env cannot save one), what the entities act
@@ -250,15 +265,16 @@ class RayRunners:
         networks = self.ray.put(networks)
         results, restarted = self._call("collect", env_steps, n_steps, env_steps, networks)
         joined: dict[str, dict[str, list[np.ndarray]]] = {}
-        episodes = EpisodeStats()
-        for steps, stats in results:
+        for steps, _ in results:
             for pid, fields in steps.items():
                 for name, value in fields.items():
                     joined.setdefault(pid, {}).setdefault(name, []).append(value)
-            for name in ("returns", "lengths", "agents", "copies"):
-                getattr(episodes, name).extend(getattr(stats, name))
         fragments = {pid: {name: np.concatenate(parts, axis=1) for name, parts in fields.items()} for pid, fields in joined.items()}
-        return fragments, episodes, restarted
+        return fragments, _joined([stats for _, stats in results]), restarted
+
+    def cut_episodes(self) -> EpisodeStats:
+        """Every runner's episodes in flight, ended (a round's end), in runner order."""
+        return _joined(self.ray.get([a.cut_episodes.remote() for a in self.actors]))
 
     def revive(self, env_steps: int) -> list[tuple[int, int]]:
         """Replaces the runners that died since the last call; returns their copies."""
