@@ -17,8 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from relayrl.algos.dqn import DQN, DQNConfig
-from relayrl.nets.qnetwork import ModelConfig
+from relayrl.algos.dqn import DQN
+from relayrl.algos.sections import DQNConfig
+from relayrl.nets.model_config import ModelConfig
 from relayrl.nets.qnetwork import QNetwork
 
 CASES = [  # (agents learning, observation shape, actions): Battle main / pretraining, Pursuit, Adversarial-Pursuit prey

@@ -84,10 +84,10 @@ def _print_table(rows: list[tuple[str, str]]) -> None:
 
 def cmd_list(args: argparse.Namespace) -> None:
     from relayrl.algos import ALGORITHMS
-    from relayrl.arena.policy import POLICY_KINDS
+    from relayrl.arena.policy_config import POLICY_KINDS
     from relayrl.envs.registry import ENVS
     from relayrl.experiment.presets import PRESETS
-    from relayrl.sharing.corrections import CORRECTIONS
+    from relayrl.sharing.config import CORRECTIONS
     from relayrl.sharing.selectors import SELECTORS
 
     width = max(len(n) for n in PRESETS)
@@ -103,7 +103,7 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> None:
-    from relayrl.experiment.run_dir import run_dir_for
+    from relayrl.experiment.identity import run_dir_for
 
     config = _config_from(args.preset, args.overrides, args.seed)
     print(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), end="")
@@ -111,7 +111,7 @@ def cmd_show(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from relayrl.experiment.run_dir import run_dir_for
+    from relayrl.experiment.identity import run_dir_for
 
     config = _config_from(args.preset, args.overrides, args.seed)
     _train(config, run_dir_for(config, Path(args.out)))
@@ -119,7 +119,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 def cmd_arena(args: argparse.Namespace) -> None:
     """``train`` for a run of rounds: progress per round and each scheme's table at its end."""
-    from relayrl.experiment.run_dir import run_dir_for
+    from relayrl.experiment.identity import run_dir_for
 
     config = _config_from(args.preset, args.overrides, args.seed)
     if not config.rounds:
@@ -189,7 +189,7 @@ def cmd_table(args: argparse.Namespace) -> None:
 
 def cmd_quickstart(args: argparse.Namespace) -> None:
     from relayrl.experiment.plots import plot_runs
-    from relayrl.experiment.run_dir import run_dir_for
+    from relayrl.experiment.identity import run_dir_for
 
     config = _config_from("pursuit-quickstart", args.overrides, args.seed)
     run_dir = run_dir_for(config, Path(args.out))

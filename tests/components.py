@@ -3,13 +3,13 @@ algorithm on them (the same builders a run uses)."""
 
 import torch
 
-from relayrl.algos.dqn import DQNConfig
+from relayrl.algos.sections import DQNConfig
 from relayrl.algos.off_policy import make_learner
 from relayrl.arena.collect import Venue
 from relayrl.arena.match import default_match
 from relayrl.core.profiler import SectionTimer
 from relayrl.envs import make_env_factory, make_vector_env
-from relayrl.nets.qnetwork import ModelConfig
+from relayrl.nets.model_config import ModelConfig
 from relayrl.sharing.config import SharingConfig
 
 CORRIDOR = {"n_agents": 3, "length": 4, "max_steps": 10}

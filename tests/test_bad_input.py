@@ -46,11 +46,13 @@ BAD_CONFIGS = [
     (["dqn.lr=[1"], ["dqn.lr=[1", "cannot be read"]),
     (["dqn.batch_size=5000"], ["batch_size 5000 is larger than buffer_size 1000", "lower dqn.batch_size"]),
     (["model.kernel_size=9"], ["model.kernel_size=9", "7x7", "model.kernel_size <= 3"]),
-    (["dqn.buffer_size=1000000000"], ["the replays need", "TB", "memory available", "lower dqn.buffer_size"]),
+    (["dqn.buffer_size=1000000000"], ["the replays need", "GB", "memory available", "lower dqn.buffer_size"]),
+    # a short run fills few rows, but the buffers are allocated whole
+    (["dqn.buffer_size=100000000", "dqn.prioritized=false"], ["the replays allocate 242.4 GB", "more than this machine's", "lower dqn.buffer_size"]),
 ]
 
 
-@pytest.mark.parametrize("overrides,expected", BAD_CONFIGS, ids=[c[0][-1] for c in BAD_CONFIGS])
+@pytest.mark.parametrize("overrides,expected", BAD_CONFIGS, ids=[" ".join(c[0]) for c in BAD_CONFIGS])
 def test_a_bad_config_fails_before_training_and_creates_nothing(tmp_path, capsys, overrides, expected):
     assert main(["train", "pursuit-ddqn", *TINY, *overrides, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
@@ -276,7 +278,8 @@ def test_a_diverging_loss_stops_the_run_and_the_last_checkpoint_stays_finite(tmp
 
 @pytest.mark.parametrize("vector, where", [("sync", "env copy 0: "), ("subproc", "env worker 0 raised during step:\nenv copy 0: ")])
 def test_an_exception_in_an_env_is_named_alike_in_this_process_and_in_a_worker(tmp_path, vector, where):
-    """The env, the step of its episode and the line that raised, under both vector kinds."""
+    """The env, the step of its episode and the line that raised, under both vector kinds;
+    a worker names its copies as the run numbers them."""
     config = _corridor(env={**CORRIDOR, "num_envs": 2, "vector": vector})
     run = build_run(build_config(config), tmp_path, Factories(env=faulty_factory("raise")), verbose=False)
     try:
@@ -287,6 +290,8 @@ def test_an_exception_in_an_env_is_named_alike_in_this_process_and_in_a_worker(t
     assert str(caught.value).startswith(
         f"{where}FaultyCorridor.step() raised RuntimeError: the simulator lost its physics engine, in step 3 of its episode (faulty_env.py:"
     )
+    if vector == "subproc":  # copy 1 runs in the second worker
+        assert "env worker 1 raised during step:\nenv copy 1: FaultyCorridor.step() raised" in str(caught.value)
 
 
 def test_an_optional_extra_that_is_missing_is_named_with_its_install_command(tmp_path, capsys):

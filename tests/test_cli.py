@@ -177,3 +177,13 @@ def test_help_imports_neither_torch_nor_the_registries():
               "print(sorted(m for m in ('torch', 'scipy.stats', 'relayrl.algos', 'relayrl.experiment.config') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "pursuit-super-quantile"], ["show", "predator-prey-small-accmer", "qmix.lr=0.01"]])
+def test_list_and_show_do_not_import_torch(command):
+    """The registries and config sections are read without the networks: list and show
+    validate every config key without importing torch."""
+    script = f"import sys\nfrom relayrl.cli import main\nmain({command!r})\nprint('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "False"

@@ -8,78 +8,18 @@ on other agents' transitions; paper 001, SPEC §1.2) and normalises each weighte
 """
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
 import torch
-from pydantic import Field, model_validator
 from torch import nn
 
-from relayrl.algos.algorithm import Capabilities, OffPolicyParams, Weights, algo_key
+from relayrl.algos.algorithm import Weights
 from relayrl.algos.obs_normalizer import ObsNormalizer
 from relayrl.core.errors import ConfigError
-from relayrl.core.strict import PositiveInt, Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.stacked import StackedLinear
 from relayrl.replay import FieldSpec
-
-
-class ActorCriticConfig(Strict):
-    """Deterministic actor-critic learners for continuous actions (paper 001, appendix C.4,
-    Tables 1-2; SPEC §1.2). Defaults are TD3's column; presets set DDPG's and SAC's.
-
-    ``td3``: twin critics, target policy smoothing, delayed actor (Fujimoto et al. 2018).
-    ``ddpg``: one critic, actor every step, critic L2 penalty (Lillicrap et al. 2016, with
-    paper 001's batch 256 and Gaussian exploration). ``sac``: SAC with a deterministic actor
-    (Haarnoja et al. 2018, section 5.2's deterministic variant: state-value network with a
-    soft target, twin critics, no entropy term) plus Gaussian exploration noise.
-    Noise stds are in units of the action range's half-width.
-    """
-
-    algo: Annotated[str, algo_key("actor_critic")] = "td3"
-    actor_lr: float = Field(3e-4, gt=0)
-    critic_lr: float = Field(3e-4, gt=0)
-    critic_weight_decay: float = Field(0.0, ge=0, description="L2 penalty coefficient on the critic's weights")
-    hidden: list[PositiveInt] = Field([256, 256], min_length=1)
-    tau: float = Field(0.005, gt=0, le=1)
-    gamma: float = Field(0.99, ge=0, le=1)
-    batch_size: int = Field(256, ge=1, description="per agent")
-    buffer_size: int = Field(100_000, ge=1, description="the shared replay's capacity, or each agent's own")
-    random_steps: int = Field(25_000, ge=0, description="env steps of uniformly random actions before learning")
-    exploration_noise: float = Field(0.1, ge=0)
-    policy_noise: float = Field(0.2, ge=0, description="td3: target policy smoothing std")
-    noise_clip: float = Field(0.5, ge=0)
-    policy_delay: int = Field(2, ge=1, description="critic updates per actor and target update")
-    reward_scale: float = Field(1.0, gt=0)
-    updates_per_step: int = Field(1, ge=1, description="gradient steps per agent per env step")
-    normalize_obs: bool = Field(False, description="running mean/std normalisation of observations (ddpg, Table 2)")
-
-    @model_validator(mode="after")
-    def _batch_fits(self) -> "ActorCriticConfig":
-        if self.batch_size > self.buffer_size:
-            raise ValueError(
-                f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower actor_critic.batch_size"
-            )
-        return self
-
-    def off_policy(self) -> OffPolicyParams:
-        """Paper 001, C.2: one update per agent after each env step, after ``random_steps``
-        of uniformly random actions; targets follow by soft updates."""
-        return OffPolicyParams(
-            batch_size=self.batch_size,
-            buffer_size=self.buffer_size,
-            gamma=self.gamma,
-            fragment_length=1,
-            learning_starts=self.random_steps,
-            target_update_interval=None,
-            random_steps=self.random_steps,
-            updates_per_fragment=self.updates_per_step,
-        )
-
-
-# What TD3, DDPG and deterministic SAC support: each agent keeps parameters of its own, and
-# DPS weighs shared transitions by how close their deterministic actions are (paper 001).
-CAPABILITIES = Capabilities(frozenset({"continuous"}), select=True, shared_replay=True, relay_between=True, shared_replay_between=True)
 
 
 def continuous_fields(spec: GroupSpec) -> dict[str, FieldSpec]:

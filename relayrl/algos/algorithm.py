@@ -5,10 +5,9 @@ sampling and sharing; algorithms join through ``ALGORITHMS``.
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import numpy as np
-import torch
 from pydantic import AfterValidator
 
 from relayrl.core.registry import Registry, registered
@@ -16,10 +15,13 @@ from relayrl.core.specs import GroupSpec
 from relayrl.replay import FieldSpec
 from relayrl.sharing.exchange import Sharer
 
+if TYPE_CHECKING:  # the registry and its entries are read without importing torch
+    import torch
+
 # Per-transition weights ``[P, B]``: none (all ones), given, or computed from the
 # algorithm's own actions on the batch's states (DPS needs exactly the actor output the
 # update computes anyway, so it is computed once).
-Weights = np.ndarray | torch.Tensor | Callable[[torch.Tensor], torch.Tensor] | None
+Weights: TypeAlias = "np.ndarray | torch.Tensor | Callable[[torch.Tensor], torch.Tensor] | None"
 
 
 class Algorithm(Protocol):
@@ -32,7 +34,7 @@ class Algorithm(Protocol):
     """
 
     n_sets: int
-    device: torch.device
+    device: "torch.device"
     # metric the run reports as ``td_loss`` (the critic's loss for actor-critics)
     loss_metric: str
     # metrics besides the loss that stop a run when they are not finite
@@ -57,7 +59,7 @@ class Algorithm(Protocol):
 
     def sync_target(self) -> None: ...
 
-    def optimizers(self) -> list[torch.optim.Optimizer]: ...  # what population-based training perturbs
+    def optimizers(self) -> "list[torch.optim.Optimizer]": ...  # what population-based training perturbs
 
     def state_dict(self) -> dict[str, Any]: ...
 

@@ -19,70 +19,19 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from pydantic import Field, model_validator
 from torch import nn
 
-from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Capabilities, OffPolicyParams, Weights, allowed_choice
+from relayrl.algos.algorithm import Weights, allowed_choice
 from relayrl.algos.schedules import linear_schedule
 from relayrl.core.errors import ConfigError
-from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec
-from relayrl.nets.qnetwork import ModelConfig, QNetwork
+from relayrl.algos.sections import DQNConfig
+from relayrl.nets.model_config import ModelConfig
+from relayrl.nets.qnetwork import QNetwork
 from relayrl.replay import FieldSpec
 
 # any module mapping [P, B, *obs_shape] -> [P, B, n_actions] with per-set parameters
 NetworkFactory = Callable[[int, tuple[int, ...], int], nn.Module]
-
-
-class DQNConfig(Strict):
-    """DQN-family hyperparameters; defaults are the SUPER paper's Pursuit column (Table 2,
-    SPEC §1.1). Step counts are env steps summed over env copies."""
-
-    lr: float = Field(1.6e-4, gt=0)
-    adam_eps: float = Field(1e-8, gt=0, description="RLlib's default")
-    batch_size: int = Field(32, ge=1, description="per agent; parameter sharing uses N x this")
-    buffer_size: int = Field(120_000, ge=1, description="per agent")
-    gamma: float = Field(0.99, ge=0, le=1)
-    double_q: bool = True
-    dueling: bool = True
-    prioritized: bool = True
-    alpha: float = Field(0.6, ge=0)
-    beta: float = Field(0.4, ge=0)
-    priority_eps: float = Field(1e-6, gt=0)
-    n_step: int = Field(1, ge=1)
-    target_update_interval: int = Field(1000, ge=1)
-    fragment_length: int = Field(4, ge=1, description="env steps per update per agent")
-    learning_starts: int = Field(1000, ge=0)
-    epsilon_start: float = Field(0.1, ge=0, le=1)
-    epsilon_end: float = Field(0.001, ge=0, le=1)
-    epsilon_steps: int = Field(100_000, ge=0)
-    grad_clip: float = Field(40.0, gt=0, description="per agent, each agent's own norm")
-    huber_delta: float = Field(1.0, gt=0, description="RLlib's huber loss")
-    param_sharing: bool = False
-    time_limit_as_terminal: bool = False
-
-    @model_validator(mode="after")
-    def _batch_fits(self) -> "DQNConfig":
-        if self.batch_size > self.buffer_size:
-            raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower dqn.batch_size")
-        return self
-
-    def off_policy(self) -> OffPolicyParams:
-        return OffPolicyParams(
-            batch_size=self.batch_size,
-            buffer_size=self.buffer_size,
-            gamma=self.gamma,
-            fragment_length=self.fragment_length,
-            learning_starts=self.learning_starts,
-            target_update_interval=self.target_update_interval,
-            n_step=self.n_step,
-            time_limit_as_terminal=self.time_limit_as_terminal,
-            param_sharing=self.param_sharing,
-            prioritized=self.prioritized,
-            alpha=self.alpha,
-            beta=self.beta,
-            priority_eps=self.priority_eps,
-        )
 
 
 def _to_tensor(array: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -243,7 +192,7 @@ class DQN:
         self.sync_target()
 
 
-def _fields(spec: GroupSpec) -> dict[str, FieldSpec]:
+def dqn_fields(spec: GroupSpec) -> dict[str, FieldSpec]:
     if spec.continuous:
         raise ConfigError(f"group {spec.name!r} has continuous actions; DQN needs discrete ones: set actor_critic")
     action_dtype = np.dtype(np.uint8 if spec.n_actions <= 256 else np.int64)
@@ -253,7 +202,7 @@ def _fields(spec: GroupSpec) -> dict[str, FieldSpec]:
     return fields
 
 
-def _make(
+def make_dqn(
     spec: GroupSpec,
     config: DQNConfig,
     n_sets: int,
@@ -268,8 +217,3 @@ def _make(
     ``network_factory`` in its place."""
     return DQN(n_sets, spec.obs_shape, spec.n_actions, config, model, device, seed, network_factory)
 
-
-# DQN's targets do not depend on the behaviour policy: there is nothing for DPS to correct
-# on a shared replay (docs/results/dase/README.md)
-CAPABILITIES = Capabilities(frozenset({"discrete"}), param_sharing=True, select=True, relay_between=True)
-ALGORITHMS.add("dqn", AlgorithmEntry(_make, _fields, "dqn", CAPABILITIES))

@@ -28,8 +28,8 @@ from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
 from relayrl.replay import FieldSpec, ReplayBuffer, ReplayPlan, row_nbytes
 from relayrl.replay.shared import RowSource, SharedDraws
-from relayrl.sharing.config import SharingConfig
-from relayrl.sharing.corrections import CORRECTIONS, DPSCorrection, ExternalWeights
+from relayrl.sharing.config import CORRECTIONS, SharingConfig
+from relayrl.sharing.corrections import DPSCorrection, ExternalWeights
 from relayrl.sharing.relay import Relay, RelayStats
 from relayrl.sharing.selectors import make_selector
 

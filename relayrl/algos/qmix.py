@@ -25,101 +25,24 @@ gathered from stored transitions; ``tbptt`` truncates backpropagation (paper 003
 """
 
 import copy
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from pydantic import Field, model_validator
 from torch import nn
 
-from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Capabilities, OffPolicyParams, algo_key, allowed_choice
-from relayrl.algos.episode_learner import EpisodeLearner, storage_fields
+from relayrl.algos.algorithm import allowed_choice
+from relayrl.algos.episode_learner import storage_fields
 from relayrl.algos.macpo import macpo_weights, taken_action_probability
 from relayrl.algos.returns import td_lambda_targets
 from relayrl.algos.schedules import linear_schedule
 from relayrl.core.errors import ConfigError
-from relayrl.core.strict import Strict
+from relayrl.algos.sections import ValueDecompositionConfig
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.gru import RecurrentQNetwork
 from relayrl.nets.mixers import QMixer, VDNMixer
 from relayrl.replay import ReplayPlan
-
-
-class ValueDecompositionConfig(Strict):
-    """Defaults: paper 002's Table III (punishment -1.5: batch 128 episodes, replay 10,000
-    episodes) and SPEC §1.3 (Adam 1e-3, TD(lambda) 0.6, target update every 200 episodes,
-    epsilon 0.995 -> 0.05 over 100k env steps). Batch and replay count whole episodes,
-    as the pymarl-based reference counts them."""
-
-    algo: Annotated[str, algo_key("qmix")] = "qmix"
-    mixer: Literal["qmix", "vdn", "none"] = Field("qmix", description="none: independent Q-learning")
-    weighting: Literal["none", "macpo"] = Field("none", description="macpo: Lemma 1's weights (paper 002)")
-    sampler: Literal["uniform", "prioritized", "reuse"] = Field(
-        "uniform", description="prioritized: PER over episodes by their weight; reuse: AccMER's priority-guided reuse (paper 002, Alg. 1)"
-    )
-    priority_alpha: float = Field(0.6, ge=0, description="prioritized: Schaul et al. 2016's alpha")
-    priority_beta: float = Field(0.4, ge=0, description="prioritized: importance-sampling exponent")
-    reuse_ratio: float = Field(0.5, ge=0, le=1, description="alpha: the share of each batch reused")
-    reuse_decay: float = Field(1.0, gt=0, le=1, description="gamma of Alg. 1: the weight table's decay per update")
-    reuse_period: int | None = Field(None, ge=1, description="updates between reuse-set refreshes; default floor(d / b)")
-    storage: Literal["episodes", "transitions"] = Field(
-        "episodes", description="replay rows: whole episodes, or transitions that spans are gathered from (needs sequence_length)"
-    )
-    batch_size: int = Field(128, ge=1, description="episodes (or spans) per update")
-    buffer_size: int = Field(10_000, ge=1, description="replay rows: episodes, or transitions with storage=transitions")
-    max_episode_length: int = Field(200, ge=1, description="the env's episode limit (steps of a stored episode)")
-    lr: float = Field(1e-3, gt=0)
-    gamma: float = Field(0.99, ge=0, le=1)
-    td_lambda: float = Field(0.6, ge=0, le=1)
-    double_q: bool = True
-    target_update_episodes: int = Field(200, ge=1)
-    updates_per_episode: float = Field(1.0, gt=0, description="gradient steps per finished episode (paper 003's epochs)")
-    fragment_length: int = Field(8, ge=1, description="env steps the rollout collects between learner calls")
-    epsilon_start: float = Field(0.995, ge=0, le=1)
-    epsilon_end: float = Field(0.05, ge=0, le=1)
-    epsilon_steps: int = Field(100_000, ge=0)
-    hidden: int = Field(64, ge=1, description="GRU units")
-    mixer_embed: int = Field(32, ge=1)
-    hypernet_hidden: int = Field(64, ge=1)
-    central_hidden: int = Field(256, ge=1, description="MAC-PO's central Q* network")
-    bootstrap: Literal["own", "central"] = Field(
-        "own", description="Q_tot's targets from its own target mixer, or (central) from the target Q* as weighted QMIX's (needs weighting=macpo)"
-    )
-    grad_clip: float = Field(10.0, gt=0)
-    param_sharing: bool = True
-    sequence_length: int | None = Field(None, ge=1, description="train on spans of this many steps instead of whole episodes")
-    burn_in: int = Field(0, ge=0, description="steps before a span that warm its hidden state, without gradient")
-    tbptt: int | None = Field(None, ge=1, description="backpropagate through at most this many steps (None: the whole span)")
-    agent_id: bool = Field(True, description="agents see a one-hot of their index (with param_sharing)")
-    last_action: bool = Field(True, description="agents see a one-hot of their previous action")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "ValueDecompositionConfig":
-        if self.batch_size > self.buffer_size:
-            raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size} (both in episodes): lower qmix.batch_size")
-        if self.burn_in and self.sequence_length is None:
-            raise ValueError("burn_in warms the hidden state before a span: set qmix.sequence_length too")
-        if self.storage == "transitions" and self.sequence_length is None:
-            raise ValueError("storage=transitions trains on spans gathered from transitions: set qmix.sequence_length")
-        if self.bootstrap == "central" and self.weighting != "macpo":
-            raise ValueError("bootstrap=central takes Q_tot's targets from the central Q*, which only weighting=macpo trains: set weighting=macpo")
-        if self.weighting == "macpo" and self.mixer == "none":
-            raise ValueError("weighting=macpo weighs the mixed Q_tot (Lemma 1 is over the joint action): set mixer=qmix or vdn")
-        return self
-
-    def off_policy(self) -> OffPolicyParams:
-        """The off-policy parameters other code reads (batch and replay in episodes; targets sync
-        by episodes, so no env-step interval)."""
-        return OffPolicyParams(
-            batch_size=self.batch_size,
-            buffer_size=self.buffer_size,
-            gamma=self.gamma,
-            fragment_length=self.fragment_length,
-            learning_starts=0,
-            target_update_interval=None,
-            param_sharing=self.param_sharing,
-        )
 
 
 class CentralQ(nn.Module):
@@ -333,18 +256,13 @@ class ValueDecomposition:
         self.rng.bit_generator.state = state["rng"]
 
 
-def _make(spec: GroupSpec, config: ValueDecompositionConfig, n_sets: int, device: torch.device, seed: int, **options: Any) -> ValueDecomposition:
+def make_qmix(spec: GroupSpec, config: ValueDecompositionConfig, n_sets: int, device: torch.device, seed: int, **options: Any) -> ValueDecomposition:
     return ValueDecomposition(spec, config, device, seed)
 
 
-def _plan(spec: GroupSpec, config: ValueDecompositionConfig) -> ReplayPlan:
+def qmix_plan(spec: GroupSpec, config: ValueDecompositionConfig) -> ReplayPlan:
     if spec.continuous:
         raise ConfigError(f"group {spec.name!r} has continuous actions; qmix needs discrete ones")
     return ReplayPlan(1, config.buffer_size, storage_fields(spec, config), config.sampler == "prioritized")
 
 
-# whole episodes of the group's agents trained together: no agent's own transitions to select,
-# relay or share
-CAPABILITIES = Capabilities(frozenset({"discrete"}), recurrent=True, centralised=True, reads_state=True, param_sharing=True)
-# ``fields`` describes transition rows, which this learner does not store
-ALGORITHMS.add("qmix", AlgorithmEntry(_make, lambda spec: {}, "qmix", CAPABILITIES, learner=EpisodeLearner, plan=_plan))

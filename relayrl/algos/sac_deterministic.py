@@ -23,17 +23,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from relayrl.algos.sections import ActorCriticConfig
 from relayrl.algos.actor_critic import (
-    CAPABILITIES,
-    ActorCriticConfig,
     DeterministicActor,
     StackedMLP,
-    continuous_fields,
     critic_input,
     soft_update,
     weighted_mean,
 )
-from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Weights
+from relayrl.algos.algorithm import Weights
 from relayrl.core.specs import GroupSpec
 
 
@@ -123,10 +121,9 @@ class DeterministicSAC(DeterministicActor):
         return {"actor_optimizer": self.actor_optimizer, "critic_optimizer": self.critic_optimizer, "value_optimizer": self.value_optimizer}
 
 
-def _make(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch.device, seed: int, **_: object) -> DeterministicSAC:
+def make_sac(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch.device, seed: int, **_: object) -> DeterministicSAC:
     c = config
     params = DeterministicSACParams(c.critic_lr, tuple(c.hidden), c.tau, c.exploration_noise, c.reward_scale, c.normalize_obs)
     return DeterministicSAC(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, params, device, seed)
 
 
-ALGORITHMS.add("sac", AlgorithmEntry(_make, continuous_fields, "actor_critic", CAPABILITIES))

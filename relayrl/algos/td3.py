@@ -28,17 +28,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from relayrl.algos.sections import ActorCriticConfig
 from relayrl.algos.actor_critic import (
-    CAPABILITIES,
-    ActorCriticConfig,
     DeterministicActor,
     StackedMLP,
-    continuous_fields,
     critic_input,
     soft_update,
     weighted_mean,
 )
-from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Weights
+from relayrl.algos.algorithm import Weights
 from relayrl.core.specs import GroupSpec
 
 
@@ -142,7 +140,7 @@ class TD3(DeterministicActor):
         return {"actor_optimizer": self.actor_optimizer, "critic_optimizer": self.critic_optimizer}
 
 
-def _make(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch.device, seed: int, **_: object) -> TD3:
+def make_td3(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch.device, seed: int, **_: object) -> TD3:
     """TD3, or DDPG: one critic, no target smoothing, actor and targets every step."""
     c = config
     td3 = c.algo == "td3"
@@ -163,5 +161,3 @@ def _make(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch
     return TD3(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, params, device, seed)
 
 
-ALGORITHMS.add("td3", AlgorithmEntry(_make, continuous_fields, "actor_critic", CAPABILITIES))
-ALGORITHMS.add("ddpg", AlgorithmEntry(_make, continuous_fields, "actor_critic", CAPABILITIES))

@@ -3,7 +3,7 @@
 A learning policy acts through its learner and learns from what it observes; a frozen one
 acts with networks loaded from a checkpoint, learning off; a random one acts uniformly; a
 scripted one calls a user's function named by its import path. Kinds join through
-``POLICY_KINDS``.
+``POLICY_KINDS`` (``relayrl.arena.policy_config``).
 Every policy maps its workers' ``obs [W, N_p, ...]`` (and a recurrent ``carry``) to actions
 ``[W, N_p, ...]`` (``relayrl.arena.match``); ``env_steps`` is where training stands (None:
 evaluation).
@@ -12,79 +12,21 @@ evaluation).
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
-from pydantic import Field, model_validator
 
 from relayrl.algos import ALGORITHMS
 from relayrl.algos.algorithm import Algorithm, Learner, algorithms_with, allowed_choice
 from relayrl.algos.layout import AgentLayout
 from relayrl.algos.learner import Acting, chosen_parameter_sets
 from relayrl.algos.off_policy import make_learner
+from relayrl.arena.policy_config import PolicyConfig
 from relayrl.core.errors import CheckpointError, ConfigError, PolicyError
 from relayrl.core.profiler import SectionTimer
-from relayrl.core.registry import Registry, registered
-from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.sharing.config import SharingConfig
-
-
-# Policy kinds by their ``policies.<id>.kind`` name: a builder of the policy (entries at the end).
-POLICY_KINDS: Registry[Callable[["PolicyBuild"], Any]] = Registry("policy kind")
-
-
-class PolicyConfig(Strict):
-    """One policy of ``policies: {id: ...}`` (paper 004, section 3).
-
-    ``learning``: trains with the run's algorithm section (``dqn`` or ``actor_critic``) and
-    ``sharing``, changed by this policy's own ``dqn`` / ``actor_critic`` / ``sharing`` keys
-    (independent DDQN opponents: ``dqn: {param_sharing: false}``, ``sharing: {select: none}``).
-    ``frozen``: the same networks loaded from ``checkpoint`` (a run or checkpoint directory)
-    or from the run of preset ``pretrained`` (seed ``pretrained_seed``) under the same runs
-    root, learning off, acting with exploration ``explore``. ``random``: uniform actions.
-    ``snapshot``: the networks of learning policy ``of`` as a self-play scheme last loaded
-    them (``relayrl.arena.schemes.selfplay``), learning off, acting with ``explore``.
-    ``scripted``: ``script: package.module.function``, called as
-    ``fn(obs [W, N_p, ...], spec) -> actions [W, N_p, ...]``.
-    """
-
-    kind: Annotated[str, registered(POLICY_KINDS)] = "learning"
-    dqn: dict[str, Any] = Field(default_factory=dict, description="changes to the run's dqn section for this policy")
-    actor_critic: dict[str, Any] = Field(default_factory=dict, description="changes to the run's actor_critic section")
-    qmix: dict[str, Any] = Field(default_factory=dict, description="changes to the run's qmix section")
-    sharing: dict[str, Any] = Field(default_factory=dict, description="changes to the run's sharing section")
-    script: str | None = Field(None, description="scripted: the acting function's import path")
-    of: str | None = Field(None, description="snapshot: the learning policy whose snapshots it plays (self-play)")
-    checkpoint: str | None = None
-    pretrained: str | None = None
-    pretrained_seed: int = 0
-    pretrained_policy: str | None = Field(None, description="policy id in the pretrained run; default the same id")
-    # A policy restored from a finished DDQN run acts with that run's final epsilon (paper 000, appendix C.3).
-    explore: float = Field(0.001, ge=0, description="frozen: DQN's epsilon; for an actor-critic, > 0 adds its exploration noise")
-    agents: list[Annotated[int, Field(ge=0)]] | None = Field(
-        None, description="frozen, trained with a parameter set per agent: the saved agents whose sets drive this policy's entities, in order"
-    )
-
-    @model_validator(mode="after")
-    def _fields_of_kind(self) -> "PolicyConfig":
-        frozen, scripted = self.kind == "frozen", self.kind == "scripted"
-        if (self.kind == "snapshot") != (self.of is not None):
-            raise ValueError("a snapshot policy needs of=<learning policy id>, and only a snapshot policy takes one")
-        if frozen and (self.checkpoint is None) == (self.pretrained is None):
-            raise ValueError("a frozen policy needs exactly one of checkpoint=PATH or pretrained=PRESET")
-        if not frozen and (self.checkpoint or self.pretrained or self.agents is not None):
-            raise ValueError("checkpoint/pretrained/agents apply to kind=frozen only")
-        if scripted != (self.script is not None):
-            raise ValueError("a scripted policy needs script=package.module.function, and only a scripted policy takes one")
-        if self.kind in ("random", "scripted") and (self.dqn or self.actor_critic or self.qmix or self.sharing):
-            raise ValueError(f"a {self.kind} policy has no networks: remove its dqn/actor_critic/qmix/sharing keys")
-        return self
-
-    @property
-    def learns(self) -> bool:
-        return self.kind == "learning"
 
 
 class Policy(Protocol):
@@ -320,13 +262,13 @@ def _check_spaces(build: PolicyBuild) -> None:
         )
 
 
-def _learning(build: PolicyBuild) -> LearningPolicy:
+def learning_policy(build: PolicyBuild) -> LearningPolicy:
     _check_spaces(build)
     algo, section, sharing = build.recipe
     return LearningPolicy(make_learner(build.spec, algo, section, sharing, build.device, build.seeds, build.timer, **build.options))
 
 
-def _networks_without_learning(build: PolicyBuild) -> FrozenPolicy:
+def snapshot_policy(build: PolicyBuild) -> FrozenPolicy:
     _check_spaces(build)
     algo, section, _ = build.recipe
     if ALGORITHMS[algo].capabilities.centralised:  # FrozenPolicy acts on parameter-set rows, not for a whole group
@@ -338,8 +280,8 @@ def _networks_without_learning(build: PolicyBuild) -> FrozenPolicy:
     return FrozenPolicy(build.spec, algo, params, algorithm, layout, build.config.explore)
 
 
-def _frozen(build: PolicyBuild) -> FrozenPolicy:
-    policy = _networks_without_learning(build)
+def frozen_policy(build: PolicyBuild) -> FrozenPolicy:
+    policy = snapshot_policy(build)
     assert build.saved is not None, "a frozen policy's build says where its networks are saved"
     state, source = build.saved()
     if build.config.agents is not None:
@@ -348,8 +290,9 @@ def _frozen(build: PolicyBuild) -> FrozenPolicy:
     return policy
 
 
-POLICY_KINDS.add("learning", _learning)
-POLICY_KINDS.add("frozen", _frozen)
-POLICY_KINDS.add("snapshot", _networks_without_learning)  # its networks come from the self-play scheme
-POLICY_KINDS.add("random", lambda build: RandomPolicy(build.spec, build.seeds[0]))
-POLICY_KINDS.add("scripted", lambda build: ScriptedPolicy(build.spec, build.config.script or ""))
+def random_policy(build: PolicyBuild) -> RandomPolicy:
+    return RandomPolicy(build.spec, build.seeds[0])
+
+
+def scripted_policy(build: PolicyBuild) -> ScriptedPolicy:
+    return ScriptedPolicy(build.spec, build.config.script or "")

@@ -5,8 +5,9 @@ one network updated on the combined batch N x 32, and N separate single-agent up
 import numpy as np
 import torch
 
-from relayrl.algos.dqn import DQN, DQNConfig
-from relayrl.nets.qnetwork import ModelConfig
+from relayrl.algos.dqn import DQN
+from relayrl.algos.sections import DQNConfig
+from relayrl.nets.model_config import ModelConfig
 from relayrl.bench.common import best_of_rounds, markdown_table
 from relayrl.core.device import configure_threads
 

@@ -1,12 +1,17 @@
 """Torch device and thread settings."""
 
-import torch
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a config's device is checked without importing torch where it names no GPU
+    import torch
 
 
 def check_device(name: str) -> None:
     """Fails with the fix unless ``name`` is ``auto`` or a device this torch can use."""
-    if name == "auto":
+    if name in ("auto", "cpu"):
         return
+    import torch
+
     try:
         device = torch.device(name)
     except RuntimeError:
@@ -21,8 +26,10 @@ def check_device(name: str) -> None:
         raise ValueError(f"device {name!r} is not supported: use auto, cpu, cuda or cuda:N")
 
 
-def resolve_device(name: str) -> torch.device:
+def resolve_device(name: str) -> "torch.device":
     """``auto`` picks CUDA when present, else CPU."""
+    import torch
+
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
@@ -30,5 +37,7 @@ def resolve_device(name: str) -> torch.device:
 
 def configure_threads(num_threads: int) -> None:
     """On small CPUs one intra-op thread is much faster for the learner's small ops."""
+    import torch
+
     if num_threads > 0 and torch.get_num_threads() != num_threads:
         torch.set_num_threads(num_threads)

@@ -1,7 +1,10 @@
 """Named components (algorithms, selectors, environments) that join by registering, so no
 layer above them lists their kinds."""
 
+import importlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 from typing import Generic, TypeVar
 
 from pydantic import AfterValidator
@@ -38,6 +41,19 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """A callable named by its import path ``package.module:name``, imported at its first
+    call: an entry registers what it is without importing its code (the networks and torch),
+    so validating a config or listing the registries stays light."""
+
+    path: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        module, _, name = self.path.partition(":")
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
 
 def registered(registry: Registry[T], accepts: Callable[[T], bool] | None = None) -> AfterValidator:

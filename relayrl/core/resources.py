@@ -21,6 +21,14 @@ def available_memory() -> int | None:
         return None
 
 
+def physical_memory() -> int | None:
+    """Bytes of memory this machine has: no single allocation larger than that succeeds."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def free_disk(path: Path) -> int:
     """Free bytes on the file system that holds ``path`` (or its nearest existing parent)."""
     path = path.resolve()

@@ -36,9 +36,10 @@ class SyncVectorEnv:
 
     independent_episodes = False
 
-    def __init__(self, factory: EnvFactory, num_envs: int) -> None:
+    def __init__(self, factory: EnvFactory, num_envs: int, first: int = 0) -> None:
         self.factory = factory
         self.num_envs = num_envs
+        self.first = first  # the run's number of copy 0 here (one worker's share of a run's copies), for messages
         self.envs = [factory.adapter() for _ in range(num_envs)]
         self.groups = self.envs[0].groups
         self.tally = EpisodeTally(num_envs, len(self.groups))
@@ -61,7 +62,7 @@ class SyncVectorEnv:
             try:
                 steps, done = env.step([a[e] for a in actions])
             except EnvError as error:
-                raise EnvError(f"env copy {e}: {error}") from error.__cause__
+                raise EnvError(f"env copy {self.first + e}: {error}") from error.__cause__
             rewards[e] = [s.reward.sum() for s in steps]
             if done:
                 over[e] = True
@@ -97,12 +98,12 @@ class SyncVectorEnv:
             env.close()
 
 
-def _worker(conn, factory: EnvFactory, num_envs: int) -> None:
+def _worker(conn, factory: EnvFactory, num_envs: int, first: int) -> None:
     """Serves one SyncVectorEnv; replies ``("ok", result)`` or ``("error", traceback)``, so an
     exception in the env reaches the main process with its message and traceback."""
     venv = None
     try:
-        venv = SyncVectorEnv(factory, num_envs)
+        venv = SyncVectorEnv(factory, num_envs, first)
     except Exception:
         failure = traceback.format_exc()
     try:
@@ -135,15 +136,15 @@ class SubprocVectorEnv:
 
     independent_episodes = False
 
-    def __init__(self, factory: EnvFactory, num_envs: int, num_workers: int = 2) -> None:
+    def __init__(self, factory: EnvFactory, num_envs: int, num_workers: int = 2, first: int = 0) -> None:
         self.num_envs = num_envs
         num_workers = max(1, min(num_workers, num_envs))
         self._sizes = [len(c) for c in np.array_split(np.arange(num_envs), num_workers)]
         ctx = mp.get_context("spawn")
         self._conns, self._procs = [], []
-        for size in self._sizes:
+        for size, offset in zip(self._sizes, np.cumsum([0, *self._sizes[:-1]])):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker, args=(child, factory, size), daemon=True)
+            proc = ctx.Process(target=_worker, args=(child, factory, size, first + int(offset)), daemon=True)
             proc.start()
             child.close()
             self._conns.append(parent)
@@ -218,15 +219,16 @@ class SubprocVectorEnv:
             proc.join(timeout=5)
 
 
-def make_vector_env(factory: EnvFactory, num_envs: int, kind: str = "sync", num_workers: int = 2) -> VectorEnv:
+def make_vector_env(factory: EnvFactory, num_envs: int, kind: str = "sync", num_workers: int = 2, first: int = 0) -> VectorEnv:
     """The factory's batched implementation where it has one, else E copies in this
-    process (``sync``) or in worker processes (``subproc``)."""
+    process (``sync``) or in worker processes (``subproc``); ``first``: the run's number of
+    the first of them (a Ray runner's share), for messages."""
     if factory.vectorised is not None:
         if kind != "sync":
             raise ValueError(f"this environment is vectorised in-process; vector={kind!r} applies to per-copy envs only")
         return factory.vectorised(num_envs, **factory.settings)
     if kind == "sync":
-        return SyncVectorEnv(factory, num_envs)
+        return SyncVectorEnv(factory, num_envs, first)
     if kind == "subproc":
-        return SubprocVectorEnv(factory, num_envs, num_workers)
+        return SubprocVectorEnv(factory, num_envs, num_workers, first)
     raise ValueError(f"unknown vector env kind {kind!r}; use 'sync' or 'subproc'")

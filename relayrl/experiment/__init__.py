@@ -29,7 +29,7 @@ _EXPORTS = {
     "load_preset": "relayrl.experiment.presets",
     "preset_dict": "relayrl.experiment.presets",
     "preset_names": "relayrl.experiment.presets",
-    "run_dir_for": "relayrl.experiment.run_dir",
+    "run_dir_for": "relayrl.experiment.identity",
     "train": "relayrl.experiment.api",
     "train_policies": "relayrl.experiment.api",
 }

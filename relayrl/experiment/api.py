@@ -8,7 +8,7 @@ from relayrl.algos.dqn import NetworkFactory
 from relayrl.experiment.build import Factories, build_run
 from relayrl.experiment.config import RunConfig, build_config
 from relayrl.experiment.run import Run
-from relayrl.experiment.run_dir import run_dir_for
+from relayrl.experiment.identity import run_dir_for
 
 
 def train(

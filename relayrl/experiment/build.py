@@ -19,13 +19,14 @@ from relayrl.algos.off_policy import learner_plan
 from relayrl.arena.collect import Collector, LocalCollector, Venue
 from relayrl.arena.learning import LearnerPool
 from relayrl.arena.match import compile_matches
-from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, Policy, PolicyBuild, PolicyConfig
+from relayrl.arena.policy import LearningPolicy, Policy, PolicyBuild
+from relayrl.arena.policy_config import POLICY_KINDS, PolicyConfig
 from relayrl.arena.round import RoundSchedule
 from relayrl.arena.schemes import SCHEMES
 from relayrl.core.device import configure_threads, resolve_device
 from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.core.profiler import SectionTimer
-from relayrl.core.resources import available_memory, human_bytes
+from relayrl.core.resources import available_memory, human_bytes, physical_memory
 from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.registry import EnvFactory, make_env_factory
@@ -129,14 +130,32 @@ def check_memory(config: RunConfig, specs: dict[str, GroupSpec], configs: dict[s
         per_checkpoint = sum(p.checkpoint_nbytes() for p in plans.values())
         print(f"replay memory {human_bytes(total)} ({'; '.join(parts)}); a checkpoint holds the filled rows "
               f"(up to {human_bytes(per_checkpoint)}) and the networks with their optimiser state")
-    available = available_memory()
-    if available is None or total <= available:
+    # No buffer gets more rows than every entity's transitions (or one episode per env step)
+    # of the run's budget, and the buffers' pages are taken as rows reach them: a short run of
+    # a large replay needs only those, once the whole allocation fits in the machine at all.
+    reach = config.total_steps * sum(spec.n_agents for spec in specs.values())
+    available, physical = available_memory(), physical_memory()
+
+    def fits(capacity: int | None = None) -> bool:
+        sized = [replace(p, capacity=capacity or p.capacity) for p in plans.values()]
+        return (available is None or sum(p.nbytes(reach) for p in sized) <= available) and (
+            physical is None or sum(p.nbytes() for p in sized) <= physical
+        )
+
+    if fits():
         return
-    capacity = next(iter(plans.values())).capacity
-    raise ConfigError(
-        f"the replays need {human_bytes(total)} ({'; '.join(parts)}) but this machine has {human_bytes(available)} of memory "
-        f"available: lower {config.algorithm_section()}.buffer_size (about {int(capacity * available / total):,} fits now) or free memory"
-    )
+    low, high = 0, next(iter(plans.values())).capacity  # the largest buffer_size that fits: the need grows with it
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    fix = f"lower {config.algorithm_section()}.buffer_size (about {low:,} fits now)"
+    touched = sum(p.nbytes(reach) for p in plans.values())
+    if available is not None and touched > available:
+        raise ConfigError(
+            f"the replays need {human_bytes(touched)} ({'; '.join(parts)}; {config.total_steps:,} env steps fill up to {reach:,} "
+            f"rows of each) but this machine has {human_bytes(available)} of memory available: {fix} or total_steps, or free memory"
+        )
+    raise ConfigError(f"the replays allocate {human_bytes(total)} ({'; '.join(parts)}), more than this machine's {human_bytes(physical or 0)} of memory: {fix}")
 
 
 class SavedPolicies:

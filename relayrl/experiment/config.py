@@ -7,11 +7,9 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from relayrl.algos import ALGORITHMS
-from relayrl.algos.actor_critic import ActorCriticConfig
-from relayrl.algos.qmix import ValueDecompositionConfig
-from relayrl.algos.dqn import DQNConfig
+from relayrl.algos.sections import ActorCriticConfig, DQNConfig, ValueDecompositionConfig
 from relayrl.arena.match import Match, check_match_syntax, default_match, match_policy_ids
-from relayrl.arena.policy import PolicyConfig
+from relayrl.arena.policy_config import PolicyConfig
 from relayrl.arena.round import HooksConfig, RoundConfig
 from relayrl.arena.schemes.pbt import PBTConfig
 from relayrl.arena.schemes.selfplay import SelfPlayConfig
@@ -23,7 +21,7 @@ from relayrl.envs.registry import ENVS, MODULE_PATH, PettingZooSection
 from relayrl.envs.section import EnvSection
 from relayrl.experiment.config_errors import format_error
 from relayrl.experiment.identity import config_hash
-from relayrl.nets.qnetwork import ModelConfig
+from relayrl.nets.model_config import ModelConfig
 from relayrl.sharing.config import SharingConfig
 
 

@@ -4,6 +4,7 @@ one it was trained with."""
 
 import hashlib
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from relayrl.core.errors import ConfigError
@@ -11,6 +12,11 @@ from relayrl.envs.registry import ENVS
 
 if TYPE_CHECKING:
     from relayrl.experiment.config import RunConfig
+
+def run_dir_for(config: "RunConfig", root: Path) -> Path:
+    """``<root>/<preset>-<config hash>/<seed>/`` (DESIGN.md §5)."""
+    return root / f"{config.preset}-{config.config_hash()}" / str(config.seed)
+
 
 # Keys that do not change what is learned (up to float rounding across devices/threads).
 RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "device", "checkpoint_interval", "keep_checkpoints"}
@@ -43,6 +49,8 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "policies.*.qmix.bootstrap": "own",
     "policies.*.of": None,
     "policies.*.qmix": {},
+    "policies.*.agents": None,
+    "eval.policies.*.agents": None,
     "rounds": [],
     "hooks": {"on_round_start": [], "on_round_end": []},
     "pbt": None,

@@ -22,13 +22,8 @@ import relayrl
 from relayrl.core.errors import CheckpointError, ConfigError, RelayRLError
 from relayrl.experiment.checkpoint import CONFIG_FILE, MANIFEST, checkpoint_steps, list_checkpoints, load_checkpoint, save_checkpoint, write_atomically
 from relayrl.experiment.config import RunConfig
-from relayrl.experiment.identity import check_resumable
+from relayrl.experiment.identity import check_resumable, run_dir_for
 from relayrl.experiment.run_lock import RunLock
-
-
-def run_dir_for(config: RunConfig, root: Path) -> Path:
-    """``<root>/<preset>-<config hash>/<seed>/`` (DESIGN.md §5)."""
-    return root / f"{config.preset}-{config.config_hash()}" / str(config.seed)
 
 
 def _git_revision() -> str:

@@ -1,6 +1,16 @@
 """Networks with an agent axis: P parameter sets evaluated in one batched call."""
 
-from relayrl.nets.qnetwork import QNetwork
-from relayrl.nets.stacked import StackedConv2d, StackedLinear
+import importlib
+from typing import Any
 
-__all__ = ["QNetwork", "StackedConv2d", "StackedLinear"]
+# imported on first use: the config sections beside them (``model_config``) are read
+# without torch
+_EXPORTS = {"QNetwork": "relayrl.nets.qnetwork", "StackedConv2d": "relayrl.nets.stacked", "StackedLinear": "relayrl.nets.stacked"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'relayrl.nets' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -12,20 +12,9 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from pydantic import Field
 
 from relayrl.core.errors import ConfigError
-from relayrl.core.strict import PositiveInt, Strict
 from relayrl.nets.stacked import StackedConv2d, StackedLinear
-
-
-class ModelConfig(Strict):
-    """Q-network shape (SPEC §1.1): convolutions for HxWxC observations, then ``hiddens``."""
-
-    conv_channels: list[PositiveInt] = [32, 64, 64]
-    kernel_size: int = Field(2, ge=1)
-    hiddens: list[PositiveInt] = [64, 256]
-    head_hidden: int = Field(256, ge=1)
 
 
 class QNetwork(nn.Module):

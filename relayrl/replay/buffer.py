@@ -56,8 +56,12 @@ class ReplayPlan:
     fields: dict[str, FieldSpec]
     prioritized: bool = False
 
-    def nbytes(self) -> int:
-        return ReplayBuffer.planned_nbytes(self.n_buffers, self.capacity, self.fields, self.prioritized)
+    def nbytes(self, rows: int | None = None) -> int:
+        """Memory of the buffers; with ``rows``, what they take once that many rows of each
+        are written (the arrays are zeroed lazily: pages no row reaches stay unallocated)."""
+        if rows is None or rows >= self.capacity:
+            return ReplayBuffer.planned_nbytes(self.n_buffers, self.capacity, self.fields, self.prioritized)
+        return self.n_buffers * rows * row_nbytes(self.fields) + (SumTree.planned_nbytes(self.n_buffers, self.capacity) if self.prioritized else 0)
 
     def checkpoint_nbytes(self) -> int:
         """Bytes of the replay in a checkpoint once every buffer is full (rows and priorities)."""

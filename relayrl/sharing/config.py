@@ -1,14 +1,22 @@
 """The ``sharing`` section of a config (DESIGN.md §1: selection at the sender x correction
 at the receiver)."""
 
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from relayrl.core.registry import registered
+from relayrl.core.registry import Lazy, Registry, registered
 from relayrl.core.strict import Strict
-from relayrl.sharing.corrections import CORRECTIONS
 from relayrl.sharing.selectors import SELECTORS
+
+# ``sharing.correction`` -> builder(sharing, exploration noise sigma, device, seed) of the
+# receiver's correction on a shared tagged replay (``relayrl.sharing.corrections``): ``dps``
+# with ``sharing.divergence`` (DASE), ``none`` for plain sharing (ES-DASE: every transition
+# weighted 1).
+CORRECTIONS: Registry[Callable[..., Any]] = Registry("correction")
+CORRECTIONS.add("dps", Lazy("relayrl.sharing.corrections:dps_correction"))
+CORRECTIONS.add("none", Lazy("relayrl.sharing.corrections:plain_sharing"))
 
 
 class SharingConfig(Strict):

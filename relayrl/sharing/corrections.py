@@ -20,16 +20,13 @@ Everything is batched over a leading agent axis ``[K, ...]``.
 """
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
 
-from relayrl.core.registry import Registry
-
-if TYPE_CHECKING:  # the sharing section validates its correction against CORRECTIONS
+if TYPE_CHECKING:  # the sharing section registers these as its corrections
     from relayrl.sharing.config import SharingConfig
 
 Divergence = Literal["sym_kl", "kl", "jsd", "none"]
@@ -204,20 +201,13 @@ class DPSCorrection:
         self.generator.set_state(state["generator"])
 
 
-def _dps(weighted: bool) -> Callable[["SharingConfig", float, torch.device, int], DPSCorrection]:
-    """DPS weights with ``sharing.divergence``, or (``weighted=False``) weight 1 throughout."""
-
-    def build(sharing: "SharingConfig", sigma: float, device: torch.device, seed: int) -> DPSCorrection:
-        chosen: Divergence = sharing.divergence if weighted else "none"
-        params = DPSParams(chosen, sharing.reference_cov, sigma, sharing.cov_regulariser, sharing.jsd_samples)
-        return DPSCorrection(params, device, seed)
-
-    return build
+def dps_correction(sharing: "SharingConfig", sigma: float, device: torch.device, seed: int) -> DPSCorrection:
+    """DPS weights with ``sharing.divergence`` (DASE); ``sigma``: the exploration noise's std."""
+    params = DPSParams(sharing.divergence, sharing.reference_cov, sigma, sharing.cov_regulariser, sharing.jsd_samples)
+    return DPSCorrection(params, device, seed)
 
 
-# ``sharing.correction`` -> builder(sharing, exploration noise sigma, device, seed) of the
-# receiver's correction on a shared tagged replay: ``dps`` with ``sharing.divergence``
-# (DASE), ``none`` for plain sharing (ES-DASE: every transition weighted 1).
-CORRECTIONS: Registry[Callable[["SharingConfig", float, torch.device, int], DPSCorrection]] = Registry("correction")
-CORRECTIONS.add("dps", _dps(weighted=True))
-CORRECTIONS.add("none", _dps(weighted=False))
+def plain_sharing(sharing: "SharingConfig", sigma: float, device: torch.device, seed: int) -> DPSCorrection:
+    """Every transition weighted 1 (ES-DASE)."""
+    params = DPSParams("none", sharing.reference_cov, sigma, sharing.cov_regulariser, sharing.jsd_samples)
+    return DPSCorrection(params, device, seed)

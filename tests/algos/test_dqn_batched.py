@@ -9,8 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from relayrl.algos.dqn import DQN, DQNConfig
-from relayrl.nets.qnetwork import ModelConfig
+from relayrl.algos.dqn import DQN
+from relayrl.algos.sections import DQNConfig
+from relayrl.nets.model_config import ModelConfig
 
 OBS = (7, 7, 3)
 N_ACTIONS = 5

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from relayrl.algos import ALGORITHMS
-from relayrl.algos.actor_critic import ActorCriticConfig
-from relayrl.algos.dqn import DQNConfig
+from relayrl.algos.sections import ActorCriticConfig
+from relayrl.algos.sections import DQNConfig
 from relayrl.algos.off_policy import OffPolicyLearner
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
-from relayrl.nets.qnetwork import ModelConfig
+from relayrl.nets.model_config import ModelConfig
 from relayrl.sharing.config import SharingConfig
 
 T, E, N = 4, 2, 3

@@ -12,7 +12,8 @@ import torch
 from relayrl.algos import ALGORITHMS, Capabilities
 from relayrl.core.errors import CheckpointError, ConfigError, PolicyError
 from relayrl.experiment import build_run, build_config
-from relayrl.arena.policy import POLICY_KINDS, FrozenPolicy, LearningPolicy, RandomPolicy, ScriptedPolicy
+from relayrl.arena.policy import FrozenPolicy, LearningPolicy, RandomPolicy, ScriptedPolicy
+from relayrl.arena.policy_config import POLICY_KINDS
 from relayrl.experiment.checkpoint import list_checkpoints, load_policies
 
 TWO_TEAMS = {"name": "corridor", "settings": {"n_agents": 3, "n_walkers": 2, "length": 4, "max_steps": 12}}

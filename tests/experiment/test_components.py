@@ -107,11 +107,16 @@ def test_a_round_ends_its_episodes_in_flight_and_gives_its_results_to_the_hooks(
     fragment["over"] = np.zeros((3, 2), bool)
     episodes = EpisodeStats()
     episodes.returns, episodes.copies = [np.array([2.0])], [1]
-    schedule.record(0, 90, {"p": fragment}, episodes)
-    assert not fragment["over"].any(), "the round goes on"
-    schedule.record(0, 100, {"p": fragment}, episodes)
+    in_flight = EpisodeStats()
+    in_flight.returns, in_flight.copies = [np.array([-1.0])], [0]
+    cuts = []
+    schedule.record(0, 90, {"p": fragment}, episodes, lambda: cuts.append(90) or in_flight)
+    assert not fragment["over"].any() and not cuts, "the round goes on"
+    schedule.record(0, 100, {"p": fragment}, episodes, lambda: cuts.append(100) or in_flight)
     assert fragment["over"][-1].all() and fragment["truncated"][-1].all(), "its last step ends every episode in flight"
+    assert cuts == [100], "the env copies' episodes in flight are cut once, at the round's end"
     schedule.end(0, 100, {}, ["g"], [{"g": "p"}])
     (context,) = seen
-    assert context.results.start == 0 and context.results.end == 100 and context.results.mean_return("g") == 2.0
+    assert context.results.start == 0 and context.results.end == 100 and context.results.cut == 1
+    assert context.results.returns[:, 0].tolist() == [2.0, 2.0, -1.0] and context.results.copies.tolist() == [1, 1, 0]
     assert schedule.state_dict()["round_returns"] == [], "the next round starts with no episodes"

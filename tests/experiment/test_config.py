@@ -9,7 +9,7 @@ from relayrl.algos import ALGORITHMS, Capabilities
 from relayrl.core.errors import ConfigError, MissingExtraError
 from relayrl.envs.registry import ENVS
 from relayrl.experiment import apply_overrides, build_config, load_preset, preset_dict, preset_names
-from relayrl.sharing.corrections import CORRECTIONS
+from relayrl.sharing.config import CORRECTIONS
 from relayrl.sharing.selectors import SELECTORS, SelectionRule
 
 ISSUE_PRESETS = [

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from relayrl.algos.actor_critic import ActorCriticConfig
+from relayrl.algos.sections import ActorCriticConfig
 from relayrl.algos.off_policy import OffPolicyLearner, replay_plan
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec

@@ -6,7 +6,7 @@ them draws."""
 import numpy as np
 import torch
 
-from relayrl.algos.actor_critic import ActorCriticConfig
+from relayrl.algos.sections import ActorCriticConfig
 from relayrl.algos.off_policy import learner_plan, make_learner
 from relayrl.arena.collect import LocalCollector
 from relayrl.arena.policy import RandomPolicy

@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from relayrl.algos.algorithm import Learner
-from relayrl.arena.policy import POLICY_KINDS, LearningPolicy, PolicyBuild
+from relayrl.arena.policy import LearningPolicy, PolicyBuild
+from relayrl.arena.policy_config import POLICY_KINDS
 from relayrl.arena.ray.runners import STARTUP_S
 from relayrl.core.device import configure_threads
 from relayrl.core.errors import ConfigError

@@ -70,7 +70,7 @@ class EnvRunner:
 
     def __init__(self, env: str, settings: dict[str, Any], with_state: bool, vector: str, first: int, copies: int, matches: list[Match], policies: dict[str, Policy]) -> None:
         configure_threads(1)
-        self.venv = make_vector_env(make_env_factory(env, settings, with_state), copies, vector)
+        self.venv = make_vector_env(make_env_factory(env, settings, with_state), copies, vector, first=first)
         self.first = first
         self.policies = policies
         self.rollout = Rollout(self.venv, policies, matches, None, env_check(self.venv.groups, first))

@@ -1,0 +1,45 @@
+"""The built-in algorithms: each registered with its config section and what it supports,
+its code named by import path (``relayrl.core.registry.Lazy``), so that validating a config
+or listing the algorithms imports no network code. A user's algorithm registers the same
+way, from its own module: ``ALGORITHMS.add(name, AlgorithmEntry(make, fields, section,
+capabilities))``."""
+
+from typing import Any
+
+from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Capabilities
+from relayrl.core.registry import Lazy
+from relayrl.core.specs import GroupSpec
+
+# DQN's targets do not depend on the behaviour policy: there is nothing for DPS to correct
+# on a shared replay (docs/results/dase/README.md)
+DQN = Capabilities(frozenset({"discrete"}), param_sharing=True, select=True, relay_between=True)
+# TD3, DDPG and deterministic SAC: each agent keeps parameters of its own, and DPS weighs
+# shared transitions by how close their deterministic actions are (paper 001)
+ACTOR_CRITIC = Capabilities(frozenset({"continuous"}), select=True, shared_replay=True, relay_between=True, shared_replay_between=True)
+# whole episodes of the group's agents trained together: no agent's own transitions to
+# select, relay or share
+QMIX = Capabilities(frozenset({"discrete"}), recurrent=True, centralised=True, reads_state=True, param_sharing=True)
+
+
+def no_transition_fields(spec: GroupSpec) -> dict[str, Any]:
+    """``fields`` describes transition rows, which the episode learner does not store."""
+    return {}
+
+
+# in this order, messages list the algorithms of a section
+ALGORITHMS.add("dqn", AlgorithmEntry(Lazy("relayrl.algos.dqn:make_dqn"), Lazy("relayrl.algos.dqn:dqn_fields"), "dqn", DQN))
+ALGORITHMS.add(
+    "qmix",
+    AlgorithmEntry(
+        Lazy("relayrl.algos.qmix:make_qmix"),
+        no_transition_fields,
+        "qmix",
+        QMIX,
+        learner=Lazy("relayrl.algos.episode_learner:EpisodeLearner"),
+        plan=Lazy("relayrl.algos.qmix:qmix_plan"),
+    ),
+)
+continuous_fields = Lazy("relayrl.algos.actor_critic:continuous_fields")
+ALGORITHMS.add("sac", AlgorithmEntry(Lazy("relayrl.algos.sac_deterministic:make_sac"), continuous_fields, "actor_critic", ACTOR_CRITIC))
+ALGORITHMS.add("td3", AlgorithmEntry(Lazy("relayrl.algos.td3:make_td3"), continuous_fields, "actor_critic", ACTOR_CRITIC))
+ALGORITHMS.add("ddpg", AlgorithmEntry(Lazy("relayrl.algos.td3:make_td3"), continuous_fields, "actor_critic", ACTOR_CRITIC))

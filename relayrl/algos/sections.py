@@ -1,0 +1,190 @@
+"""The learner config sections (``dqn``, ``actor_critic``, ``qmix``): hyperparameters
+with their paper sources, validated without importing the networks (so that ``relayrl
+show`` and config checks stay light). Each family's code is in its own module."""
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from relayrl.algos.algorithm import OffPolicyParams, algo_key
+from relayrl.core.strict import PositiveInt, Strict
+
+
+class DQNConfig(Strict):
+    """DQN-family hyperparameters; defaults are the SUPER paper's Pursuit column (Table 2,
+    SPEC §1.1). Step counts are env steps summed over env copies."""
+
+    lr: float = Field(1.6e-4, gt=0)
+    adam_eps: float = Field(1e-8, gt=0, description="RLlib's default")
+    batch_size: int = Field(32, ge=1, description="per agent; parameter sharing uses N x this")
+    buffer_size: int = Field(120_000, ge=1, description="per agent")
+    gamma: float = Field(0.99, ge=0, le=1)
+    double_q: bool = True
+    dueling: bool = True
+    prioritized: bool = True
+    alpha: float = Field(0.6, ge=0)
+    beta: float = Field(0.4, ge=0)
+    priority_eps: float = Field(1e-6, gt=0)
+    n_step: int = Field(1, ge=1)
+    target_update_interval: int = Field(1000, ge=1)
+    fragment_length: int = Field(4, ge=1, description="env steps per update per agent")
+    learning_starts: int = Field(1000, ge=0)
+    epsilon_start: float = Field(0.1, ge=0, le=1)
+    epsilon_end: float = Field(0.001, ge=0, le=1)
+    epsilon_steps: int = Field(100_000, ge=0)
+    grad_clip: float = Field(40.0, gt=0, description="per agent, each agent's own norm")
+    huber_delta: float = Field(1.0, gt=0, description="RLlib's huber loss")
+    param_sharing: bool = False
+    time_limit_as_terminal: bool = False
+
+    @model_validator(mode="after")
+    def _batch_fits(self) -> "DQNConfig":
+        if self.batch_size > self.buffer_size:
+            raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower dqn.batch_size")
+        return self
+
+    def off_policy(self) -> OffPolicyParams:
+        return OffPolicyParams(
+            batch_size=self.batch_size,
+            buffer_size=self.buffer_size,
+            gamma=self.gamma,
+            fragment_length=self.fragment_length,
+            learning_starts=self.learning_starts,
+            target_update_interval=self.target_update_interval,
+            n_step=self.n_step,
+            time_limit_as_terminal=self.time_limit_as_terminal,
+            param_sharing=self.param_sharing,
+            prioritized=self.prioritized,
+            alpha=self.alpha,
+            beta=self.beta,
+            priority_eps=self.priority_eps,
+        )
+
+
+class ActorCriticConfig(Strict):
+    """Deterministic actor-critic learners for continuous actions (paper 001, appendix C.4,
+    Tables 1-2; SPEC §1.2). Defaults are TD3's column; presets set DDPG's and SAC's.
+
+    ``td3``: twin critics, target policy smoothing, delayed actor (Fujimoto et al. 2018).
+    ``ddpg``: one critic, actor every step, critic L2 penalty (Lillicrap et al. 2016, with
+    paper 001's batch 256 and Gaussian exploration). ``sac``: SAC with a deterministic actor
+    (Haarnoja et al. 2018, section 5.2's deterministic variant: state-value network with a
+    soft target, twin critics, no entropy term) plus Gaussian exploration noise.
+    Noise stds are in units of the action range's half-width.
+    """
+
+    algo: Annotated[str, algo_key("actor_critic")] = "td3"
+    actor_lr: float = Field(3e-4, gt=0)
+    critic_lr: float = Field(3e-4, gt=0)
+    critic_weight_decay: float = Field(0.0, ge=0, description="L2 penalty coefficient on the critic's weights")
+    hidden: list[PositiveInt] = Field([256, 256], min_length=1)
+    tau: float = Field(0.005, gt=0, le=1)
+    gamma: float = Field(0.99, ge=0, le=1)
+    batch_size: int = Field(256, ge=1, description="per agent")
+    buffer_size: int = Field(100_000, ge=1, description="the shared replay's capacity, or each agent's own")
+    random_steps: int = Field(25_000, ge=0, description="env steps of uniformly random actions before learning")
+    exploration_noise: float = Field(0.1, ge=0)
+    policy_noise: float = Field(0.2, ge=0, description="td3: target policy smoothing std")
+    noise_clip: float = Field(0.5, ge=0)
+    policy_delay: int = Field(2, ge=1, description="critic updates per actor and target update")
+    reward_scale: float = Field(1.0, gt=0)
+    updates_per_step: int = Field(1, ge=1, description="gradient steps per agent per env step")
+    normalize_obs: bool = Field(False, description="running mean/std normalisation of observations (ddpg, Table 2)")
+
+    @model_validator(mode="after")
+    def _batch_fits(self) -> "ActorCriticConfig":
+        if self.batch_size > self.buffer_size:
+            raise ValueError(
+                f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower actor_critic.batch_size"
+            )
+        return self
+
+    def off_policy(self) -> OffPolicyParams:
+        """Paper 001, C.2: one update per agent after each env step, after ``random_steps``
+        of uniformly random actions; targets follow by soft updates."""
+        return OffPolicyParams(
+            batch_size=self.batch_size,
+            buffer_size=self.buffer_size,
+            gamma=self.gamma,
+            fragment_length=1,
+            learning_starts=self.random_steps,
+            target_update_interval=None,
+            random_steps=self.random_steps,
+            updates_per_fragment=self.updates_per_step,
+        )
+
+
+class ValueDecompositionConfig(Strict):
+    """Defaults: paper 002's Table III (punishment -1.5: batch 128 episodes, replay 10,000
+    episodes) and SPEC §1.3 (Adam 1e-3, TD(lambda) 0.6, target update every 200 episodes,
+    epsilon 0.995 -> 0.05 over 100k env steps). Batch and replay count whole episodes,
+    as the pymarl-based reference counts them."""
+
+    algo: Annotated[str, algo_key("qmix")] = "qmix"
+    mixer: Literal["qmix", "vdn", "none"] = Field("qmix", description="none: independent Q-learning")
+    weighting: Literal["none", "macpo"] = Field("none", description="macpo: Lemma 1's weights (paper 002)")
+    sampler: Literal["uniform", "prioritized", "reuse"] = Field(
+        "uniform", description="prioritized: PER over episodes by their weight; reuse: AccMER's priority-guided reuse (paper 002, Alg. 1)"
+    )
+    priority_alpha: float = Field(0.6, ge=0, description="prioritized: Schaul et al. 2016's alpha")
+    priority_beta: float = Field(0.4, ge=0, description="prioritized: importance-sampling exponent")
+    reuse_ratio: float = Field(0.5, ge=0, le=1, description="alpha: the share of each batch reused")
+    reuse_decay: float = Field(1.0, gt=0, le=1, description="gamma of Alg. 1: the weight table's decay per update")
+    reuse_period: int | None = Field(None, ge=1, description="updates between reuse-set refreshes; default floor(d / b)")
+    storage: Literal["episodes", "transitions"] = Field(
+        "episodes", description="replay rows: whole episodes, or transitions that spans are gathered from (needs sequence_length)"
+    )
+    batch_size: int = Field(128, ge=1, description="episodes (or spans) per update")
+    buffer_size: int = Field(10_000, ge=1, description="replay rows: episodes, or transitions with storage=transitions")
+    max_episode_length: int = Field(200, ge=1, description="the env's episode limit (steps of a stored episode)")
+    lr: float = Field(1e-3, gt=0)
+    gamma: float = Field(0.99, ge=0, le=1)
+    td_lambda: float = Field(0.6, ge=0, le=1)
+    double_q: bool = True
+    target_update_episodes: int = Field(200, ge=1)
+    updates_per_episode: float = Field(1.0, gt=0, description="gradient steps per finished episode (paper 003's epochs)")
+    fragment_length: int = Field(8, ge=1, description="env steps the rollout collects between learner calls")
+    epsilon_start: float = Field(0.995, ge=0, le=1)
+    epsilon_end: float = Field(0.05, ge=0, le=1)
+    epsilon_steps: int = Field(100_000, ge=0)
+    hidden: int = Field(64, ge=1, description="GRU units")
+    mixer_embed: int = Field(32, ge=1)
+    hypernet_hidden: int = Field(64, ge=1)
+    central_hidden: int = Field(256, ge=1, description="MAC-PO's central Q* network")
+    bootstrap: Literal["own", "central"] = Field(
+        "own", description="Q_tot's targets from its own target mixer, or (central) from the target Q* as weighted QMIX's (needs weighting=macpo)"
+    )
+    grad_clip: float = Field(10.0, gt=0)
+    param_sharing: bool = True
+    sequence_length: int | None = Field(None, ge=1, description="train on spans of this many steps instead of whole episodes")
+    burn_in: int = Field(0, ge=0, description="steps before a span that warm its hidden state, without gradient")
+    tbptt: int | None = Field(None, ge=1, description="backpropagate through at most this many steps (None: the whole span)")
+    agent_id: bool = Field(True, description="agents see a one-hot of their index (with param_sharing)")
+    last_action: bool = Field(True, description="agents see a one-hot of their previous action")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ValueDecompositionConfig":
+        if self.batch_size > self.buffer_size:
+            raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size} (both in episodes): lower qmix.batch_size")
+        if self.burn_in and self.sequence_length is None:
+            raise ValueError("burn_in warms the hidden state before a span: set qmix.sequence_length too")
+        if self.storage == "transitions" and self.sequence_length is None:
+            raise ValueError("storage=transitions trains on spans gathered from transitions: set qmix.sequence_length")
+        if self.bootstrap == "central" and self.weighting != "macpo":
+            raise ValueError("bootstrap=central takes Q_tot's targets from the central Q*, which only weighting=macpo trains: set weighting=macpo")
+        if self.weighting == "macpo" and self.mixer == "none":
+            raise ValueError("weighting=macpo weighs the mixed Q_tot (Lemma 1 is over the joint action): set mixer=qmix or vdn")
+        return self
+
+    def off_policy(self) -> OffPolicyParams:
+        """The off-policy parameters other code reads (batch and replay in episodes; targets sync
+        by episodes, so no env-step interval)."""
+        return OffPolicyParams(
+            batch_size=self.batch_size,
+            buffer_size=self.buffer_size,
+            gamma=self.gamma,
+            fragment_length=self.fragment_length,
+            learning_starts=0,
+            target_update_interval=None,
+            param_sharing=self.param_sharing,
+        )

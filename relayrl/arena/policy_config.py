@@ -1,0 +1,73 @@
+"""A policy's config (``policies: {id: ...}``) and the registry of policy kinds, apart from
+the policies' code so that a config validates without importing torch."""
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
+
+from relayrl.core.registry import Lazy, Registry, registered
+from relayrl.core.strict import Strict
+
+# Policy kinds by their ``policies.<id>.kind`` name: a builder of the policy from a
+# ``relayrl.arena.policy.PolicyBuild`` (the built-in ones at the end, by import path).
+POLICY_KINDS: Registry[Callable[[Any], Any]] = Registry("policy kind")
+
+
+class PolicyConfig(Strict):
+    """One policy of ``policies: {id: ...}`` (paper 004, section 3).
+
+    ``learning``: trains with the run's algorithm section (``dqn`` or ``actor_critic``) and
+    ``sharing``, changed by this policy's own ``dqn`` / ``actor_critic`` / ``sharing`` keys
+    (independent DDQN opponents: ``dqn: {param_sharing: false}``, ``sharing: {select: none}``).
+    ``frozen``: the same networks loaded from ``checkpoint`` (a run or checkpoint directory)
+    or from the run of preset ``pretrained`` (seed ``pretrained_seed``) under the same runs
+    root, learning off, acting with exploration ``explore``. ``random``: uniform actions.
+    ``snapshot``: the networks of learning policy ``of`` as a self-play scheme last loaded
+    them (``relayrl.arena.schemes.selfplay``), learning off, acting with ``explore``.
+    ``scripted``: ``script: package.module.function``, called as
+    ``fn(obs [W, N_p, ...], spec) -> actions [W, N_p, ...]``.
+    """
+
+    kind: Annotated[str, registered(POLICY_KINDS)] = "learning"
+    dqn: dict[str, Any] = Field(default_factory=dict, description="changes to the run's dqn section for this policy")
+    actor_critic: dict[str, Any] = Field(default_factory=dict, description="changes to the run's actor_critic section")
+    qmix: dict[str, Any] = Field(default_factory=dict, description="changes to the run's qmix section")
+    sharing: dict[str, Any] = Field(default_factory=dict, description="changes to the run's sharing section")
+    script: str | None = Field(None, description="scripted: the acting function's import path")
+    of: str | None = Field(None, description="snapshot: the learning policy whose snapshots it plays (self-play)")
+    checkpoint: str | None = None
+    pretrained: str | None = None
+    pretrained_seed: int = 0
+    pretrained_policy: str | None = Field(None, description="policy id in the pretrained run; default the same id")
+    # A policy restored from a finished DDQN run acts with that run's final epsilon (paper 000, appendix C.3).
+    explore: float = Field(0.001, ge=0, description="frozen: DQN's epsilon; for an actor-critic, > 0 adds its exploration noise")
+    agents: list[Annotated[int, Field(ge=0)]] | None = Field(
+        None, description="frozen, trained with a parameter set per agent: the saved agents whose sets drive this policy's entities, in order"
+    )
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> "PolicyConfig":
+        frozen, scripted = self.kind == "frozen", self.kind == "scripted"
+        if (self.kind == "snapshot") != (self.of is not None):
+            raise ValueError("a snapshot policy needs of=<learning policy id>, and only a snapshot policy takes one")
+        if frozen and (self.checkpoint is None) == (self.pretrained is None):
+            raise ValueError("a frozen policy needs exactly one of checkpoint=PATH or pretrained=PRESET")
+        if not frozen and (self.checkpoint or self.pretrained or self.agents is not None):
+            raise ValueError("checkpoint/pretrained/agents apply to kind=frozen only")
+        if scripted != (self.script is not None):
+            raise ValueError("a scripted policy needs script=package.module.function, and only a scripted policy takes one")
+        if self.kind in ("random", "scripted") and (self.dqn or self.actor_critic or self.qmix or self.sharing):
+            raise ValueError(f"a {self.kind} policy has no networks: remove its dqn/actor_critic/qmix/sharing keys")
+        return self
+
+    @property
+    def learns(self) -> bool:
+        return self.kind == "learning"
+
+
+POLICY_KINDS.add("learning", Lazy("relayrl.arena.policy:learning_policy"))
+POLICY_KINDS.add("frozen", Lazy("relayrl.arena.policy:frozen_policy"))
+POLICY_KINDS.add("snapshot", Lazy("relayrl.arena.policy:snapshot_policy"))  # its networks come from the self-play scheme
+POLICY_KINDS.add("random", Lazy("relayrl.arena.policy:random_policy"))
+POLICY_KINDS.add("scripted", Lazy("relayrl.arena.policy:scripted_policy"))
