@@ -1,6 +1,8 @@
-"""What a run says about itself: when its learners will first update, and a warning where a
-run ends before a learner updated (a budget below qmix.batch_size episodes)."""
+"""What a run says about itself: when its learners will first update, a warning where a run
+ends before a learner updated (a budget below qmix.batch_size episodes), its progress line,
+and the table of a short run."""
 
+from relayrl.cli import main
 from relayrl.experiment import build_config, build_run, load_preset
 
 
@@ -14,3 +16,24 @@ def test_a_run_says_when_learning_starts_and_warns_when_it_never_did(capsys):
     assert "first updates: predator once its replay holds 32 episodes (qmix.batch_size)" in out
     assert rows[-1]["updates"] == 0
     assert "warning: policy 'predator' has made no update: it learns once its replay holds 32 episodes (qmix.batch_size); the run ended at env step 600" in err
+
+
+def test_the_progress_line_and_a_short_runs_table_read_as_a_user_expects(tmp_path, capsys):
+    """Before any episode ended the reward is '-', not nan; a last fragment past the budget
+    shows 100%; ``relayrl table`` of a run shorter than the paper's 8,000-step bin bins by
+    the run's report interval (the paper's bin averaged the whole run into one cell)."""
+    corridor = {"name": "corridor", "settings": {"n_agents": 3, "length": 30, "max_steps": 40}}  # no episode ends before step 29
+    config = build_config({"preset": "messages", "env": corridor, "total_steps": 410, "report_interval": 25,
+                           "checkpoint_interval": 410, "eval": {"interval": 0}, "dqn": {"learning_starts": 50, "buffer_size": 500, "batch_size": 8}})
+    run = build_run(config, tmp_path / "run", verbose=True)
+    rows = run.train()
+    run.close()
+    lines = [line for line in capsys.readouterr().out.splitlines() if "sps" in line]
+    assert "reward - (no episode ended yet)" in lines[0] and "reward nan" not in "\n".join(lines)
+    assert "/410 (100.0%)" in lines[-1] and lines[-1].endswith("eta 0.0 min")
+    assert main(["table", str(tmp_path / "run"), "--at", "300"]) == 0
+    cell = capsys.readouterr().out.splitlines()[-1].split("|")[3]  # the training reward at step 300
+    (in_bin,) = [r["episode_reward_mean"] for r in rows if 300 <= r["env_steps"] < 325]
+    assert cell.strip() == f"{in_bin:.2f}, n=1"
+    assert main(["table", str(tmp_path / "run"), "--at", "10"]) == 0  # the first report came at step 28
+    assert capsys.readouterr().out.splitlines()[-1].split("|")[3].strip() == "not reached"
