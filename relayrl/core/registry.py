@@ -4,8 +4,7 @@ layer above them lists their kinds."""
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import AfterValidator
 from pydantic_core import PydanticCustomError

@@ -20,6 +20,15 @@ class EpisodeStats:
     agents: list[int] = field(default_factory=list)
     copies: list[int] = field(default_factory=list)
 
+    @staticmethod
+    def joined(parts: list["EpisodeStats"]) -> "EpisodeStats":
+        """The episodes of several parts (env workers, runners) in their order."""
+        episodes = EpisodeStats()
+        for stats in parts:
+            for name in ("returns", "lengths", "agents", "copies"):
+                getattr(episodes, name).extend(getattr(stats, name))
+        return episodes
+
 
 class EpisodeTally:
     """The returns and lengths of the episodes in flight in ``rows`` rows (an env copy each,

@@ -2,6 +2,7 @@
 
 import multiprocessing as mp
 import traceback
+from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -192,13 +193,9 @@ class SubprocVectorEnv:
 
     def _merged(self, command: str) -> EpisodeStats:
         """Every worker's episodes, its copies numbered as the run numbers them."""
-        merged = EpisodeStats()
         first_copy = np.cumsum([0, *self._sizes])
-        for k, stats in enumerate(self._call(command, [()] * len(self._conns))):
-            merged.returns += stats.returns
-            merged.lengths += stats.lengths
-            merged.copies += [int(first_copy[k]) + e for e in stats.copies]
-        return merged
+        parts = self._call(command, [()] * len(self._conns))
+        return EpisodeStats.joined([replace(stats, copies=[int(first) + e for e in stats.copies]) for stats, first in zip(parts, first_copy)])
 
     def get_state(self) -> dict[str, Any] | None:
         states = self._call("get_state", [()] * len(self._conns))

@@ -49,14 +49,6 @@ def slices(num_envs: int, runners: int) -> list[tuple[int, int]]:
     return [(int(f), s) for f, s in zip(firsts, sizes)]
 
 
-def _joined(parts: list[EpisodeStats]) -> EpisodeStats:
-    episodes = EpisodeStats()
-    for stats in parts:
-        for name in ("returns", "lengths", "agents", "copies"):
-            getattr(episodes, name).extend(getattr(stats, name))
-    return episodes
-
-
 def rotated(matches: list[Match], first: int) -> list[Match]:
     """The match list seen from copy ``first``: its copy i plays the run's copy ``first + i``'s."""
     return [matches[(first + i) % len(matches)] for i in range(len(matches))]
@@ -270,11 +262,11 @@ class RayRunners:
                 for name, value in fields.items():
                     joined.setdefault(pid, {}).setdefault(name, []).append(value)
         fragments = {pid: {name: np.concatenate(parts, axis=1) for name, parts in fields.items()} for pid, fields in joined.items()}
-        return fragments, _joined([stats for _, stats in results]), restarted
+        return fragments, EpisodeStats.joined([stats for _, stats in results]), restarted
 
     def cut_episodes(self) -> EpisodeStats:
         """Every runner's episodes in flight, ended (a round's end), in runner order."""
-        return _joined(self.ray.get([a.cut_episodes.remote() for a in self.actors]))
+        return EpisodeStats.joined(self.ray.get([a.cut_episodes.remote() for a in self.actors]))
 
     def revive(self, env_steps: int) -> list[tuple[int, int]]:
         """Replaces the runners that died since the last call; returns their copies."""
