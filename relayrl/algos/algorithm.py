@@ -80,7 +80,7 @@ class Learner(Sharer, Protocol):
     name: str
     algo: str
     algorithm: Algorithm
-    params: "OffPolicyParams"
+    params: "OffPolicyParams | OnPolicyParams"
     updates: int  # gradient steps so far
 
     @property
@@ -105,6 +105,8 @@ class Learner(Sharer, Protocol):
     def learn(self, env_steps: int) -> None: ...
 
     def first_update(self) -> str: ...  # when its first update comes, in its config's words
+
+    def fragment_steps(self, num_envs: int) -> int: ...  # steps of every env copy it would take per fragment
 
     def report(self, env_steps: int) -> dict[str, Any]: ...  # metrics since the last report, by reported name
 
@@ -146,6 +148,17 @@ class OffPolicyParams:
     alpha: float = 0.6
     beta: float = 0.4
     priority_eps: float = 1e-6
+
+
+@dataclass(frozen=True)
+class OnPolicyParams:
+    """What the code common to every learner reads of an on-policy learner's config: one
+    update per rollout of ``rollout_length`` steps of every env copy, no random warm-up."""
+
+    rollout_length: int
+    gamma: float
+    param_sharing: bool = False
+    random_steps: int = 0
 
 
 ActionKind = Literal["discrete", "continuous"]

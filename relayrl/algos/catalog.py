@@ -4,6 +4,7 @@ or listing the algorithms imports no network code. A user's algorithm registers 
 way, from its own module: ``ALGORITHMS.add(name, AlgorithmEntry(make, fields, section,
 capabilities))``."""
 
+from dataclasses import replace
 from typing import Any
 
 from relayrl.algos.algorithm import ALGORITHMS, AlgorithmEntry, Capabilities
@@ -22,7 +23,7 @@ QMIX = Capabilities(frozenset({"discrete"}), recurrent=True, centralised=True, r
 
 
 def no_transition_fields(spec: GroupSpec) -> dict[str, Any]:
-    """``fields`` describes transition rows, which the episode learner does not store."""
+    """``fields`` describes transition rows, which the episode and rollout learners do not store."""
     return {}
 
 
@@ -43,3 +44,14 @@ continuous_fields = Lazy("relayrl.algos.actor_critic:continuous_fields")
 ALGORITHMS.add("sac", AlgorithmEntry(Lazy("relayrl.algos.sac_deterministic:make_sac"), continuous_fields, "actor_critic", ACTOR_CRITIC))
 ALGORITHMS.add("td3", AlgorithmEntry(Lazy("relayrl.algos.td3:make_td3"), continuous_fields, "actor_critic", ACTOR_CRITIC))
 ALGORITHMS.add("ddpg", AlgorithmEntry(Lazy("relayrl.algos.td3:make_td3"), continuous_fields, "actor_critic", ACTOR_CRITIC))
+
+# policy gradients on rollouts (``relayrl.algos.on_policy``): discrete and Box actions, one
+# parameter set per agent or shared; MAPPO's critic reads the env's state; SEAC's agents
+# learn from each other's steps, picked by a selection rule (a network per agent)
+ON_POLICY = Capabilities(frozenset({"discrete", "continuous"}), on_policy=True, param_sharing=True)
+on_policy_learner, rollout_plan = Lazy("relayrl.algos.on_policy:OnPolicyLearner"), Lazy("relayrl.algos.on_policy:rollout_plan")
+make_policy_gradient = Lazy("relayrl.algos.policy_gradient:make_policy_gradient")
+for name, capabilities in (("ppo", ON_POLICY), ("mappo", replace(ON_POLICY, reads_state=True)), ("a2c", ON_POLICY)):
+    ALGORITHMS.add(name, AlgorithmEntry(make_policy_gradient, no_transition_fields, "on_policy", capabilities, on_policy_learner, rollout_plan))
+SEAC = Capabilities(frozenset({"discrete", "continuous"}), on_policy=True, select=True)
+ALGORITHMS.add("seac", AlgorithmEntry(Lazy("relayrl.algos.seac:make_seac"), no_transition_fields, "on_policy", SEAC, on_policy_learner, rollout_plan))

@@ -28,6 +28,7 @@ from relayrl.core.specs import GroupSpec
 from relayrl.algos.sections import DQNConfig
 from relayrl.nets.model_config import ModelConfig
 from relayrl.nets.qnetwork import QNetwork
+from relayrl.nets.stacked import clip_grad_norm_per_set
 from relayrl.replay import FieldSpec
 
 # any module mapping [P, B, *obs_shape] -> [P, B, n_actions] with per-set parameters
@@ -146,21 +147,10 @@ class DQN:
         loss_per_agent = (w * per_sample).mean(dim=1)
         self.optimizer.zero_grad(set_to_none=True)
         loss_per_agent.sum().backward()  # agents share no parameters: each gets its own gradient
-        grad_norm = self._clip_per_agent()
+        grad_norm = clip_grad_norm_per_set(list(self.online.parameters()), self.n_sets, self.params.grad_clip)
         self.optimizer.step()
         metrics = {"td_loss": float(loss_per_agent.detach().mean()), "grad_norm": float(grad_norm.mean())}
         return td.detach().cpu().numpy(), metrics
-
-    def _clip_per_agent(self) -> torch.Tensor:
-        """Scales each agent's gradient to norm <= grad_clip, exactly as
-        torch.nn.utils.clip_grad_norm_ would on that agent alone."""
-        grads = [p.grad for p in self.online.parameters() if p.grad is not None]
-        squared = torch.stack([g.pow(2).reshape(self.n_sets, -1).sum(dim=1) for g in grads]).sum(dim=0)
-        norm = squared.sqrt()
-        scale = (self.params.grad_clip / (norm + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
-        return norm
 
     def sync_target(self) -> None:
         """Hard copy of online into target parameters."""

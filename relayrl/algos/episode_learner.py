@@ -54,7 +54,7 @@ class EpisodeLearner(LearnerBase):
         timer: SectionTimer,
         **options: Any,
     ) -> None:
-        super().__init__(spec, algo, config.off_policy(), ALGORITHMS[algo].make(spec, config, 1, device, seeds[0]), None)
+        super().__init__(spec, algo, config.learner_params(), ALGORITHMS[algo].make(spec, config, 1, device, seeds[0]), None)
         self.config = config
         self.timer = timer
         plan = ALGORITHMS[algo].plan(spec, config)  # one replay of buffer_size episodes

@@ -111,6 +111,10 @@ class LearnerBase(Acting):
         """When this learner's first update comes, in its config's words."""
         return f"from env step {self.params.learning_starts:,} on"
 
+    def fragment_steps(self, num_envs: int) -> int:
+        """Steps of every env copy per fragment: ``fragment_length`` env steps over the copies."""
+        return max(1, self.params.fragment_length // num_envs)
+
     def report(self, env_steps: int) -> dict[str, Any]:
         """The metrics since the last report, by their reported names (the tally starts
         again): ``updates`` so far and ``new_updates`` since, the loss as ``td_loss``,

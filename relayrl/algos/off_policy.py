@@ -67,7 +67,7 @@ class OffPolicyLearner(LearnerBase):
         """``config``: the algorithm's config section (it gives the ``OffPolicyParams``);
         ``seeds``: algorithm, replay, sharing; ``options``: what the algorithm's builder
         takes besides (the DQN's network shape)."""
-        s = config.off_policy()
+        s = config.learner_params()
         layout = AgentLayout(spec.n_agents, s.param_sharing)
         super().__init__(spec, algo, s, ALGORITHMS[algo].make(spec, config, layout.n_sets, device, seeds[0], **options), layout)
         self.sharing = sharing
@@ -349,7 +349,7 @@ class OffPolicyLearner(LearnerBase):
 def learner_plan(spec: GroupSpec, algo: str, section: Any, sharing: SharingConfig) -> ReplayPlan:
     """The replay the learner of ``algo`` allocates for ``spec`` (the memory check)."""
     entry = ALGORITHMS[algo]
-    return entry.plan(spec, section) if entry.plan is not None else replay_plan(spec, algo, section.off_policy(), sharing)
+    return entry.plan(spec, section) if entry.plan is not None else replay_plan(spec, algo, section.learner_params(), sharing)
 
 
 def make_learner(spec: GroupSpec, algo: str, section: Any, sharing: SharingConfig, device: torch.device, seeds: list[int], timer: SectionTimer, **options: Any) -> Learner:

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from relayrl.algos.algorithm import OffPolicyParams, algo_key
+from relayrl.algos.algorithm import OffPolicyParams, OnPolicyParams, algo_key
 from relayrl.core.strict import PositiveInt, Strict
 
 
@@ -43,7 +43,7 @@ class DQNConfig(Strict):
             raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower dqn.batch_size")
         return self
 
-    def off_policy(self) -> OffPolicyParams:
+    def learner_params(self) -> OffPolicyParams:
         return OffPolicyParams(
             batch_size=self.batch_size,
             buffer_size=self.buffer_size,
@@ -99,7 +99,7 @@ class ActorCriticConfig(Strict):
             )
         return self
 
-    def off_policy(self) -> OffPolicyParams:
+    def learner_params(self) -> OffPolicyParams:
         """Paper 001, C.2: one update per agent after each env step, after ``random_steps``
         of uniformly random actions; targets follow by soft updates."""
         return OffPolicyParams(
@@ -176,7 +176,7 @@ class ValueDecompositionConfig(Strict):
             raise ValueError("weighting=macpo weighs the mixed Q_tot (Lemma 1 is over the joint action): set mixer=qmix or vdn")
         return self
 
-    def off_policy(self) -> OffPolicyParams:
+    def learner_params(self) -> OffPolicyParams:
         """The off-policy parameters other code reads (batch and replay in episodes; targets sync
         by episodes, so no env-step interval)."""
         return OffPolicyParams(
@@ -188,3 +188,82 @@ class ValueDecompositionConfig(Strict):
             target_update_interval=None,
             param_sharing=self.param_sharing,
         )
+
+
+# What ``on_policy.algo`` changes in the section's defaults (a key the config gives wins): A2C
+# and SEAC as Christianos et al. 2020 train them (their public code: 5-step returns, Adam
+# 3e-4 with eps 1e-3, gradient norm 0.5, a network per agent), PPO as Yu et al. 2022 (MAPPO,
+# appendix: GAE 0.95, clip 0.2, gradient norm 10, Adam 7e-4 with eps 1e-5, value
+# normalisation). ``mappo`` and ``ppo`` differ only in what the critic sees.
+ALGO_DEFAULTS: dict[str, dict[str, object]] = {
+    "ppo": {},
+    "mappo": {"critic_input": "state"},
+    "a2c": {
+        "rollout_length": 5, "epochs": 1, "minibatches": 1, "lr": 3e-4, "adam_eps": 1e-3, "gae_lambda": 1.0, "value_coef": 0.5,
+        "clip": None, "value_clip": None, "value_loss": "mse", "max_grad_norm": 0.5,
+        "normalize_advantages": False, "normalize_values": False, "param_sharing": False,
+    },
+}
+ALGO_DEFAULTS["seac"] = ALGO_DEFAULTS["a2c"]
+
+
+class OnPolicyConfig(Strict):
+    """Policy-gradient learners on rollouts (``relayrl.algos.on_policy``): ``ppo`` (IPPO:
+    each agent's critic sees its own observation), ``mappo`` (a critic on the env's state,
+    the agents' joint observations or an agent-specific state), ``a2c`` (IA2C) and ``seac``
+    (A2C plus the other agents' steps weighted by importance, Christianos et al. 2020).
+    Defaults are PPO's; ``algo`` changes them to its own (``ALGO_DEFAULTS``) where the config
+    does not set them. Steps are per env copy."""
+
+    algo: Annotated[str, algo_key("on_policy")] = "ppo"
+    rollout_length: int = Field(128, ge=1, description="steps of every env copy per rollout (one update each)")
+    epochs: int = Field(10, ge=1, description="passes over the rollout per update")
+    minibatches: int = Field(1, ge=1, description="minibatches per pass")
+    lr: float = Field(7e-4, gt=0)
+    adam_eps: float = Field(1e-5, gt=0)
+    lr_anneal: bool = Field(False, description="the learning rate falls linearly to 0 at total_steps")
+    gamma: float = Field(0.99, ge=0, le=1)
+    gae_lambda: float = Field(0.95, ge=0, le=1, description="1: n-step returns to the rollout's end")
+    clip: float | None = Field(0.2, gt=0, description="PPO's ratio clip; None: the plain policy gradient (A2C)")
+    value_clip: float | None = Field(0.2, gt=0, description="the value's change clipped around the rollout's values; None: unclipped")
+    value_loss: Literal["mse", "huber"] = "huber"
+    huber_delta: float = Field(10.0, gt=0)
+    value_coef: float = Field(1.0, ge=0, description="weight of the value loss beside the policy's")
+    entropy_coef: float = Field(0.01, ge=0)
+    max_grad_norm: float = Field(10.0, gt=0, description="each parameter set's gradient norm, actor and critic together")
+    normalize_advantages: bool = True
+    normalize_values: bool = Field(True, description="the critic learns returns scaled by their running mean and variance")
+    hidden: list[PositiveInt] = Field([64, 64], min_length=1)
+    activation: Literal["relu", "tanh"] = "relu"
+    param_sharing: bool = Field(True, description="one parameter set for the group's agents, which see their one-hot index")
+    agent_id: bool = Field(True, description="with param_sharing: the agents' one-hot index in their inputs")
+    critic_input: Literal["obs", "state", "joint_obs", "agent_state"] = Field(
+        "obs", description="state: the env's global state; joint_obs: all agents' observations; agent_state: the state with the agent's own observation and index"
+    )
+    action_bounds: Literal["squash", "clip"] = Field(
+        "squash", description="Box actions: tanh-squashed Gaussian, or a Gaussian clipped to the bounds (its probability at a bound is the tail's)"
+    )
+    log_std_init: float = Field(-0.5, description="Box actions: the state-independent log std at the start")
+    seac_coef: float = Field(1.0, ge=0, description="seac: lambda, the weight of the other agents' steps")
+    time_limit_as_terminal: bool = Field(False, description="a truncated episode's return ends there instead of bootstrapping")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _algo_defaults(cls, data: object) -> object:
+        if not isinstance(data, dict):
+            return data
+        defaults = ALGO_DEFAULTS.get(str(data.get("algo", "ppo")), {})
+        return {**defaults, **data}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "OnPolicyConfig":
+        if self.algo == "seac" and self.param_sharing:
+            raise ValueError("seac weighs other agents' steps by pi_i / pi_k, which is 1 for agents that share parameters: set on_policy.param_sharing=false")
+        if self.algo == "seac" and self.minibatches != 1:
+            raise ValueError("seac adds the other agents' steps of the whole rollout to each update: set on_policy.minibatches=1")
+        if self.algo != "mappo" and self.critic_input != "obs":
+            raise ValueError(f"on_policy.critic_input={self.critic_input} is a centralised critic: set on_policy.algo=mappo")
+        return self
+
+    def learner_params(self) -> OnPolicyParams:
+        return OnPolicyParams(rollout_length=self.rollout_length, gamma=self.gamma, param_sharing=self.param_sharing)

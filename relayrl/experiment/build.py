@@ -231,7 +231,8 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
             print(f"note: {group.name}'s observations {group.flattened} are flattened to {group.obs_shape} (the networks take images HxWxC or flat vectors)")
     check_memory(config, specs, configs, verbose)
     saved = SavedPolicies(run_dir.parent.parent if run_dir is not None else None)
-    options = {"model": config.model, "network_factory": factories.network}  # what the DQN builds its networks from
+    # what the DQN builds its networks from; where an annealed learning rate reaches 0
+    options = {"model": config.model, "network_factory": factories.network, "total_steps": config.total_steps}
     policies: dict[str, Policy] = {}
     builds: dict[str, PolicyBuild] = {}  # what a learner actor builds its learner from
     for index, (pid, spec) in enumerate(specs.items()):
@@ -253,8 +254,7 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
             build = PolicyBuild(compiled[pid].spec, policy, config.recipe(pid), device, seeds, timer, options, lambda pid=pid, policy=policy: saved(pid, policy))
             held_out[pid] = POLICY_KINDS[policy.kind](build)
     collector, pool = _backend(config, factories, policies, learners, exchanges(config, specs), builds, timer)
-    fragment_length = min(learner.params.fragment_length for learner in learners.values())
-    n_steps = config.backend.fragment_steps or max(1, fragment_length // first.venv.num_envs)
+    n_steps = config.backend.fragment_steps or min(learner.fragment_steps(first.venv.num_envs) for learner in learners.values())
     reported = _reported_group(config, first, learners)
     main = names[reported] if names[reported] in learners else next(iter(learners))
     layout = ReportLayout(

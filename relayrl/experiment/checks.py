@@ -202,7 +202,7 @@ def _check_shared_replay(config: RunConfig, between: list[str]) -> None:
     if own:
         raise ValueError(f"shared_replay.between has {own}, which keep replays of their own: give them sharing.replay=shared "
                          "(with correction dps for DASE, none for ES-DASE)")
-    sizes = {pid: section.off_policy().buffer_size for pid, (_, section, _) in recipes.items()}
+    sizes = {pid: section.learner_params().buffer_size for pid, (_, section, _) in recipes.items()}
     if len(set(sizes.values())) > 1:
         raise ValueError(f"shared_replay.between: the learners' buffer_size differ ({sizes}); the one replay has one capacity")
     if config.rounds:
@@ -212,7 +212,7 @@ def _check_shared_replay(config: RunConfig, between: list[str]) -> None:
 def check_recipe(config: RunConfig, pid: str, algo: str, section: Any, sharing: SharingConfig) -> None:
     """Settings a learner cannot combine (checked for the run's and each policy's recipe)."""
     where = "" if pid == "" else f"policy {pid!r}: "
-    settings, capabilities = section.off_policy(), ALGORITHMS[algo].capabilities
+    settings, capabilities = section.learner_params(), ALGORITHMS[algo].capabilities
     if sharing.select != "none" and not capabilities.select:
         selecting = ", ".join(algorithms_with(lambda c: c.select))
         raise ValueError(f"{where}sharing.select={sharing.select} applies to {selecting} learners, not {algo}: set sharing.select=none")
@@ -224,7 +224,12 @@ def check_recipe(config: RunConfig, pid: str, algo: str, section: Any, sharing: 
         )
     if settings.param_sharing and not capabilities.param_sharing:
         raise ValueError(f"{where}{algo} keeps a parameter set per agent: set {config.algorithm_section()}.param_sharing=false")
-    if sharing.priority == "sender_td" and not settings.prioritized:
+    if capabilities.on_policy and capabilities.select and sharing.select == "none":
+        raise ValueError(
+            f"{where}{algo} learns from the steps its agents share: set sharing.select=all (as published) or quantile, gaussian or "
+            "stochastic with sharing.bandwidth (the steps of largest |advantage|); a2c is the same learner without sharing"
+        )
+    if sharing.priority == "sender_td" and (capabilities.on_policy or not settings.prioritized):
         raise ValueError(f"{where}sharing.priority=sender_td sets priorities in a prioritized replay: use priority=max here")
     if settings.param_sharing and sharing.select != "none":
         raise ValueError(f"{where}parameter sharing has one replay: set sharing.select=none")

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from relayrl.algos import ALGORITHMS
-from relayrl.algos.sections import ActorCriticConfig, DQNConfig, ValueDecompositionConfig
+from relayrl.algos.sections import ActorCriticConfig, DQNConfig, OnPolicyConfig, ValueDecompositionConfig
 from relayrl.arena.match import Match, check_match_syntax, default_match, match_policy_ids
 from relayrl.arena.policy_config import PolicyConfig
 from relayrl.arena.round import HooksConfig, RoundConfig
@@ -41,12 +41,16 @@ def _named_env(value: Any) -> Any:
         return value
     import gymnasium
 
+    from relayrl.envs.gym_multiagent import multiagent_env_id
+
+    if isinstance(name, str) and multiagent_env_id(name):  # before the registry: importing lbforaging registers its ids there
+        return {**value, "name": "gym-multiagent", "settings": {**value.get("settings", {}), "env_id": name}}
     if isinstance(name, str) and name in gymnasium.registry:
         settings = {**value.get("settings", {}), "env_id": name}
         return {**value, "name": "gym", "settings": settings}
     raise ValueError(
         f"unknown env {name!r}: use a built-in ({', '.join(ENVS)}), a PettingZoo Parallel env's module "
-        f"path (pettingzoo.sisl.multiwalker_v9, mpe2.simple_spread_v3) or a Gymnasium id (Pendulum-v1)"
+        f"path (pettingzoo.sisl.multiwalker_v9, mpe2.simple_spread_v3) or a Gymnasium id (Pendulum-v1; multi-agent: Foraging-8x8-2p-2f-v3, rware-tiny-2ag-v2)"
     )
 
 
@@ -139,6 +143,7 @@ class RunConfig(Strict):
     dqn: DQNConfig = DQNConfig()
     actor_critic: ActorCriticConfig | None = Field(None, description="continuous actions: the actor-critic learner (dqn is unused)")
     qmix: ValueDecompositionConfig | None = Field(None, description="value decomposition over each group's agents, on episodes (dqn is unused)")
+    on_policy: OnPolicyConfig | None = Field(None, description="policy gradients on rollouts: ppo, mappo, a2c, seac (dqn is unused)")
     sharing: SharingConfig = SharingConfig()
     policies: dict[str, PolicyConfig] = Field(
         default_factory=dict, description="by id; without a match each drives the group of its name, and groups without one learn"
@@ -229,12 +234,12 @@ class RunConfig(Strict):
         set, else ``dqn``."""
         return next((name for name in LEARNER_SECTIONS if getattr(self, name) is not None), "dqn")
 
-    def algorithm(self) -> tuple[str, DQNConfig | ActorCriticConfig | ValueDecompositionConfig]:
+    def algorithm(self) -> tuple[str, DQNConfig | ActorCriticConfig | ValueDecompositionConfig | OnPolicyConfig]:
         """The registered algorithm the run's learners train, with its config section."""
         section = getattr(self, self.algorithm_section())
         return getattr(section, "algo", "dqn"), section
 
-    def recipe(self, pid: str) -> tuple[str, DQNConfig | ActorCriticConfig | ValueDecompositionConfig, SharingConfig]:
+    def recipe(self, pid: str) -> tuple[str, DQNConfig | ActorCriticConfig | ValueDecompositionConfig | OnPolicyConfig, SharingConfig]:
         """What policy ``pid`` learns (or was trained) with: the registered algorithm, its
         config section and its sharing, each the run's changed by the policy's own keys."""
         algo, section = self.algorithm()

@@ -56,3 +56,16 @@ class StackedConv2d(nn.Module):
         )
         y = torch.baddbmm(self.bias, patches.reshape(n_sets, batch * out_h * out_w, -1), self.weight)
         return y.reshape(n_sets, batch, out_h, out_w, -1)
+
+
+def clip_grad_norm_per_set(parameters: list[nn.Parameter], n_sets: int, max_norm: float) -> torch.Tensor:
+    """Scales each parameter set's gradient (every tensor's rows ``[P, ...]``) to norm <=
+    ``max_norm``, exactly as ``torch.nn.utils.clip_grad_norm_`` would on that set alone;
+    returns the norms before clipping ``[P]``."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    squared = torch.stack([g.pow(2).reshape(n_sets, -1).sum(dim=1) for g in grads]).sum(dim=0)
+    norm = squared.sqrt()
+    scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
+    return norm

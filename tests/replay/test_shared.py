@@ -21,7 +21,7 @@ CONFIG = ActorCriticConfig(hidden=[8], batch_size=16, buffer_size=50, random_ste
 
 def _replay(capacity: int = 50) -> SharedReplay:
     config = CONFIG.model_copy(update={"buffer_size": capacity})
-    return SharedReplay(replay_plan(SPEC, "td3", config.off_policy(), SHARING), seed=0)
+    return SharedReplay(replay_plan(SPEC, "td3", config.learner_params(), SHARING), seed=0)
 
 
 def _rows(agent: int, n: int, start: float) -> dict[str, np.ndarray]:

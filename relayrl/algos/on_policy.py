@@ -1,0 +1,297 @@
+"""The on-policy learner: policy-gradient algorithms (``relayrl.algos.policy_gradient``,
+``relayrl.algos.seac``) fed from rollouts (DESIGN.md §4).
+
+``observe`` writes each fragment of its entities' steps ``[T, E, N, ...]`` into the rollout
+storage ``[rollout_length, E, N, ...]``, with what the policy computed for those steps in
+one batched pass before anything learns: the log-probabilities of the actions taken (the
+networks that acted are the learner's own until its next update, with Ray runners too: they
+take the networks after every update), the critic's values of the observations and of the
+observations after each step. ``learn`` trains on every full rollout: GAE(lambda) advantages
+and returns (``relayrl.algos.advantages``; a truncated episode bootstraps from its final
+observation, a terminated one does not), ``epochs`` passes of ``minibatches`` shuffled
+minibatches, one gradient step of every parameter set on each; then the storage starts
+again. Entities out of their episode are masked out of every loss.
+
+SEAC's sharing: after the advantages, each agent's selection (``sharing.select``: all, or
+SUPER's rules on |advantage| at ``sharing.bandwidth``) picks the steps it offers, the relay
+routes them to the other agents of the team and counts them, and every agent's update adds
+the steps it received (``relayrl.algos.seac``).
+"""
+
+from dataclasses import asdict
+from typing import Any, NoReturn
+
+import numpy as np
+import torch
+
+from relayrl.algos.advantages import gae
+from relayrl.algos.algorithm import ALGORITHMS
+from relayrl.algos.layout import AgentLayout
+from relayrl.algos.learner import LearnerBase, MetricTally
+from relayrl.core.errors import ConfigError, NonFiniteError
+from relayrl.core.profiler import SectionTimer
+from relayrl.core.specs import GroupSpec
+from relayrl.replay import FieldSpec, ReplayPlan
+from relayrl.sharing.config import SharingConfig
+from relayrl.sharing.relay import Relay, RelayStats
+from relayrl.sharing.selectors import make_selector
+
+# what a rollout keeps of a fragment's steps, besides what the policy computed for them
+KEPT = ("obs", "action", "action_mask", "reward", "valid")
+# what SEAC's agents read of each other's steps
+SHARED = ("obs", "action", "action_mask", "critic_obs", "logp", "returns")
+
+
+class OnPolicyLearner(LearnerBase):
+    """A learning policy's rollout storage, advantages and updates for one group
+    ``[E, N, ...]``: P parameter sets (N, or 1 with parameter sharing)."""
+
+    def __init__(
+        self,
+        spec: GroupSpec,
+        algo: str,
+        config: Any,
+        sharing: SharingConfig,
+        device: torch.device,
+        seeds: list[int],
+        timer: SectionTimer,
+        total_steps: int | None = None,
+        **options: Any,
+    ) -> None:
+        """``config``: the ``on_policy`` section; ``seeds``: algorithm, minibatches, selection;
+        ``total_steps``: where an annealed learning rate reaches 0."""
+        params = config.learner_params()
+        layout = AgentLayout(spec.n_agents, params.param_sharing)
+        super().__init__(spec, algo, params, ALGORITHMS[algo].make(spec, config, layout.n_sets, device, seeds[0]), layout)
+        self.config = config
+        self.timer = timer
+        self.total_steps = total_steps
+        self.lr = config.lr
+        self.rng = np.random.default_rng(seeds[1])  # minibatch order
+        self.storage: dict[str, np.ndarray] = {}
+        self.filled = 0  # steps of the rollout in storage
+        self.ready: list[dict[str, np.ndarray]] = []  # full rollouts not learned from yet
+        self.shares = ALGORITHMS[algo].capabilities.select
+        if self.shares:
+            if sharing.team is not None and any(not 0 <= i < spec.n_agents for i in sharing.team):
+                raise ConfigError(f"sharing.team indices must be in [0, {spec.n_agents}) for group {spec.name!r}, got {sharing.team}")
+            self.selector = make_selector(
+                sharing.select, spec.n_agents, bandwidth=sharing.bandwidth, window=sharing.window,
+                gaussian_scale=sharing.gaussian_scale, running_moments=sharing.running_moments,
+                stochastic_alpha=sharing.stochastic_alpha, stochastic_normaliser=sharing.stochastic_normaliser, seed=seeds[2],
+            )
+            self.relay = Relay(spec.n_agents, sharing.team)
+        self.bytes_per_transition = int(np.prod(spec.obs_shape)) * np.dtype(spec.obs_dtype).itemsize + 16  # obs, action, log-prob, return
+        self.tally = MetricTally()
+        self.updates = 0  # gradient steps per parameter set
+        self.rollouts = 0
+
+    def _not_exchanged(self, *args: Any) -> NoReturn:
+        raise ConfigError(
+            f"policy {self.name!r} learns on-policy from its own rollouts: it takes no part in relay.between or "
+            "shared_replay.between, which move replay rows between off-policy learners"
+        )
+
+    export_relay = outgoing = incoming = join_shared_replay = shared_rows = shared_size = _not_exchanged
+
+    @property
+    def metric_columns(self) -> tuple[str, ...]:
+        return (*self.algorithm.metric_columns, "explained_variance")
+
+    def first_update(self) -> str:
+        return f"after each rollout of on_policy.rollout_length={self.config.rollout_length} steps of every env copy"
+
+    def fragment_steps(self, num_envs: int) -> int:
+        """One rollout per fragment, so every step is acted on by the networks it is learnt with."""
+        return self.config.rollout_length
+
+    # ------------------------------------------------------------------ experience
+    def _sets(self, x: np.ndarray) -> np.ndarray:
+        """``[T, W, N, ...]`` -> ``[P, M, ...]``."""
+        return self.layout.to_sets(x.reshape(-1, *x.shape[2:]), 1)
+
+    def _entities(self, y: np.ndarray, lead: tuple[int, int]) -> np.ndarray:
+        """``[P, M, ...]`` -> ``[T, W, N, ...]``."""
+        return self.layout.to_entities(y, (lead[0] * lead[1],)).reshape(*lead, self.spec.n_agents, *y.shape[2:])
+
+    def _agent(self, lead: tuple[int, int]) -> np.ndarray:
+        """Each row's agent index ``[P, M]``."""
+        return np.ascontiguousarray(self._sets(np.broadcast_to(np.arange(self.spec.n_agents), (*lead, self.spec.n_agents))))
+
+    def _behaviour(self, f: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """What the networks that acted compute for a fragment's steps ``[T, W, N]``: the
+        actions' log-probabilities, the critic's inputs and outputs, and the values of the
+        observations and of those after each step (in the returns' units)."""
+        algorithm, lead = self.algorithm, f["reward"].shape[:2]
+        rows = {"obs": self._sets(f["obs"]), "action": self._sets(f["action"]), "agent": self._agent(lead)}
+        if "action_mask" in f:
+            rows["action_mask"] = self._sets(f["action_mask"])
+        critic_obs = algorithm.critic_features(f["obs"], f.get("state")).astype(np.float32, copy=False)
+        following = algorithm.critic_features(f["next_obs"], f.get("next_state"))
+        with torch.inference_mode():
+            both = algorithm.values(np.concatenate([self._sets(critic_obs), self._sets(following)], axis=1))
+            scaled, next_scaled = both.chunk(2, dim=1)
+            value, next_value = (algorithm.to_returns(v).cpu().numpy() for v in (scaled, next_scaled))
+        return {
+            "logp": self._entities(algorithm.log_prob(rows), lead),
+            "critic_obs": np.ascontiguousarray(critic_obs),
+            "scaled_value": self._entities(scaled.cpu().numpy(), lead),
+            "value": self._entities(value, lead),
+            "next_value": self._entities(next_value, lead),
+        }
+
+    def observe(self, fragment: dict[str, np.ndarray]) -> int:
+        """Stores a fragment ``[T, W, N, ...]`` with its behaviour pass; a full rollout waits
+        for ``learn`` (a fragment that runs past the rollout's end begins the next one)."""
+        with self.timer("rollout"):
+            f = fragment
+            ended = f["terminated"] | (f["truncated"] & self.config.time_limit_as_terminal)
+            steps = {k: f[k] for k in KEPT if k in f}
+            steps.update(self._behaviour(f), terminated=ended, over=f["terminated"] | f["truncated"] | f["over"][:, :, None])
+            length, start = f["reward"].shape[0], 0
+            while start < length:
+                take = min(length - start, self.config.rollout_length - self.filled)
+                self._store({k: v[start : start + take] for k, v in steps.items()})
+                start += take
+        return int(f["valid"].sum())
+
+    def _store(self, steps: dict[str, np.ndarray]) -> None:
+        if not self.storage:
+            t = self.config.rollout_length
+            self.storage = {k: np.zeros((t, *v.shape[1:]), v.dtype) for k, v in steps.items()}
+        n = len(steps["reward"])
+        for key, value in steps.items():
+            self.storage[key][self.filled : self.filled + n] = value
+        self.filled += n
+        if self.filled == self.config.rollout_length:
+            self.ready.append(self.storage)
+            self.storage, self.filled = {}, 0
+
+    def end_workers(self, workers: np.ndarray) -> None:
+        """The episodes in flight of ``workers`` end as truncations at the last step stored:
+        their env copies were restarted elsewhere (a step learnt already needs nothing)."""
+        if self.filled:
+            self.storage["over"][self.filled - 1, workers] = True
+
+    # ------------------------------------------------------------------ learning
+    def learn(self, env_steps: int) -> None:
+        """Trains on each full rollout (usually the one this fragment completed)."""
+        while self.ready:
+            rollout = self.ready.pop(0)
+            if self.config.lr_anneal and self.total_steps:
+                self._set_lr(self.lr * max(0.0, 1.0 - env_steps / self.total_steps))
+            with self.timer("update"):
+                self._train(rollout)
+            self.rollouts += 1
+
+    def _set_lr(self, lr: float) -> None:
+        for optimizer in self.algorithm.optimizers():
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+
+    def _advantages(self, r: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """GAE(lambda) advantages and returns ``[T, W, N]`` of a rollout."""
+        c = self.config
+        tensors = [torch.as_tensor(r[k], dtype=torch.float64) for k in ("reward", "value", "next_value")]
+        advantage, returns = gae(*tensors, torch.as_tensor(r["terminated"]), torch.as_tensor(r["over"]), c.gamma, c.gae_lambda)
+        return advantage.numpy(), returns.numpy()
+
+    def _train(self, r: dict[str, np.ndarray]) -> None:
+        c, algorithm = self.config, self.algorithm
+        advantage, returns = self._advantages(r)
+        lead = r["reward"].shape[:2]
+        batch = {k: self._sets(r[k]) for k in ("obs", "action", "action_mask", "critic_obs", "logp", "scaled_value", "valid") if k in r}
+        batch["agent"] = self._agent(lead)
+        batch["returns"] = self._sets(returns.astype(np.float32))
+        valid = batch["valid"]
+        own = self._sets(advantage)
+        if algorithm.scale is not None:
+            algorithm.scale.update(batch["returns"], valid)
+        if c.normalize_advantages:
+            count = np.maximum(valid.sum(axis=1, keepdims=True), 1)
+            mean = (own * valid).sum(axis=1, keepdims=True) / count
+            std = np.sqrt((((own - mean) ** 2) * valid).sum(axis=1, keepdims=True) / count)
+            batch["advantage"] = ((own - mean) / (std + 1e-8)).astype(np.float32)
+        else:
+            batch["advantage"] = own.astype(np.float32)
+        shared = self._shared(batch, np.abs(own)) if self.shares else {}
+        rows = valid.shape[1]
+        for _ in range(c.epochs):
+            order = self.rng.permutation(rows)
+            for part in np.array_split(order, c.minibatches):
+                minibatch = {k: v[:, part] for k, v in batch.items()}
+                _, metrics = algorithm.update({**minibatch, **shared})
+                self._check_finite(metrics)
+                self.tally.updates += 1
+                self.tally.add(metrics)
+                self.updates += 1
+        self.tally.add({"explained_variance": _explained_variance(self._sets(r["value"]), batch["returns"], valid)})
+
+    def _shared(self, batch: dict[str, np.ndarray], score: np.ndarray) -> dict[str, np.ndarray]:
+        """SEAC's rows from other agents: each sender's selection by |advantage|, routed by
+        the relay to the other members of the team."""
+        selected = self.selector.select(score, batch["valid"])
+        return shared_rows(batch, self.relay.route(selected, batch["valid"], self.bytes_per_transition))
+
+    def _check_finite(self, metrics: dict[str, float]) -> None:
+        bad = [k for k in (self.algorithm.loss_metric, *self.algorithm.checked_metrics) if not np.isfinite(metrics.get(k, 0.0))]
+        if bad:
+            raise NonFiniteError(f"the {' and '.join(bad)} of the networks of policy {self.name!r} {'is' if len(bad) == 1 else 'are'} not finite")
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "algorithm": self.algorithm.state_dict(),
+            "storage": self.storage,
+            "filled": self.filled,
+            "ready": self.ready,
+            "rng": self.rng.bit_generator.state,
+            "tally": asdict(self.tally),
+            "exploration_scale": self.exploration_scale,
+            "updates": self.updates,
+            "rollouts": self.rollouts,
+        }
+        if self.shares:
+            state.update(selector=self.selector.state_dict(), relay=asdict(self.relay.stats))
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.algorithm.load_state_dict(state["algorithm"])
+        self.storage, self.filled, self.ready = dict(state["storage"]), state["filled"], list(state["ready"])
+        self.rng.bit_generator.state = state["rng"]
+        self.tally = MetricTally(**state["tally"])
+        self.exploration_scale = state["exploration_scale"]
+        self.updates, self.rollouts = state["updates"], state["rollouts"]
+        if self.shares:
+            self.selector.load_state_dict(state["selector"])
+            self.relay.stats = RelayStats(**state["relay"])
+
+
+def shared_rows(batch: dict[str, np.ndarray], receive: np.ndarray) -> dict[str, np.ndarray]:
+    """The steps some agent receives, from the agents' own rows ``[N, M, ...]``, as
+    ``shared_*`` rows ``[1, R, ...]`` with ``shared_weight [N, R]``: where agent i receives
+    the row, 1 / its sender's step count (SEAC's mean over the sender's steps), else 0.
+    ``receive [N, N * M]``: the relay's routing over sender-major rows."""
+    taken = np.flatnonzero(receive.any(axis=0))
+    if not len(taken):
+        return {}
+    n, m = batch["valid"].shape
+    steps = np.repeat(np.maximum(batch["valid"].sum(axis=1), 1), m)[taken]
+    rows = {f"shared_{k}": batch[k].reshape(1, n * m, *batch[k].shape[2:])[:, taken] for k in SHARED if k in batch}
+    rows["shared_weight"] = (receive[:, taken] / steps).astype(np.float32)
+    return rows
+
+
+def rollout_plan(spec: GroupSpec, config: Any) -> ReplayPlan:
+    """The rollout storage of one env copy (the memory check): ``rollout_length`` steps of
+    each agent's observation, critic input and action, and seven numbers."""
+    fields = {"obs": FieldSpec(spec.obs_shape, spec.obs_dtype), "action": FieldSpec(spec.action_shape, np.dtype(np.float32)), "numbers": FieldSpec((7,), np.dtype(np.float32))}
+    return ReplayPlan(spec.n_agents, config.rollout_length, fields)
+
+
+def _explained_variance(values: np.ndarray, returns: np.ndarray, valid: np.ndarray) -> float:
+    """1 - Var(returns - values) / Var(returns) over the valid steps (1: the critic predicts
+    the returns; 0 or less: no better than their mean)."""
+    y, v = returns[valid], values[valid]
+    spread = y.var()
+    return float(1.0 - (y - v).var() / spread) if spread > 0 else float("nan")

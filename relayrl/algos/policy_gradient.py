@@ -1,0 +1,357 @@
+"""Policy-gradient algorithms for P parameter sets: PPO (IPPO, MAPPO) and A2C; SEAC adds
+its term in ``relayrl.algos.seac``. The learner (``relayrl.algos.on_policy``) fills the
+rollouts and computes the advantages; this file holds the networks, the action
+distributions and the losses. Arrays are ``[P, B, ...]`` (``relayrl.algos.layout``).
+
+Actor: an MLP from the observation (with parameter sharing, and the agent's one-hot index)
+to a categorical over the discrete actions (masked actions get no probability), or to the
+mean of a Gaussian with a state-independent log std over Box actions, squashed to the
+bounds by tanh or clipped to them (the probability of a clipped action at a bound is the
+Gaussian's tail beyond it, so the ratio of two policies stays exact). Critic: an MLP from
+what ``critic_input`` names (``CRITIC_INPUTS``) to the value, learnt on returns scaled by
+their running mean and variance (``normalize_values``; the value normalisation of Yu et al.
+2022). Orthogonal initialisation (``relayrl.nets.mlp``).
+
+Loss of each parameter set over the steps its entities took in their episodes (Schulman et
+al. 2017, eqs. 7 and 9; Yu et al. 2022 for the clipped value loss):
+
+    policy   -mean min(rho A, clip(rho, 1 - eps, 1 + eps) A),  rho = pi(a|o) / pi_old(a|o)
+             (``clip: null``: -mean log pi(a|o) A, the A2C gradient of Mnih et al. 2016)
+    value    mean max(l(V - y), l(V_old + clip(V - V_old, -eps_v, eps_v) - y)),  l: huber or square
+    total    policy + value_coef * value - entropy_coef * entropy
+
+and each set's gradient is clipped to its own norm.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from relayrl.algos.algorithm import allowed_choice
+from relayrl.algos.sections import OnPolicyConfig
+from relayrl.core.errors import ConfigError
+from relayrl.core.specs import GroupSpec
+from relayrl.nets.mlp import StackedMLP
+from relayrl.nets.stacked import clip_grad_norm_per_set
+
+SQUASH_EPS = 1e-6  # keeps atanh finite for actions stored at the bounds
+
+
+class BoxActions:
+    """A Gaussian over Box actions within ``[low, high]``: squashed by tanh or clipped."""
+
+    def __init__(self, spec: GroupSpec, bounds: str, device: torch.device) -> None:
+        self.low = np.asarray(spec.action_low, np.float32).reshape(spec.action_shape)
+        self.high = np.asarray(spec.action_high, np.float32).reshape(spec.action_shape)
+        self.squash = bounds == "squash"
+        self.t_low, self.t_high = torch.as_tensor(self.low, device=device), torch.as_tensor(self.high, device=device)
+        self.centre, self.half = (self.t_high + self.t_low) / 2, (self.t_high - self.t_low) / 2
+
+    def to_bounds(self, u: np.ndarray) -> np.ndarray:
+        """A Gaussian draw (or mean) as the env's action."""
+        if self.squash:
+            return (self.low + self.high) / 2 + (self.high - self.low) / 2 * np.tanh(u)
+        return np.clip(u, self.low, self.high)
+
+    def log_prob(self, mean: torch.Tensor, log_std: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """``log pi(action)`` summed over the action's dimensions."""
+        std = log_std.exp()
+        if self.squash:
+            y = ((action - self.centre) / self.half).clamp(-1 + SQUASH_EPS, 1 - SQUASH_EPS)
+            u = torch.atanh(y)
+            gaussian = -0.5 * ((u - mean) / std) ** 2 - log_std - 0.5 * np.log(2 * np.pi)
+            return (gaussian - torch.log(self.half * (1 - y**2))).sum(-1)  # the change of variables a = c + h tanh(u)
+        gaussian = -0.5 * ((action - mean) / std) ** 2 - log_std - 0.5 * np.log(2 * np.pi)
+        above = torch.special.log_ndtr((mean - self.t_high) / std)  # P(u >= high)
+        below = torch.special.log_ndtr((self.t_low - mean) / std)
+        return torch.where(action >= self.t_high, above, torch.where(action <= self.t_low, below, gaussian)).sum(-1)
+
+
+def categorical(logits: torch.Tensor, action: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``log pi(action)`` and the entropy of the categorical over the allowed actions."""
+    if mask is not None:
+        logits = logits.masked_fill(~mask, -torch.inf)
+    log_p = F.log_softmax(logits, dim=-1)
+    entropy = -(log_p.exp() * torch.where(torch.isfinite(log_p), log_p, 0.0)).sum(-1)
+    return log_p.gather(-1, action.long().unsqueeze(-1)).squeeze(-1), entropy
+
+
+def flat_obs(obs: np.ndarray, spec: GroupSpec) -> np.ndarray:
+    """``[..., N, *obs_shape]`` -> float32 ``[..., N, F]``."""
+    return obs.reshape(*obs.shape[: obs.ndim - len(spec.obs_shape)], -1).astype(np.float32, copy=False)
+
+
+def _flat_state(state: np.ndarray | None, spec: GroupSpec, n: int) -> np.ndarray:
+    """The env's state ``[..., *state_shape]`` as float32 ``[..., N, S]``, the same row for each agent."""
+    if state is None:
+        raise ConfigError(f"group {spec.name!r}: the env gives no global state for the critic: set on_policy.critic_input=joint_obs")
+    flat = state.reshape(*state.shape[: state.ndim - len(spec.state_shape)], -1).astype(np.float32, copy=False)
+    return np.broadcast_to(flat[..., None, :], (*flat.shape[:-1], n, flat.shape[-1]))
+
+
+def _index(lead: tuple[int, ...], n: int) -> np.ndarray:
+    """Each agent's one-hot index ``[..., N, N]``."""
+    return np.broadcast_to(np.eye(n, dtype=np.float32), (*lead, n, n))
+
+
+def _joint(own: np.ndarray, n: int) -> np.ndarray:
+    """Every agent's observation side by side, the same row for each agent ``[..., N, N * F]``."""
+    joint = own.reshape(*own.shape[:-2], 1, n * own.shape[-1])
+    return np.broadcast_to(joint, (*own.shape[:-2], n, joint.shape[-1]))
+
+
+# ``on_policy.critic_input`` -> the critic's features ``[..., N, F_c]`` from the group's
+# flat observations ``[..., N, F]``, the env's state ``[..., *state_shape]`` (None where the
+# env gives none) and whether the agents share one parameter set (they then see their index)
+CRITIC_INPUTS: dict[str, Callable[[np.ndarray, np.ndarray | None, GroupSpec, bool], np.ndarray]] = {
+    "obs": lambda own, state, spec, shared: np.concatenate([own, _index(own.shape[:-2], own.shape[-2])], -1) if shared else own,
+    "state": lambda own, state, spec, shared: _flat_state(state, spec, own.shape[-2]),
+    "joint_obs": lambda own, state, spec, shared: _joint(own, own.shape[-2]),
+    "agent_state": lambda own, state, spec, shared: np.concatenate(
+        [_flat_state(state, spec, own.shape[-2]), own, _index(own.shape[:-2], own.shape[-2])], -1
+    ),
+}
+
+
+class ValueScale:
+    """Running mean and variance of each parameter set's returns (Chan et al.'s parallel
+    update), what the critic's outputs are scaled by."""
+
+    def __init__(self, n_sets: int) -> None:
+        self.mean, self.var, self.count = np.zeros(n_sets), np.ones(n_sets), np.full(n_sets, 1e-4)
+
+    def update(self, returns: np.ndarray, valid: np.ndarray) -> None:
+        """``returns, valid [P, M]``."""
+        n = valid.sum(axis=1)
+        mean = np.where(n > 0, (returns * valid).sum(axis=1) / np.maximum(n, 1), 0.0)
+        var = np.where(n > 0, (((returns - mean[:, None]) ** 2) * valid).sum(axis=1) / np.maximum(n, 1), 0.0)
+        total = self.count + n
+        delta = mean - self.mean
+        self.var = (self.var * self.count + var * n + delta**2 * self.count * n / total) / total
+        self.mean = self.mean + delta * n / total
+        self.count = total
+
+    def std(self) -> np.ndarray:
+        return np.sqrt(np.maximum(self.var, 1e-8))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"mean": self.mean.copy(), "var": self.var.copy(), "count": self.count.copy()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.mean, self.var, self.count = state["mean"].copy(), state["var"].copy(), state["count"].copy()
+
+
+class PolicyGradient:
+    """P actor-critic agents with stacked parameters; ``update`` takes one gradient step on
+    one minibatch of rollout steps ``[P, B, ...]``."""
+
+    loss_metric = "value_loss"
+    exploration_name = None
+    checked_metrics = ("policy_loss", "grad_norm")
+    metric_columns: tuple[str, ...] = ("policy_loss", "entropy", "approx_kl", "clip_fraction")
+
+    def __init__(self, spec: GroupSpec, config: OnPolicyConfig, n_sets: int, device: torch.device, seed: int) -> None:
+        torch.manual_seed(seed)
+        self.spec, self.config, self.n_sets, self.device = spec, config, n_sets, device
+        self.n = spec.n_agents
+        self.index = config.param_sharing and config.agent_id and n_sets == 1
+        own = int(np.prod(spec.obs_shape))
+        width = own + (self.n if self.index else 0)
+        c = config
+        self.box = BoxActions(spec, c.action_bounds, device) if spec.continuous else None
+        outputs = int(np.prod(spec.action_shape)) if spec.continuous else spec.n_actions
+        self.actor = StackedMLP(n_sets, width, c.hidden, outputs, c.activation, 0.01).to(device)
+        self.log_std = nn.Parameter(torch.full((n_sets, 1, outputs), c.log_std_init, device=device)) if spec.continuous else None
+        probe = np.zeros((1, self.n, *spec.obs_shape), np.float32)
+        state = np.zeros((1, *spec.state_shape), np.float32) if spec.state_shape else None
+        self.critic_width = self.critic_features(probe, state).shape[-1]
+        self.critic = StackedMLP(n_sets, self.critic_width, c.hidden, 1, c.activation, 1.0).to(device)
+        self.parameters = [*self.actor.parameters(), *self.critic.parameters(), *([self.log_std] if self.log_std is not None else [])]
+        self.optimizer = torch.optim.Adam(self.parameters, lr=c.lr, eps=c.adam_eps)
+        self.scale = ValueScale(n_sets) if c.normalize_values else None
+        self.identity = torch.eye(self.n, device=device)
+        self.rng = np.random.default_rng(seed)
+
+    # ------------------------------------------------------------------ inputs
+    def critic_features(self, obs: np.ndarray, state: np.ndarray | None) -> np.ndarray:
+        """The critic's features ``[..., N, F_c]`` from the group's observations ``[..., N, *obs]``."""
+        return CRITIC_INPUTS[self.config.critic_input](flat_obs(obs, self.spec), state, self.spec, self.index)
+
+    def _actor_in(self, obs: torch.Tensor, agent: torch.Tensor) -> torch.Tensor:
+        """Observations ``[P, M, *obs]`` and each row's agent ``[P, M]`` -> the actor's features."""
+        x = obs.reshape(*obs.shape[:2], -1).float()
+        return torch.cat([x, self.identity[agent.long()]], dim=-1) if self.index else x
+
+    def _rows_agent(self, rows: int) -> torch.Tensor:
+        """The agent of each row of an acting call ``[P, M]``: rows are agent-minor with one set."""
+        return (torch.arange(rows, device=self.device) % self.n).expand(self.n_sets, rows)
+
+    def values(self, features: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """The critic's outputs ``[P, M]`` (in its own units: ``to_returns`` maps them back)."""
+        return self.critic(torch.as_tensor(features, device=self.device)).squeeze(-1)
+
+    def _moments(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each set's returns' mean and std, shaped to broadcast over ``like [P, ...]``."""
+        assert self.scale is not None
+        shape = (-1, *[1] * (like.dim() - 1))
+        return tuple(torch.as_tensor(v, device=self.device, dtype=like.dtype).view(shape) for v in (self.scale.mean, self.scale.std()))  # type: ignore[return-value]
+
+    def to_scaled(self, returns: torch.Tensor) -> torch.Tensor:
+        """Returns ``[P, ...]`` in the critic's units."""
+        if self.scale is None:
+            return returns
+        mean, std = self._moments(returns)
+        return (returns - mean) / std
+
+    def to_returns(self, scaled: torch.Tensor) -> torch.Tensor:
+        """The critic's outputs ``[P, ...]`` in the returns' units."""
+        if self.scale is None:
+            return scaled
+        mean, std = self._moments(scaled)
+        return scaled * std + mean
+
+    # ------------------------------------------------------------------ acting
+    @torch.inference_mode()
+    def act(self, obs: np.ndarray, carry: None, explore: float, mask: np.ndarray | None = None) -> tuple[np.ndarray, None]:
+        """Actions ``[P, M, ...]`` drawn from the policy (``explore > 0``) or its mode."""
+        out = self.actor(self._actor_in(torch.as_tensor(obs, device=self.device), self._rows_agent(obs.shape[1])))
+        if self.box is None:
+            logits = out if mask is None else out.masked_fill(~torch.as_tensor(mask, device=self.device), -torch.inf)
+            logits = logits.cpu().numpy()
+            return (logits + self.rng.gumbel(size=logits.shape) if explore > 0 else logits).argmax(-1), None  # Gumbel-max draws
+        assert self.log_std is not None
+        mean = out.cpu().numpy().reshape(*obs.shape[:2], *self.spec.action_shape)
+        if explore > 0:
+            std = self.log_std.exp().cpu().numpy().reshape(self.n_sets, 1, *self.spec.action_shape)
+            mean = mean + std * self.rng.standard_normal(mean.shape)
+        return self.box.to_bounds(mean).astype(np.float32), None
+
+    def random_actions(self, shape: tuple[int, ...], mask: np.ndarray | None = None) -> np.ndarray:
+        if self.box is not None:
+            return self.rng.uniform(self.box.low, self.box.high, (*shape, *self.spec.action_shape)).astype(np.float32)
+        return self.rng.integers(0, self.spec.n_actions, shape) if mask is None else allowed_choice(mask, self.rng)
+
+    def exploration(self, env_steps: int) -> float:
+        """The policy's own randomness explores: draws while training, its mode in evaluations."""
+        return 1.0
+
+    def observe(self, obs: np.ndarray, mask: np.ndarray) -> None:
+        """It keeps no statistics of its observations."""
+
+    # ------------------------------------------------------------------ learning
+    def evaluate(self, obs: torch.Tensor, agent: torch.Tensor, action: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log pi(a|o)`` and the policy's entropy ``[P, M]`` on rows ``[P, M, ...]``."""
+        out = self.actor(self._actor_in(obs, agent))
+        if self.box is None:
+            return categorical(out, action, mask)
+        assert self.log_std is not None
+        log_std = self.log_std.expand_as(out)
+        flat = action.reshape(*action.shape[:2], -1)
+        entropy = (log_std + 0.5 * np.log(2 * np.pi * np.e)).sum(-1)  # the Gaussian's (before squashing or clipping)
+        return self.box.log_prob(out, log_std, flat), entropy
+
+    @torch.inference_mode()
+    def log_prob(self, rows: dict[str, np.ndarray]) -> np.ndarray:
+        """``log pi(a|o)`` ``[P, M]`` of rows with ``obs``, ``agent``, ``action`` (and ``action_mask``)."""
+        t = {k: torch.as_tensor(v, device=self.device) for k, v in rows.items()}
+        return self.evaluate(t["obs"], t["agent"], t["action"], t.get("action_mask"))[0].cpu().numpy()
+
+    def _value_loss(self, error: torch.Tensor) -> torch.Tensor:
+        c = self.config
+        return F.huber_loss(error, torch.zeros_like(error), reduction="none", delta=c.huber_delta) if c.value_loss == "huber" else error**2
+
+    def own_loss(self, b: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Each set's PPO or A2C loss ``[P]`` on its own rows and the metrics' parts."""
+        c = self.config
+        valid = b["valid"].float()
+        count = valid.sum(dim=1).clamp(min=1)
+        logp, entropy = self.evaluate(b["obs"], b["agent"], b["action"], b.get("action_mask"))
+        advantage = b["advantage"]
+        log_ratio = logp - b["logp"]
+        ratio = log_ratio.exp()
+        if c.clip is None:
+            surrogate = logp * advantage
+        else:
+            surrogate = torch.min(ratio * advantage, ratio.clamp(1 - c.clip, 1 + c.clip) * advantage)
+        policy = -(surrogate * valid).sum(dim=1) / count
+        scaled = self.values(b["critic_obs"])
+        target = self.to_scaled(b["returns"])
+        loss_v = self._value_loss(scaled - target)
+        if c.value_clip is not None:
+            clipped = b["scaled_value"] + (scaled - b["scaled_value"]).clamp(-c.value_clip, c.value_clip)
+            loss_v = torch.max(loss_v, self._value_loss(clipped - target))
+        value = (loss_v * valid).sum(dim=1) / count
+        entropy_mean = (entropy * valid).sum(dim=1) / count
+        with torch.no_grad():
+            parts = {
+                "policy_loss": policy,
+                "value_loss": value,
+                "entropy": entropy_mean,
+                "approx_kl": (((ratio - 1) - log_ratio) * valid).sum(dim=1) / count,  # Schulman's low-variance estimator
+                "clip_fraction": (((ratio - 1).abs() > (c.clip or np.inf)).float() * valid).sum(dim=1) / count,
+            }
+        return policy + c.value_coef * value - c.entropy_coef * entropy_mean, parts
+
+    def extra_loss(self, b: dict[str, torch.Tensor]) -> tuple[torch.Tensor | float, dict[str, float]]:
+        """What an algorithm adds to each set's loss (SEAC: the other agents' steps)."""
+        return 0.0, {}
+
+    def update(self, batch: dict[str, np.ndarray], weights: Any = None) -> tuple[None, dict[str, float]]:
+        """One gradient step of every set on one minibatch ``[P, B, ...]``: ``obs``, ``agent``,
+        ``action``, ``action_mask`` (masked envs), ``critic_obs``, ``logp`` (the behaviour's),
+        ``scaled_value`` (the critic's output when it acted), ``advantage``, ``returns`` and
+        ``valid``; plus what ``extra_loss`` reads."""
+        b = {k: torch.as_tensor(v, device=self.device) for k, v in batch.items()}
+        own, parts = self.own_loss(b)
+        extra, extra_metrics = self.extra_loss(b)
+        self.optimizer.zero_grad(set_to_none=True)
+        (own + extra).sum().backward()  # the sets share no parameters: each gets its own gradient
+        grad_norm = clip_grad_norm_per_set(self.parameters, self.n_sets, self.config.max_grad_norm)
+        self.optimizer.step()
+        metrics = {k: float(v.detach().mean()) for k, v in parts.items()}
+        metrics.update(extra_metrics, grad_norm=float(grad_norm.mean()))
+        return None, metrics
+
+    def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        raise NotImplementedError("policy-gradient learners score their steps by |advantage| (relayrl.algos.on_policy)")
+
+    def sync_target(self) -> None:
+        """It has no target networks."""
+
+    # ------------------------------------------------------------------ state
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        return [self.optimizer]
+
+    def policy_state(self) -> dict[str, Any]:
+        return {"actor": self.actor.state_dict(), **({"log_std": self.log_std.detach().clone()} if self.log_std is not None else {})}
+
+    def load_policy_state(self, state: dict[str, Any]) -> None:
+        self.actor.load_state_dict(state["actor"])
+        if self.log_std is not None:
+            with torch.no_grad():
+                self.log_std.copy_(state["log_std"])
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            **self.policy_state(),
+            "critic": self.critic.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scale": None if self.scale is None else self.scale.state_dict(),
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.load_policy_state(state)
+        self.critic.load_state_dict(state["critic"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.scale is not None:
+            self.scale.load_state_dict(state["scale"])
+        self.rng.bit_generator.state = state["rng"]
+
+
+def make_policy_gradient(spec: GroupSpec, config: OnPolicyConfig, n_sets: int, device: torch.device, seed: int, **_: object) -> PolicyGradient:
+    return PolicyGradient(spec, config, n_sets, device, seed)

@@ -1,0 +1,185 @@
+"""The policy-gradient algorithms' math against plain computations: SEAC's weighting of other
+agents' steps, PPO's clipped objective, the action distributions; and PPO learning a
+small task."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from relayrl.algos.on_policy import shared_rows
+from relayrl.algos.policy_gradient import PolicyGradient
+from relayrl.algos.sections import OnPolicyConfig
+from relayrl.algos.seac import SEAC
+from relayrl.core.specs import GroupSpec
+from relayrl.experiment import build_config, build_run
+
+DEVICE = torch.device("cpu")
+
+
+def _spec(n_agents: int = 2, n_actions: int = 3, obs: int = 4) -> GroupSpec:
+    return GroupSpec("agent", tuple(f"agent_{i}" for i in range(n_agents)), (obs,), np.dtype(np.float32), n_actions)
+
+
+def _box_spec() -> GroupSpec:
+    return GroupSpec("agent", ("agent_0",), (3,), np.dtype(np.float32), 0, (2,), (-1.0, 0.0), (1.0, 2.0))
+
+
+def _rows(rng: np.random.Generator, p: int, m: int, spec: GroupSpec) -> dict[str, np.ndarray]:
+    """Own rows ``[P, M, ...]`` of an update with arbitrary numbers."""
+    return {
+        "obs": rng.normal(size=(p, m, *spec.obs_shape)).astype(np.float32),
+        "agent": np.zeros((p, m), np.int64),
+        "action": rng.integers(0, spec.n_actions, (p, m)),
+        "critic_obs": rng.normal(size=(p, m, *spec.obs_shape)).astype(np.float32),
+        "logp": rng.normal(-1.0, 0.3, (p, m)).astype(np.float32),
+        "scaled_value": rng.normal(size=(p, m)).astype(np.float32),
+        "advantage": rng.normal(size=(p, m)).astype(np.float32),
+        "returns": rng.normal(size=(p, m)).astype(np.float32),
+        "valid": rng.random((p, m)) < 0.8,
+    }
+
+
+def test_seac_weighs_each_other_agents_steps_by_the_policies_ratio():
+    """Agent i's added loss is lambda * sum over k != i of mean over k's steps of
+    ratio * (-log pi_i(a|o) * (y - V_i(o)) + value_coef * (V_i(o) - y)^2), ratio =
+    pi_i(a|o) / pi_k(a|o) held constant: computed here row by row with the networks."""
+    spec = _spec(n_agents=3)
+    config = OnPolicyConfig(algo="seac", seac_coef=0.7, value_coef=0.5)
+    seac = SEAC(spec, config, 3, DEVICE, seed=1)
+    rng = np.random.default_rng(0)
+    m = 5
+    own = _rows(rng, 3, m, spec)
+    own["valid"][:] = True
+    own["valid"][2, 3:] = False  # agent 2 took 3 steps only
+    receive = np.ones((3, 3 * m), bool)
+    receive[np.repeat(np.eye(3, dtype=bool), m, axis=1)] = False  # nobody receives its own steps
+    receive &= own["valid"].reshape(1, -1)
+    receive[0, m + 1] = False  # agent 1's second step did not reach agent 0 (a narrower selection)
+    shared = shared_rows(own, receive)
+
+    b = {k: torch.as_tensor(v) for k, v in {**own, **shared}.items()}
+    loss, _ = seac.extra_loss(b)
+
+    steps = own["valid"].sum(axis=1)
+    expected = np.zeros(3)
+    for i in range(3):
+        for k in range(3):
+            for j in range(m):
+                if not receive[i, k * m + j]:
+                    continue
+                obs = torch.as_tensor(own["obs"][k, j]).expand(3, 1, -1)
+                action = torch.as_tensor(own["action"][k, j]).expand(3, 1)
+                logp = seac.evaluate(obs, torch.zeros(3, 1, dtype=torch.long), action, None)[0][i, 0].item()
+                value = seac.values(torch.as_tensor(own["critic_obs"][k, j]).expand(3, 1, -1))[i, 0].item()
+                ratio = math.exp(logp - own["logp"][k, j])
+                y = own["returns"][k, j]
+                expected[i] += ratio * (-logp * (y - value) + 0.5 * (value - y) ** 2) / steps[k]
+    assert loss.detach().numpy() == pytest.approx(0.7 * expected, rel=1e-5, abs=1e-7)
+
+
+def test_a_selection_at_full_bandwidth_is_seac_and_a_narrow_one_sends_only_its_largest_advantages():
+    from relayrl.algos.on_policy import OnPolicyLearner
+    from relayrl.core.profiler import SectionTimer
+    from relayrl.sharing.config import SharingConfig
+
+    spec = _spec(n_agents=2)
+    config = OnPolicyConfig(algo="seac", rollout_length=4)
+    rng = np.random.default_rng(3)
+    fragment = {
+        "obs": rng.normal(size=(4, 3, 2, 4)).astype(np.float32),
+        "next_obs": rng.normal(size=(4, 3, 2, 4)).astype(np.float32),
+        "action": rng.integers(0, 3, (4, 3, 2)),
+        "reward": rng.normal(size=(4, 3, 2)).astype(np.float32),
+        "terminated": np.zeros((4, 3, 2), bool),
+        "truncated": np.zeros((4, 3, 2), bool),
+        "valid": np.ones((4, 3, 2), bool),
+        "over": np.zeros((4, 3), bool),
+    }
+    sent = {}
+    for select, bandwidth in (("all", 0.1), ("quantile", 1.0), ("quantile", 0.25)):
+        learner = OnPolicyLearner(spec, "seac", config, SharingConfig(select=select, bandwidth=bandwidth), DEVICE, [0, 1, 2, 3], SectionTimer())
+        learner.observe(fragment)
+        learner.learn(12)
+        stats = learner.report(12)["relay"]
+        assert list(stats.offered) == [12, 12]
+        sent[(select, bandwidth)] = list(stats.sent)
+    assert sent[("all", 0.1)] == sent[("quantile", 1.0)] == [12, 12]
+    assert all(0 < s <= 4 for s in sent[("quantile", 0.25)]), "about a quarter of each agent's 12 steps (strictly above the 75% quantile)"
+
+
+def test_ppo_clips_the_ratio_and_the_value_change():
+    spec = _spec(n_agents=1)
+    config = OnPolicyConfig(algo="ppo", agent_id=False, clip=0.2, value_clip=0.2, value_loss="mse", value_coef=0.5, entropy_coef=0.0, normalize_values=False)
+    ppo = PolicyGradient(spec, config, 1, DEVICE, seed=0)
+    own = _rows(np.random.default_rng(1), 1, 16, spec)
+    b = {k: torch.as_tensor(v) for k, v in own.items()}
+    loss, parts = ppo.own_loss(b)
+    with torch.no_grad():
+        logp, _ = ppo.evaluate(b["obs"], b["agent"], b["action"], None)
+        value = ppo.values(b["critic_obs"])
+    ratio, a, valid = (logp - b["logp"]).exp().numpy()[0], own["advantage"][0], own["valid"][0]
+    surrogate = np.minimum(ratio * a, np.clip(ratio, 0.8, 1.2) * a)
+    v, old, y = value.numpy()[0], own["scaled_value"][0], own["returns"][0]
+    value_loss = np.maximum((v - y) ** 2, (old + np.clip(v - old, -0.2, 0.2) - y) ** 2)
+    expected = -surrogate[valid].mean() + 0.5 * value_loss[valid].mean()
+    assert float(loss[0]) == pytest.approx(expected, rel=1e-5)
+    assert float(parts["clip_fraction"][0]) == pytest.approx((np.abs(ratio - 1) > 0.2)[valid].mean())
+
+
+def test_masked_actions_are_never_drawn_and_have_no_probability():
+    spec = _spec(n_agents=1, n_actions=4)
+    ppo = PolicyGradient(spec, OnPolicyConfig(agent_id=False), 1, DEVICE, seed=0)
+    mask = np.zeros((1, 500, 4), bool)
+    mask[..., 1] = mask[..., 3] = True
+    obs = np.random.default_rng(0).normal(size=(1, 500, 4)).astype(np.float32)
+    actions, _ = ppo.act(obs, None, 1.0, mask)
+    assert set(np.unique(actions)) == {1, 3}
+    _, entropy = ppo.evaluate(torch.as_tensor(obs), torch.zeros(1, 500, dtype=torch.long), torch.as_tensor(actions), torch.as_tensor(mask))
+    assert float(entropy.max()) <= math.log(2) + 1e-6, "two allowed actions: at most log 2 of entropy"
+
+
+@pytest.mark.parametrize("bounds", ["squash", "clip"])
+def test_box_log_probabilities_are_the_distributions_own(bounds):
+    """Squashed: the density of c + h tanh(u), u ~ N(mean, std) (torch's transformed
+    distribution); clipped: the Gaussian's density inside the bounds and its tail's mass at
+    them."""
+    spec = _box_spec()
+    ppo = PolicyGradient(spec, OnPolicyConfig(agent_id=False, action_bounds=bounds, log_std_init=0.3), 1, DEVICE, seed=0)
+    obs = np.random.default_rng(0).normal(size=(1, 200, 3)).astype(np.float32)
+    actions, _ = ppo.act(obs, None, 1.0)
+    low, high = np.array([-1.0, 0.0]), np.array([1.0, 2.0])
+    assert ((actions >= low) & (actions <= high)).all()
+    t_obs, t_act = torch.as_tensor(obs), torch.as_tensor(actions)
+    logp, _ = ppo.evaluate(t_obs, torch.zeros(1, 200, dtype=torch.long), t_act, None)
+    with torch.no_grad():
+        mean = ppo.actor(t_obs)
+    normal = torch.distributions.Normal(mean, torch.full_like(mean, math.exp(0.3)))
+    centre, half = torch.tensor([0.0, 1.0]), torch.tensor([1.0, 1.0])
+    if bounds == "squash":
+        transforms = [torch.distributions.TanhTransform(), torch.distributions.AffineTransform(centre, half)]
+        inner = t_act.clamp(torch.tensor(low) + 1e-4, torch.tensor(high) - 1e-4).float()  # away from the bounds, where atanh is exact
+        reference = torch.distributions.TransformedDistribution(normal, transforms).log_prob(inner).sum(-1)
+        logp, _ = ppo.evaluate(t_obs, torch.zeros(1, 200, dtype=torch.long), inner, None)
+        assert logp.detach().numpy() == pytest.approx(reference.numpy(), abs=1e-3)
+    else:
+        at_high, at_low = t_act >= torch.tensor(high).float(), t_act <= torch.tensor(low).float()
+        assert bool(at_high.any() or at_low.any()), "some draws were clipped"
+        per_dim = torch.where(at_high, torch.log(1 - normal.cdf(torch.tensor(high).float())), torch.where(at_low, torch.log(normal.cdf(torch.tensor(low).float())), normal.log_prob(t_act)))
+        assert logp.detach().numpy() == pytest.approx(per_dim.sum(-1).numpy(), abs=1e-4)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c"])
+def test_a_policy_gradient_learns_the_corridor(algo):
+    """Two runners in corridors of 4 cells, reward 1 at the end: a random policy reaches it
+    in about half the episodes (eval 1.0 of 2); both runners reach it once learnt."""
+    section = {"algo": algo, "rollout_length": 16, "hidden": [32], **({"lr": 3e-3} if algo == "a2c" else {})}
+    config = build_config({
+        "preset": f"corridor-{algo}", "total_steps": 4000, "report_interval": 1000, "eval": {"interval": 4000, "episodes": 8},
+        "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 12}, "num_envs": 4}, "on_policy": section,
+    })
+    run = build_run(config, None, verbose=False)
+    run.train()
+    run.close()
+    assert run.reporter.history[-1]["eval_reward_mean"] == 2.0
