@@ -71,6 +71,8 @@ class OnPolicyLearner(LearnerBase):
         self.storage: dict[str, np.ndarray] = {}
         self.filled = 0  # steps of the rollout in storage
         self.ready: list[dict[str, np.ndarray]] = []  # full rollouts not learned from yet
+        self.hidden: dict[str, np.ndarray] | None = None  # recurrent networks' memory per entity after the last step ``[W, N, H]``
+        self.last_over: np.ndarray | None = None  # ``[W, N]``: the entity's episode ended with the last step
         self.shares = ALGORITHMS[algo].capabilities.select
         if self.shares:
             if sharing.team is not None and any(not 0 <= i < spec.n_agents for i in sharing.team):
@@ -106,48 +108,65 @@ class OnPolicyLearner(LearnerBase):
         return self.config.rollout_length
 
     # ------------------------------------------------------------------ experience
-    def _sets(self, x: np.ndarray) -> np.ndarray:
-        """``[T, W, N, ...]`` -> ``[P, M, ...]``."""
-        return self.layout.to_sets(x.reshape(-1, *x.shape[2:]), 1)
+    def _steps(self, x: np.ndarray) -> np.ndarray:
+        """``[T, W, N, ...]`` -> ``[P, T, B, ...]``: each set's rows, step by step."""
+        return self.layout.to_sets(x, 2).reshape(self.layout.n_sets, x.shape[0], -1, *x.shape[3:])
 
-    def _entities(self, y: np.ndarray, lead: tuple[int, int]) -> np.ndarray:
-        """``[P, M, ...]`` -> ``[T, W, N, ...]``."""
-        return self.layout.to_entities(y, (lead[0] * lead[1],)).reshape(*lead, self.spec.n_agents, *y.shape[2:])
+    def _entities(self, y: np.ndarray) -> np.ndarray:
+        """``[P, T, B, ...]`` -> ``[T, W, N, ...]``."""
+        p, t = y.shape[:2]
+        return self.layout.to_entities(y.reshape(p, -1, *y.shape[3:]), (t, -1)).reshape(t, -1, self.spec.n_agents, *y.shape[3:])
 
-    def _agent(self, lead: tuple[int, int]) -> np.ndarray:
-        """Each row's agent index ``[P, M]``."""
-        return np.ascontiguousarray(self._sets(np.broadcast_to(np.arange(self.spec.n_agents), (*lead, self.spec.n_agents))))
+    def _agents(self, like: np.ndarray) -> np.ndarray:
+        """Each entity's index, shaped as ``like [T, W, N]``."""
+        return np.ascontiguousarray(np.broadcast_to(np.arange(self.spec.n_agents), like.shape))
 
-    def _behaviour(self, f: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """What the networks that acted compute for a fragment's steps ``[T, W, N]``: the
-        actions' log-probabilities, the critic's inputs and outputs, and the values of the
-        observations and of those after each step (in the returns' units)."""
-        algorithm, lead = self.algorithm, f["reward"].shape[:2]
-        rows = {"obs": self._sets(f["obs"]), "action": self._sets(f["action"]), "agent": self._agent(lead)}
+    def _behaviour(self, f: dict[str, np.ndarray], over: np.ndarray) -> dict[str, np.ndarray]:
+        """What the networks that acted compute for a fragment's steps ``[T, W, N]`` in one
+        pass: the actions' log-probabilities, the critic's inputs and outputs, the values of
+        the observations and of those after each step (in the returns' units), and for
+        recurrent networks the hidden states each step began with."""
+        algorithm = self.algorithm
+        critic_obs = np.ascontiguousarray(algorithm.critic_features(f["obs"], f.get("state")), np.float32)
+        rows = {"obs": f["obs"], "action": f["action"], "agent": self._agents(f["reward"]), "critic_obs": critic_obs,
+                "next_critic_obs": algorithm.critic_features(f["next_obs"], f.get("next_state"))}
         if "action_mask" in f:
-            rows["action_mask"] = self._sets(f["action_mask"])
-        critic_obs = algorithm.critic_features(f["obs"], f.get("state")).astype(np.float32, copy=False)
-        following = algorithm.critic_features(f["next_obs"], f.get("next_state"))
-        with torch.inference_mode():
-            both = algorithm.values(np.concatenate([self._sets(critic_obs), self._sets(following)], axis=1))
-            scaled, next_scaled = both.chunk(2, dim=1)
-            value, next_value = (algorithm.to_returns(v).cpu().numpy() for v in (scaled, next_scaled))
-        return {
-            "logp": self._entities(algorithm.log_prob(rows), lead),
-            "critic_obs": np.ascontiguousarray(critic_obs),
-            "scaled_value": self._entities(scaled.cpu().numpy(), lead),
-            "value": self._entities(value, lead),
-            "next_value": self._entities(next_value, lead),
+            rows["action_mask"] = f["action_mask"]
+        rows = {k: self._steps(v) for k, v in rows.items()}
+        if algorithm.recurrent:
+            if self.hidden is None:  # the first fragment: every entity at its episode's start
+                width = self.algorithm.actor.hidden_size
+                self.hidden = {name: np.zeros((*f["reward"].shape[1:], width), np.float32) for name in ("actor_h", "critic_h")}
+                self.last_over = np.zeros(f["reward"].shape[1:], bool)
+            rows["begins"] = self._steps(np.concatenate([self.last_over[None], over[:-1]]))
+            rows.update({name: self.layout.to_sets(h, 1) for name, h in self.hidden.items()})
+        computed = algorithm.behaviour(rows)
+        values = {k: algorithm.to_returns(computed[k]).cpu().numpy() for k in ("scaled", "next_scaled")}
+        steps = {
+            "logp": self._entities(computed["logp"].cpu().numpy()),
+            "critic_obs": critic_obs,
+            "scaled_value": self._entities(computed["scaled"].cpu().numpy()),
+            "value": self._entities(values["scaled"]),
+            "next_value": self._entities(values["next_scaled"]),
         }
+        if algorithm.recurrent:
+            for name in ("actor_h", "critic_h"):
+                steps[name] = self._entities(computed[name].cpu().numpy())
+                last = computed[name.replace("_h", "_last")].cpu().numpy()
+                self.hidden[name] = self.layout.to_entities(last, (last.shape[1] * last.shape[0] // self.spec.n_agents,))
+            steps["begins"] = np.concatenate([self.last_over[None], over[:-1]])
+            self.last_over = over[-1].copy()
+        return steps
 
     def observe(self, fragment: dict[str, np.ndarray]) -> int:
         """Stores a fragment ``[T, W, N, ...]`` with its behaviour pass; a full rollout waits
         for ``learn`` (a fragment that runs past the rollout's end begins the next one)."""
         with self.timer("rollout"):
             f = fragment
-            ended = f["terminated"] | (f["truncated"] & self.config.time_limit_as_terminal)
+            over = f["terminated"] | f["truncated"] | f["over"][:, :, None]
             steps = {k: f[k] for k in KEPT if k in f}
-            steps.update(self._behaviour(f), terminated=ended, over=f["terminated"] | f["truncated"] | f["over"][:, :, None])
+            ended = f["terminated"] | (f["truncated"] & self.config.time_limit_as_terminal)
+            steps.update(self._behaviour(f, over), terminated=ended, over=over)
             length, start = f["reward"].shape[0], 0
             while start < length:
                 take = min(length - start, self.config.rollout_length - self.filled)
@@ -169,9 +188,12 @@ class OnPolicyLearner(LearnerBase):
 
     def end_workers(self, workers: np.ndarray) -> None:
         """The episodes in flight of ``workers`` end as truncations at the last step stored:
-        their env copies were restarted elsewhere (a step learnt already needs nothing)."""
+        their env copies were restarted elsewhere (a step learnt already needs nothing but
+        a fresh memory)."""
         if self.filled:
             self.storage["over"][self.filled - 1, workers] = True
+        if self.last_over is not None:
+            self.last_over[workers] = True
 
     # ------------------------------------------------------------------ learning
     def learn(self, env_steps: int) -> None:
@@ -196,36 +218,49 @@ class OnPolicyLearner(LearnerBase):
         advantage, returns = gae(*tensors, torch.as_tensor(r["terminated"]), torch.as_tensor(r["over"]), c.gamma, c.gae_lambda)
         return advantage.numpy(), returns.numpy()
 
+    def _chunks(self, x: np.ndarray) -> np.ndarray:
+        """``[T, W, N, ...]`` -> chunks of ``chunk_length`` steps ``[P, L, C, ...]``."""
+        length = self.config.chunk_length
+        spans = x.reshape(-1, length, *x.shape[1:]).swapaxes(0, 1)  # [L, T / L, W, N, ...]
+        return self.layout.to_sets(spans, 3).reshape(self.layout.n_sets, length, -1, *x.shape[3:])
+
     def _train(self, r: dict[str, np.ndarray]) -> None:
+        """Advantages, then ``epochs`` passes of ``minibatches`` over the rollout's steps (or
+        its chunks, for recurrent networks, each from the hidden states it began with)."""
         c, algorithm = self.config, self.algorithm
         advantage, returns = self._advantages(r)
-        lead = r["reward"].shape[:2]
-        batch = {k: self._sets(r[k]) for k in ("obs", "action", "action_mask", "critic_obs", "logp", "scaled_value", "valid") if k in r}
-        batch["agent"] = self._agent(lead)
-        batch["returns"] = self._sets(returns.astype(np.float32))
-        valid = batch["valid"]
-        own = self._sets(advantage)
+        r = {**r, "advantage": advantage, "returns": returns.astype(np.float32), "agent": self._agents(r["reward"])}
+        fields = ("obs", "agent", "action", "action_mask", "critic_obs", "logp", "scaled_value", "valid", "advantage", "returns")
+        if algorithm.recurrent:
+            batch = {k: self._chunks(r[k]) for k in (*fields, "begins") if k in r}
+            batch["begins"][:, 0] = False  # a chunk starts from the hidden state its first step began with
+            for name in ("actor_h", "critic_h"):
+                batch[name] = self.layout.to_sets(r[name][:: c.chunk_length], 2).reshape(self.layout.n_sets, -1, r[name].shape[-1])
+        else:
+            batch = {k: self._steps(r[k]).reshape(self.layout.n_sets, -1, *r[k].shape[3:]) for k in fields if k in r}
+        p = self.layout.n_sets
+        valid = batch["valid"].reshape(p, -1)
+        own = batch["advantage"].reshape(p, -1)
         if algorithm.scale is not None:
-            algorithm.scale.update(batch["returns"], valid)
+            algorithm.scale.update(batch["returns"].reshape(p, -1), valid)
         if c.normalize_advantages:
             count = np.maximum(valid.sum(axis=1, keepdims=True), 1)
             mean = (own * valid).sum(axis=1, keepdims=True) / count
             std = np.sqrt((((own - mean) ** 2) * valid).sum(axis=1, keepdims=True) / count)
-            batch["advantage"] = ((own - mean) / (std + 1e-8)).astype(np.float32)
-        else:
-            batch["advantage"] = own.astype(np.float32)
+            batch["advantage"] = ((own - mean) / (std + 1e-8)).reshape(batch["advantage"].shape)
+        batch["advantage"] = batch["advantage"].astype(np.float32)
         shared = self._shared(batch, np.abs(own)) if self.shares else {}
-        rows = valid.shape[1]
+        axis = 2 if algorithm.recurrent else 1  # where the minibatches are cut: chunks, or steps
         for _ in range(c.epochs):
-            order = self.rng.permutation(rows)
+            order = self.rng.permutation(batch["valid"].shape[axis])
             for part in np.array_split(order, c.minibatches):
-                minibatch = {k: v[:, part] for k, v in batch.items()}
+                minibatch = {k: v[:, part] if (axis == 1 or k in ("actor_h", "critic_h")) else v[:, :, part] for k, v in batch.items()}
                 _, metrics = algorithm.update({**minibatch, **shared})
                 self._check_finite(metrics)
                 self.tally.updates += 1
                 self.tally.add(metrics)
                 self.updates += 1
-        self.tally.add({"explained_variance": _explained_variance(self._sets(r["value"]), batch["returns"], valid)})
+        self.tally.add({"explained_variance": _explained_variance(r["value"], r["returns"], r["valid"])})
 
     def _shared(self, batch: dict[str, np.ndarray], score: np.ndarray) -> dict[str, np.ndarray]:
         """SEAC's rows from other agents: each sender's selection by |advantage|, routed by
@@ -245,6 +280,8 @@ class OnPolicyLearner(LearnerBase):
             "storage": self.storage,
             "filled": self.filled,
             "ready": self.ready,
+            "hidden": self.hidden,
+            "last_over": self.last_over,
             "rng": self.rng.bit_generator.state,
             "tally": asdict(self.tally),
             "exploration_scale": self.exploration_scale,
@@ -258,6 +295,7 @@ class OnPolicyLearner(LearnerBase):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.algorithm.load_state_dict(state["algorithm"])
         self.storage, self.filled, self.ready = dict(state["storage"]), state["filled"], list(state["ready"])
+        self.hidden, self.last_over = state["hidden"], state["last_over"]
         self.rng.bit_generator.state = state["rng"]
         self.tally = MetricTally(**state["tally"])
         self.exploration_scale = state["exploration_scale"]

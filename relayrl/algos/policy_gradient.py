@@ -35,10 +35,13 @@ from relayrl.algos.algorithm import allowed_choice
 from relayrl.algos.sections import OnPolicyConfig
 from relayrl.core.errors import ConfigError
 from relayrl.core.specs import GroupSpec
-from relayrl.nets.mlp import StackedMLP
+from relayrl.nets.mlp import AgentNet
 from relayrl.nets.stacked import clip_grad_norm_per_set
 
 SQUASH_EPS = 1e-6  # keeps atanh finite for actions stored at the bounds
+# what a recurrent update's chunks hold besides per-step rows: the inputs it unrolls over and
+# the hidden states it starts from
+UNROLLED = ("obs", "agent", "critic_obs", "actor_h", "critic_h", "begins")
 
 
 class BoxActions:
@@ -164,12 +167,13 @@ class PolicyGradient:
         c = config
         self.box = BoxActions(spec, c.action_bounds, device) if spec.continuous else None
         outputs = int(np.prod(spec.action_shape)) if spec.continuous else spec.n_actions
-        self.actor = StackedMLP(n_sets, width, c.hidden, outputs, c.activation, 0.01).to(device)
+        self.recurrent = c.recurrent
+        self.actor = AgentNet(n_sets, width, c.hidden, outputs, c.activation, 0.01, c.recurrent).to(device)
         self.log_std = nn.Parameter(torch.full((n_sets, 1, outputs), c.log_std_init, device=device)) if spec.continuous else None
         probe = np.zeros((1, self.n, *spec.obs_shape), np.float32)
         state = np.zeros((1, *spec.state_shape), np.float32) if spec.state_shape else None
         self.critic_width = self.critic_features(probe, state).shape[-1]
-        self.critic = StackedMLP(n_sets, self.critic_width, c.hidden, 1, c.activation, 1.0).to(device)
+        self.critic = AgentNet(n_sets, self.critic_width, c.hidden, 1, c.activation, 1.0, c.recurrent).to(device)
         self.parameters = [*self.actor.parameters(), *self.critic.parameters(), *([self.log_std] if self.log_std is not None else [])]
         self.optimizer = torch.optim.Adam(self.parameters, lr=c.lr, eps=c.adam_eps)
         self.scale = ValueScale(n_sets) if c.normalize_values else None
@@ -182,8 +186,8 @@ class PolicyGradient:
         return CRITIC_INPUTS[self.config.critic_input](flat_obs(obs, self.spec), state, self.spec, self.index)
 
     def _actor_in(self, obs: torch.Tensor, agent: torch.Tensor) -> torch.Tensor:
-        """Observations ``[P, M, *obs]`` and each row's agent ``[P, M]`` -> the actor's features."""
-        x = obs.reshape(*obs.shape[:2], -1).float()
+        """Observations ``[P, ..., *obs]`` and each row's agent ``[P, ...]`` -> the actor's features."""
+        x = obs.reshape(*agent.shape, -1).float()
         return torch.cat([x, self.identity[agent.long()]], dim=-1) if self.index else x
 
     def _rows_agent(self, rows: int) -> torch.Tensor:
@@ -191,8 +195,16 @@ class PolicyGradient:
         return (torch.arange(rows, device=self.device) % self.n).expand(self.n_sets, rows)
 
     def values(self, features: np.ndarray | torch.Tensor) -> torch.Tensor:
-        """The critic's outputs ``[P, M]`` (in its own units: ``to_returns`` maps them back)."""
-        return self.critic(torch.as_tensor(features, device=self.device)).squeeze(-1)
+        """The feed-forward critic's outputs ``[P, M]`` (in its own units: ``to_returns`` maps
+        them back)."""
+        return self.critic(torch.as_tensor(features, device=self.device))[0].squeeze(-1)
+
+    def _carry_sets(self, carry: torch.Tensor) -> torch.Tensor:
+        """A hidden state per entity ``[W, N, H]`` -> per set ``[P, M, H]`` (the rows of ``act``)."""
+        return carry.reshape(1, -1, carry.shape[-1]) if self.n_sets == 1 else carry.transpose(0, 1)
+
+    def _carry_entities(self, h: torch.Tensor) -> torch.Tensor:
+        return h.reshape(-1, self.n, h.shape[-1]) if self.n_sets == 1 else h.transpose(0, 1)
 
     def _moments(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Each set's returns' mean and std, shaped to broadcast over ``like [P, ...]``."""
@@ -216,19 +228,28 @@ class PolicyGradient:
 
     # ------------------------------------------------------------------ acting
     @torch.inference_mode()
-    def act(self, obs: np.ndarray, carry: None, explore: float, mask: np.ndarray | None = None) -> tuple[np.ndarray, None]:
-        """Actions ``[P, M, ...]`` drawn from the policy (``explore > 0``) or its mode."""
-        out = self.actor(self._actor_in(torch.as_tensor(obs, device=self.device), self._rows_agent(obs.shape[1])))
+    def act(self, obs: np.ndarray, carry: torch.Tensor | None, explore: float, mask: np.ndarray | None = None) -> tuple[np.ndarray, torch.Tensor | None]:
+        """Actions ``[P, M, ...]`` drawn from the policy (``explore > 0``) or its mode; a
+        recurrent actor's ``carry`` is its hidden state per entity ``[W, N, H]`` (None: zeros,
+        an episode's start; the rollout zeroes the rows of entities whose episode ended)."""
+        h = None
+        if self.recurrent:
+            rows = obs.shape[1] * self.n_sets // self.n
+            # a resumed run's carry is read back from its checkpoint on the CPU
+            carry = torch.zeros(rows, self.n, self.actor.hidden_size, device=self.device) if carry is None else carry.to(self.device)
+            h = self._carry_sets(carry)
+        out, h = self.actor(self._actor_in(torch.as_tensor(obs, device=self.device), self._rows_agent(obs.shape[1])), h)
+        carry = None if h is None else self._carry_entities(h)
         if self.box is None:
             logits = out if mask is None else out.masked_fill(~torch.as_tensor(mask, device=self.device), -torch.inf)
             logits = logits.cpu().numpy()
-            return (logits + self.rng.gumbel(size=logits.shape) if explore > 0 else logits).argmax(-1), None  # Gumbel-max draws
+            return (logits + self.rng.gumbel(size=logits.shape) if explore > 0 else logits).argmax(-1), carry  # Gumbel-max draws
         assert self.log_std is not None
         mean = out.cpu().numpy().reshape(*obs.shape[:2], *self.spec.action_shape)
         if explore > 0:
             std = self.log_std.exp().cpu().numpy().reshape(self.n_sets, 1, *self.spec.action_shape)
             mean = mean + std * self.rng.standard_normal(mean.shape)
-        return self.box.to_bounds(mean).astype(np.float32), None
+        return self.box.to_bounds(mean).astype(np.float32), carry
 
     def random_actions(self, shape: tuple[int, ...], mask: np.ndarray | None = None) -> np.ndarray:
         if self.box is not None:
@@ -243,22 +264,64 @@ class PolicyGradient:
         """It keeps no statistics of its observations."""
 
     # ------------------------------------------------------------------ learning
-    def evaluate(self, obs: torch.Tensor, agent: torch.Tensor, action: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """``log pi(a|o)`` and the policy's entropy ``[P, M]`` on rows ``[P, M, ...]``."""
-        out = self.actor(self._actor_in(obs, agent))
+    def distribution(self, out: torch.Tensor, action: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log pi(a|o)`` and the policy's entropy ``[P, R]`` from the actor's outputs ``[P, R, out]``."""
         if self.box is None:
             return categorical(out, action, mask)
         assert self.log_std is not None
         log_std = self.log_std.expand_as(out)
-        flat = action.reshape(*action.shape[:2], -1)
         entropy = (log_std + 0.5 * np.log(2 * np.pi * np.e)).sum(-1)  # the Gaussian's (before squashing or clipping)
-        return self.box.log_prob(out, log_std, flat), entropy
+        return self.box.log_prob(out, log_std, action.reshape(*out.shape)), entropy
+
+    def evaluate(self, obs: torch.Tensor, agent: torch.Tensor, action: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The feed-forward actor's ``log pi(a|o)`` and entropy ``[P, M]`` on rows ``[P, M, ...]``."""
+        return self.distribution(self.actor(self._actor_in(obs, agent))[0], action, mask)
+
+    def _outputs(self, b: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """Actor outputs ``[P, R, out]`` and critic outputs ``[P, R]`` on steps ``[P, B, ...]``
+        (feed-forward), or on chunks of steps ``[P, L, B, ...]`` from the hidden states
+        ``actor_h``, ``critic_h [P, B, H]`` with ``begins [P, L, B]`` (recurrent; R = L x B,
+        and the hidden states after each step come back too)."""
+        x = self._actor_in(b["obs"], b["agent"])
+        if not self.recurrent:
+            return self.actor(x)[0], self.critic(b["critic_obs"].float())[0].squeeze(-1), None, None
+        out, actor_h = self.actor.unroll(x, b["actor_h"], b["begins"])
+        value, critic_h = self.critic.unroll(b["critic_obs"].float(), b["critic_h"], b["begins"])
+        return out.flatten(1, 2), value.squeeze(-1).flatten(1, 2), actor_h, critic_h
 
     @torch.inference_mode()
-    def log_prob(self, rows: dict[str, np.ndarray]) -> np.ndarray:
-        """``log pi(a|o)`` ``[P, M]`` of rows with ``obs``, ``agent``, ``action`` (and ``action_mask``)."""
-        t = {k: torch.as_tensor(v, device=self.device) for k, v in rows.items()}
-        return self.evaluate(t["obs"], t["agent"], t["action"], t.get("action_mask"))[0].cpu().numpy()
+    def behaviour(self, rows: dict[str, np.ndarray | torch.Tensor]) -> dict[str, torch.Tensor]:
+        """What the networks compute for a fragment's steps ``[P, L, B, ...]`` in the order
+        they were taken (``obs``, ``agent``, ``action``, ``action_mask``, ``critic_obs``,
+        ``next_critic_obs``; recurrent: the hidden states before the first step, ``actor_h``
+        and ``critic_h [P, B, H]``, and ``begins``): ``logp``, ``scaled`` (the critic's
+        outputs) and ``next_scaled`` (of the observations after each step) ``[P, L, B]``;
+        recurrent: ``actor_h`` and ``critic_h``, the hidden states each step began with
+        ``[P, L, B, H]``, and ``actor_last``/``critic_last``, those after the last step."""
+        b = {k: torch.as_tensor(v, device=self.device) for k, v in rows.items()}
+        p, steps, width = b["agent"].shape[0], b["agent"].shape[1], b["agent"].shape[2]
+        if not self.recurrent:
+            flat = {k: v.flatten(1, 2) for k, v in b.items()}
+            out, scaled, _, _ = self._outputs(flat)
+            logp = self.distribution(out, flat["action"], flat.get("action_mask"))[0]
+            next_scaled = self.values(flat["next_critic_obs"])
+            return {k: v.reshape(p, steps, width) for k, v in (("logp", logp), ("scaled", scaled), ("next_scaled", next_scaled))}
+        out, scaled, actor_h, critic_h = self._outputs(b)
+        logp = self.distribution(out, b["action"].flatten(1, 2), b["action_mask"].flatten(1, 2) if "action_mask" in b else None)[0]
+        # V(o') continues the critic's memory: one more step from the state after each step
+        following, _ = self.critic(b["next_critic_obs"].float().flatten(1, 2), critic_h.flatten(1, 2))
+        keep = (~b["begins"]).unsqueeze(-1).float()
+        started = {
+            name: torch.cat([b[name].unsqueeze(1), states[:, :-1]], dim=1) * keep for name, states in (("actor_h", actor_h), ("critic_h", critic_h))
+        }
+        return {
+            "logp": logp.reshape(p, steps, width),
+            "scaled": scaled.reshape(p, steps, width),
+            "next_scaled": following.squeeze(-1).reshape(p, steps, width),
+            **started,
+            "actor_last": actor_h[:, -1],
+            "critic_last": critic_h[:, -1],
+        }
 
     def _value_loss(self, error: torch.Tensor) -> torch.Tensor:
         c = self.config
@@ -267,9 +330,12 @@ class PolicyGradient:
     def own_loss(self, b: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Each set's PPO or A2C loss ``[P]`` on its own rows and the metrics' parts."""
         c = self.config
+        out, scaled, _, _ = self._outputs(b)
+        if self.recurrent:  # chunks [P, L, B] -> rows [P, L x B]
+            b = {k: v if k in UNROLLED else v.flatten(1, 2) for k, v in b.items()}
         valid = b["valid"].float()
         count = valid.sum(dim=1).clamp(min=1)
-        logp, entropy = self.evaluate(b["obs"], b["agent"], b["action"], b.get("action_mask"))
+        logp, entropy = self.distribution(out, b["action"], b.get("action_mask"))
         advantage = b["advantage"]
         log_ratio = logp - b["logp"]
         ratio = log_ratio.exp()
@@ -278,7 +344,6 @@ class PolicyGradient:
         else:
             surrogate = torch.min(ratio * advantage, ratio.clamp(1 - c.clip, 1 + c.clip) * advantage)
         policy = -(surrogate * valid).sum(dim=1) / count
-        scaled = self.values(b["critic_obs"])
         target = self.to_scaled(b["returns"])
         loss_v = self._value_loss(scaled - target)
         if c.value_clip is not None:

@@ -235,6 +235,8 @@ class OnPolicyConfig(Strict):
     normalize_values: bool = Field(True, description="the critic learns returns scaled by their running mean and variance")
     hidden: list[PositiveInt] = Field([64, 64], min_length=1)
     activation: Literal["relu", "tanh"] = "relu"
+    recurrent: bool = Field(False, description="a GRU after the MLP in the actor and the critic, its memory carried through each episode")
+    chunk_length: int = Field(10, ge=1, description="recurrent: training unrolls chunks of this many steps from the hidden states they began with")
     param_sharing: bool = Field(True, description="one parameter set for the group's agents, which see their one-hot index")
     agent_id: bool = Field(True, description="with param_sharing: the agents' one-hot index in their inputs")
     critic_input: Literal["obs", "state", "joint_obs", "agent_state"] = Field(
@@ -259,6 +261,10 @@ class OnPolicyConfig(Strict):
     def _consistent(self) -> "OnPolicyConfig":
         if self.algo == "seac" and self.param_sharing:
             raise ValueError("seac weighs other agents' steps by pi_i / pi_k, which is 1 for agents that share parameters: set on_policy.param_sharing=false")
+        if self.recurrent and self.rollout_length % self.chunk_length:
+            raise ValueError(f"on_policy.rollout_length={self.rollout_length} is not a multiple of chunk_length={self.chunk_length}: the rollout is cut into chunks")
+        if self.algo == "seac" and self.recurrent:
+            raise ValueError("seac's agents learn from other agents' single steps: set on_policy.recurrent=false")
         if self.algo == "seac" and self.minibatches != 1:
             raise ValueError("seac adds the other agents' steps of the whole rollout to each update: set on_policy.minibatches=1")
         if self.algo != "mappo" and self.critic_input != "obs":

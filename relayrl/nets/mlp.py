@@ -1,7 +1,8 @@
-"""Multi-layer perceptrons with P parameter sets ``[P, ...]`` on inputs ``[P, B, in]``, and
-the orthogonal initialisation policy-gradient learners use (Saxe et al. 2014; the gains of
-Andrychowicz et al. 2021, "What matters in on-policy RL": sqrt(2) for hidden layers, 0.01
-for the policy's output, 1 for the value's).
+"""The networks of policy-gradient learners, P parameter sets ``[P, ...]`` on inputs
+``[P, B, in]``: an MLP body, optionally a GRU cell after it (the agent's memory through an
+episode), and a linear head. Orthogonal initialisation (Saxe et al. 2014) with the gains of
+Andrychowicz et al. 2021 ("What matters in on-policy RL"): sqrt(2) for hidden layers, 0.01
+for the policy's output, 1 for the value's.
 """
 
 import math
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from relayrl.nets.gru import StackedGRUCell
 from relayrl.nets.stacked import StackedLinear
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
@@ -25,19 +27,43 @@ def orthogonal_(layer: StackedLinear, gain: float) -> StackedLinear:
     return layer
 
 
-class StackedMLP(nn.Module):
-    """``in -> hidden... -> out`` with ``activation`` between layers (none after the last),
-    orthogonally initialised: hidden layers with gain sqrt(2), the output with ``out_gain``."""
+class AgentNet(nn.Module):
+    """``in -> hidden... (activation after each) [-> GRU] -> out``."""
 
-    def __init__(self, n_sets: int, in_features: int, hidden: Sequence[int], out_features: int, activation: str, out_gain: float) -> None:
+    def __init__(self, n_sets: int, in_features: int, hidden: Sequence[int], out_features: int, activation: str, out_gain: float, recurrent: bool = False) -> None:
         super().__init__()
         layers: list[nn.Module] = []
         width = in_features
         for size in hidden:
             layers += [orthogonal_(StackedLinear(n_sets, width, size), HIDDEN_GAIN), ACTIVATIONS[activation]()]
             width = size
-        layers.append(orthogonal_(StackedLinear(n_sets, width, out_features), out_gain))
-        self.layers = nn.Sequential(*layers)
+        self.body = nn.Sequential(*layers)
+        self.cell = StackedGRUCell(n_sets, width, width) if recurrent else None
+        self.hidden_size = width
+        self.head = orthogonal_(StackedLinear(n_sets, width, out_features), out_gain)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layers(x)
+    def forward(self, x: torch.Tensor, h: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``x [P, M, in]`` (and the hidden state ``h [P, M, H]`` of a recurrent net) ->
+        outputs ``[P, M, out]`` and the hidden state after the step."""
+        features = self.body(x)
+        if self.cell is None:
+            return self.head(features), None
+        assert h is not None
+        h = self.cell(features, h)
+        return self.head(h), h
+
+    def unroll(self, x: torch.Tensor, h: torch.Tensor, begins: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inputs ``[P, L, B, in]`` from hidden ``h [P, B, H]``, the hidden state zeroed before
+        the steps ``begins [P, L, B]`` marks (an episode's first step) -> outputs ``[P, L, B,
+        out]`` and the hidden states after each step ``[P, L, B, H]``. The body and head run
+        on all steps at once; only the recurrence goes step by step."""
+        assert self.cell is not None
+        p, steps, b, _ = x.shape
+        projected = self.cell.inputs(self.body(x.reshape(p, steps * b, -1))).reshape(p, steps, b, -1)
+        keep = (~begins).unsqueeze(-1).to(h.dtype)
+        states = []
+        for t in range(steps):  # the recurrence over time: every set, copy and entity at once
+            h = self.cell.step(projected[:, t], h * keep[:, t])
+            states.append(h)
+        stacked = torch.stack(states, dim=1)
+        return self.head(stacked.reshape(p, steps * b, -1)).reshape(p, steps, b, -1), stacked

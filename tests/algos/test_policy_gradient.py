@@ -154,7 +154,7 @@ def test_box_log_probabilities_are_the_distributions_own(bounds):
     t_obs, t_act = torch.as_tensor(obs), torch.as_tensor(actions)
     logp, _ = ppo.evaluate(t_obs, torch.zeros(1, 200, dtype=torch.long), t_act, None)
     with torch.no_grad():
-        mean = ppo.actor(t_obs)
+        mean = ppo.actor(t_obs)[0]
     normal = torch.distributions.Normal(mean, torch.full_like(mean, math.exp(0.3)))
     centre, half = torch.tensor([0.0, 1.0]), torch.tensor([1.0, 1.0])
     if bounds == "squash":

@@ -1,0 +1,77 @@
+"""On-policy learners in whole runs: a recurrent learner's memory follows the acting one's,
+its runs resume exactly from a checkpoint inside a rollout, and LBF's masks reach it."""
+
+import math
+
+import numpy as np
+import pytest
+
+from relayrl.experiment import build_config, build_run
+from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
+from round_runs import rows, stop_at
+
+TIMING = ("sps", "updates_per_s", "wall_s", "sample_share")
+
+
+def _recurrent(total: int = 400) -> dict:
+    """Recurrent PPO on two corridor copies, rollouts of 16 steps in chunks of 4, collected
+    6 steps at a time (checkpoints fall inside rollouts)."""
+    return {
+        "preset": "recurrent-ppo", "total_steps": total, "report_interval": 100, "checkpoint_interval": 200, "keep_checkpoints": 4,
+        "eval": {"interval": 200, "episodes": 2},
+        "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 3, "max_steps": 8}, "num_envs": 2},
+        "on_policy": {"algo": "ppo", "recurrent": True, "chunk_length": 4, "rollout_length": 16, "hidden": [16], "minibatches": 2},
+        "backend": {"fragment_steps": 6},
+    }
+
+
+def test_a_recurrent_learner_remembers_what_its_acting_networks_remembered():
+    """Fragment by fragment, the hidden states the learner recomputes for its steps end where
+    the rollout's carry is (zeroed where an episode ended): so the log-probabilities it
+    stores are those of the actions' own draws."""
+    run = build_run(build_config(_recurrent()), None, verbose=False)
+    run.start()
+    learner = run.learners["corridor"] if "corridor" in run.learners else next(iter(run.learners.values()))
+    checked = 0
+    for _ in range(5):  # 30 steps: across a rollout's end (16) and episode ends (8 steps at most)
+        run.iteration()
+        carry = run.collector.rollout.carry[next(iter(run.collector.rollout.carry))].numpy()
+        expected = learner.hidden["actor_h"] * ~learner.last_over[..., None]
+        np.testing.assert_allclose(carry, expected, rtol=1e-5, atol=1e-6)
+        checked += int(learner.last_over.any())
+    run.close()
+    assert learner.rollouts == 1 and checked > 0, "an update and some episode ends happened in between"
+
+
+def test_a_recurrent_run_resumes_exactly_from_inside_a_rollout(tmp_path):
+    config = build_config(_recurrent())
+    straight = build_run(config, tmp_path / "straight", verbose=False)
+    straight.train()
+    straight.close()
+    last = straight.reporter.history[-1]
+    assert last["updates"] > 0 and math.isfinite(last["td_loss"])
+    saved = [checkpoint_steps(p) for p in list_checkpoints(tmp_path / "straight" / "checkpoints")]
+    assert (saved[0] // 2) % 16 != 0, "the first checkpoint falls inside a rollout"
+    resumed = build_run(config, tmp_path / "resumed", verbose=False)
+    resumed.train()
+    resumed.close()
+    stop_at(tmp_path / "resumed", saved[0])
+    again = build_run(config, tmp_path / "resumed", verbose=False)
+    again.train()
+    again.close()
+    assert rows(tmp_path / "resumed" / "metrics.csv", TIMING) == rows(tmp_path / "straight" / "metrics.csv", TIMING)
+
+
+def test_seac_trains_on_lbf_within_its_masks():
+    pytest.importorskip("lbforaging")
+    config = build_config({
+        "preset": "lbf-seac", "total_steps": 400, "report_interval": 200, "eval": {"interval": 400, "episodes": 2},
+        "env": {"name": "Foraging-8x8-2p-2f-v3", "settings": {"kwargs": {"max_episode_steps": 25}}, "num_envs": 2},
+        "on_policy": {"algo": "seac", "hidden": [16]}, "sharing": {"select": "quantile", "bandwidth": 0.1},
+    })
+    run = build_run(config, None, verbose=False)
+    run.train()
+    run.close()
+    last = run.reporter.history[-1]
+    assert run.venue.venv.groups[0].masked and last["updates"] == 40 and math.isfinite(last["td_loss"])
+    assert 0 < last["bandwidth_actual"] < 0.5, "each agent offered about a tenth of its steps"
