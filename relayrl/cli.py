@@ -256,7 +256,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     missing = sorted({j.preset for j in jobs} - set(PRESETS))
     if missing:
         raise RelayRLError(f"no preset {missing[0]!r}: check --algos against relayrl list")
-    root, results = Path(args.out), Path(args.results or f"docs/results/{paper.NAME}")
+    root, results = Path(args.out), Path(args.results or f"docs/results/{paper.RESULTS}")
     for line in paper.studies(args, results):
         print(line)
     if args.dry_run:
@@ -351,9 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
     quick.set_defaults(func=cmd_quickstart, seed=0)
 
     reproduce = sub.add_parser("reproduce", help="run a paper's experiment grid and write its tables and figures")
-    reproduce.add_argument("paper", help="super, dase, accmer or arena (relayrl list shows them)")
+    reproduce.add_argument("paper", help="super, dase, accmer, arena or seac (relayrl list shows them)")
     reproduce.add_argument("--domains", nargs="+", help="super: pursuit, battle, adversarial-pursuit (default: all)")
-    reproduce.add_argument("--tasks", nargs="+", help="dase: halfcheetah, swimmer, ant, lunarlander, ... (default: halfcheetah swimmer)")
+    reproduce.add_argument("--tasks", nargs="+", help="dase: halfcheetah, swimmer, ant, lunarlander, ... (default: halfcheetah swimmer); seac: lbf-8x8-2p-2f-coop, spread, pursuit, ...")
     reproduce.add_argument("--settings", nargs="+", choices=["base", "hard", "hard10", "16", "32", "small"], help="accmer: Predator-Prey settings (default: base hard)")
     reproduce.add_argument("--examples", nargs="+", help="arena: curriculum, pbt, curriculum-pursuit, pbt-pursuit, tournament, selfplay (default: all)")
     reproduce.add_argument("--algos", nargs="+", help="variants, e.g. ddqn super-quantile (default: the whole grid)")

@@ -1,5 +1,6 @@
 """The papers ``relayrl reproduce`` reproduces, a module each (``super``: paper 000, ``dase``:
-paper 001, ``accmer``: papers 002 and 003, ``arena``: paper 004's training schemes) holding
+paper 001, ``accmer``: papers 002 and 003, ``arena``: paper 004's training schemes, ``seac``:
+the policy-gradient learners against SEAC's paper) holding
 its grid of runs, the options it takes and its report; ``common`` holds what several share.
 ``PAPERS`` lists the modules in the order the command offers them."""
 
@@ -10,7 +11,7 @@ from typing import Protocol
 from relayrl.core.errors import RelayRLError
 from relayrl.core.registry import Registry
 from relayrl.experiment.grid import Job
-from relayrl.experiment.papers import accmer, arena, dase
+from relayrl.experiment.papers import accmer, arena, dase, seac
 from relayrl.experiment.papers import super as super_paper
 
 # the reproduce options (argparse dests) that only some papers take
@@ -21,6 +22,8 @@ class Paper(Protocol):
     """A paper's module as ``relayrl reproduce`` runs it."""
 
     NAME: str
+    RESULTS: str
+    """Its folder under docs/results."""
     OPTIONS: frozenset[str]
     """The ``SPECIFIC_OPTIONS`` it takes."""
     REFUSAL: tuple[frozenset[str], str]
@@ -43,7 +46,7 @@ class Paper(Protocol):
 
 
 PAPERS: Registry[Paper] = Registry("paper")
-for _paper in (super_paper, dase, accmer, arena):
+for _paper in (super_paper, dase, accmer, arena, seac):
     PAPERS.add(_paper.NAME, _paper)
 
 

@@ -20,6 +20,7 @@ from relayrl.experiment.papers.common import draw_curve, final_rewards, no_studi
 from relayrl.experiment.plots import mean_std, pyplot, save_if_drawn
 
 NAME = "accmer"
+RESULTS = NAME
 OPTIONS = frozenset({"settings", "algos", "steps"})
 REFUSAL = frozenset({"domains", "tasks", "scale_switch_from"}), "--domains, --tasks and --scale-switch-from are options of reproduce super and dase; AccMER takes --settings"
 

@@ -20,6 +20,7 @@ from relayrl.experiment.plots import mean_std, pyplot, save_if_drawn
 from relayrl.experiment.presets import load_preset
 
 NAME = "arena"
+RESULTS = NAME
 OPTIONS = frozenset({"examples"})
 REFUSAL = frozenset({"domains", "tasks", "settings", "algos", "steps", "scale_switch_from"}), "reproduce arena takes --examples and --seeds (each example's presets fix their steps)"
 

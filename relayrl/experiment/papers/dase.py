@@ -20,6 +20,7 @@ from relayrl.experiment.plots import pyplot, save_if_drawn
 from relayrl.experiment.presets import GYM_TASKS, load_preset
 
 NAME = "dase"
+RESULTS = NAME
 OPTIONS = frozenset({"tasks", "algos", "steps"})
 REFUSAL = frozenset({"domains", "settings", "scale_switch_from"}), "--domains, --settings and --scale-switch-from belong to reproduce super and accmer; DASE takes --tasks"
 

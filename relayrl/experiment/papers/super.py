@@ -26,6 +26,7 @@ from relayrl.experiment.build import build_run
 from relayrl.sharing.selectors import GaussianSelector, QuantileSelector
 
 NAME = "super"
+RESULTS = NAME
 OPTIONS = frozenset({"domains", "algos", "steps", "scale_switch_from"})
 REFUSAL = frozenset({"tasks", "settings"}), "--tasks and --settings are options of reproduce dase and accmer; SUPER takes --domains"
 

@@ -1,0 +1,37 @@
+"""``relayrl reproduce seac``: its grid, and the report written from real (tiny) runs."""
+
+import pytest
+
+from relayrl.cli import main
+from relayrl.experiment.grid import Job, progress
+from relayrl.experiment.papers.seac import grid
+from relayrl.experiment.presets import PRESETS, load_preset
+
+
+def test_grid_goes_seed_by_seed_over_the_variants_each_task_has():
+    jobs = grid(["lbf-8x8-2p-2f-coop", "spread", "pursuit"], None, 2, None)
+    assert all(j.preset in PRESETS for j in jobs)
+    first = [j.preset for j in jobs if j.seed == 0]
+    assert first == ["lbf-8x8-2p-2f-coop-ia2c", "lbf-8x8-2p-2f-coop-seac", "lbf-8x8-2p-2f-coop-seac-q10", "lbf-8x8-2p-2f-coop-seac-q01",
+                     "spread-ippo", "spread-mappo", "pursuit-ia2c", "pursuit-seac"]
+    assert [j.seed for j in jobs] == [0] * 8 + [1] * 8
+    assert {j.steps for j in jobs if j.preset.startswith("pursuit")} == {800_000}, "Table 1's budget"
+    assert [j.preset for j in grid(["lbf-10x10-3p-3f"], ["ippo", "mappo"], 1, 1000)] == ["lbf-10x10-3p-3f-ippo", "lbf-10x10-3p-3f-mappo"]
+
+
+def test_the_presets_train_what_they_say():
+    seac, narrow, mappo = (load_preset(name) for name in ("lbf-10x10-3p-3f-seac", "lbf-10x10-3p-3f-seac-q01", "spread-mappo"))
+    assert (seac.on_policy.algo, seac.sharing.select, seac.on_policy.rollout_length, seac.env.num_envs) == ("seac", "all", 5, 4)
+    assert (narrow.sharing.select, narrow.sharing.bandwidth) == ("quantile", 0.01)
+    assert (mappo.on_policy.algo, mappo.on_policy.critic_input, mappo.on_policy.clip) == ("mappo", "state", 0.2)
+
+
+def test_reproduce_seac_runs_and_reports(tmp_path):
+    pytest.importorskip("lbforaging")
+    root, results = tmp_path / "runs", tmp_path / "results"
+    args = ["reproduce", "seac", "--tasks", "lbf-8x8-2p-2f-coop", "--algos", "ia2c", "seac-q10", "--seeds", "1", "--steps", "200",
+            "--jobs", "2", "--out", str(root), "--results", str(results)]
+    assert main(args) == 0
+    assert progress(Job("lbf-8x8-2p-2f-coop-seac-q10", 0, 200), root) == 200
+    tables = (results / "tables.md").read_text()
+    assert "| lbf-8x8-2p-2f-coop | SEAC, quantile 10% |" in tables and "| 200 |" in tables
