@@ -31,7 +31,6 @@ from relayrl.replay.shared import RowSource, SharedDraws
 from relayrl.sharing.config import CORRECTIONS, SharingConfig
 from relayrl.sharing.corrections import DPSCorrection, ExternalWeights
 from relayrl.sharing.relay import Relay, RelayStats
-from relayrl.sharing.selectors import make_selector
 
 
 def replay_plan(spec: GroupSpec, algo: str, params: OffPolicyParams, sharing: SharingConfig) -> ReplayPlan:
@@ -86,20 +85,7 @@ class OffPolicyLearner(LearnerBase):
         if self.one_replay:
             self.correction = CORRECTIONS[sharing.correction](sharing, config.exploration_noise, device, seeds[2])
         elif sharing.select != "none":
-            if sharing.team is not None and any(not 0 <= i < spec.n_agents for i in sharing.team):
-                raise ConfigError(f"sharing.team indices must be in [0, {spec.n_agents}) for group {spec.name!r}, got {sharing.team}")
-            self.selector = make_selector(
-                sharing.select,
-                spec.n_agents,
-                bandwidth=sharing.bandwidth,
-                window=sharing.window,
-                gaussian_scale=sharing.gaussian_scale,
-                running_moments=sharing.running_moments,
-                stochastic_alpha=sharing.stochastic_alpha,
-                stochastic_normaliser=sharing.stochastic_normaliser,
-                seed=seeds[2],
-            )
-            self.relay = Relay(spec.n_agents, sharing.team)
+            self.selector, self.relay = sharing.selection(spec.name, spec.n_agents, seeds[2])
         self.outbox: list[dict[str, np.ndarray]] = []
         self.tally = MetricTally()
         self.updates = 0  # gradient steps per agent

@@ -33,8 +33,7 @@ from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
 from relayrl.replay import FieldSpec, ReplayPlan
 from relayrl.sharing.config import SharingConfig
-from relayrl.sharing.relay import Relay, RelayStats
-from relayrl.sharing.selectors import make_selector
+from relayrl.sharing.relay import RelayStats
 
 # what a rollout keeps of a fragment's steps, besides what the policy computed for them
 KEPT = ("obs", "action", "action_mask", "reward", "valid")
@@ -75,14 +74,7 @@ class OnPolicyLearner(LearnerBase):
         self.last_over: np.ndarray | None = None  # ``[W, N]``: the entity's episode ended with the last step
         self.shares = ALGORITHMS[algo].capabilities.select
         if self.shares:
-            if sharing.team is not None and any(not 0 <= i < spec.n_agents for i in sharing.team):
-                raise ConfigError(f"sharing.team indices must be in [0, {spec.n_agents}) for group {spec.name!r}, got {sharing.team}")
-            self.selector = make_selector(
-                sharing.select, spec.n_agents, bandwidth=sharing.bandwidth, window=sharing.window,
-                gaussian_scale=sharing.gaussian_scale, running_moments=sharing.running_moments,
-                stochastic_alpha=sharing.stochastic_alpha, stochastic_normaliser=sharing.stochastic_normaliser, seed=seeds[2],
-            )
-            self.relay = Relay(spec.n_agents, sharing.team)
+            self.selector, self.relay = sharing.selection(spec.name, spec.n_agents, seeds[2])
         self.bytes_per_transition = int(np.prod(spec.obs_shape)) * np.dtype(spec.obs_dtype).itemsize + 16  # obs, action, log-prob, return
         self.tally = MetricTally()
         self.updates = 0  # gradient steps per parameter set

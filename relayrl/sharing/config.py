@@ -53,6 +53,22 @@ class SharingConfig(Strict):
     def relays_by_bandwidth(self) -> bool:
         return SELECTORS[self.select].by_bandwidth
 
+    def selection(self, group: str, n_agents: int, seed: int) -> tuple[Any, Any]:
+        """The selector of ``select`` for a group's ``n_agents`` senders and the relay between
+        the members of ``team`` (``relayrl.sharing.selectors``, ``relayrl.sharing.relay``)."""
+        from relayrl.core.errors import ConfigError
+        from relayrl.sharing.relay import Relay
+        from relayrl.sharing.selectors import make_selector
+
+        if self.team is not None and any(not 0 <= i < n_agents for i in self.team):
+            raise ConfigError(f"sharing.team indices must be in [0, {n_agents}) for group {group!r}, got {self.team}")
+        selector = make_selector(
+            self.select, n_agents, bandwidth=self.bandwidth, window=self.window, gaussian_scale=self.gaussian_scale,
+            running_moments=self.running_moments, stochastic_alpha=self.stochastic_alpha,
+            stochastic_normaliser=self.stochastic_normaliser, seed=seed,
+        )
+        return selector, Relay(n_agents, self.team)
+
     @model_validator(mode="after")
     def _shared_replay(self) -> "SharingConfig":
         if self.replay == "shared" and self.select != "all":
