@@ -35,3 +35,4 @@ def test_reproduce_seac_runs_and_reports(tmp_path):
     assert progress(Job("lbf-8x8-2p-2f-coop-seac-q10", 0, 200), root) == 200
     tables = (results / "tables.md").read_text()
     assert "| lbf-8x8-2p-2f-coop | SEAC, quantile 10% |" in tables and "| 200 |" in tables
+    assert (results / "figures" / "learning_curves.png").is_file(), "training episodes are plotted before any evaluation"
