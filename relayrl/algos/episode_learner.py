@@ -16,7 +16,7 @@ every ``target_update_episodes`` finished episodes.
 
 import time
 from dataclasses import asdict
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 import torch
@@ -74,13 +74,8 @@ class EpisodeLearner(LearnerBase):
 
     bytes_per_transition = 0  # it relays nothing
 
-    def _not_exchanged(self, *args: Any) -> NoReturn:
-        raise ConfigError(
-            f"policy {self.name!r} learns from whole episodes of its group's agents together: it takes no part in relay.between "
-            "or shared_replay.between, which move single transitions between per-agent learners"
-        )
-
-    export_relay = outgoing = incoming = join_shared_replay = shared_rows = shared_size = _not_exchanged
+    not_exchanged = "learns from whole episodes of its group's agents together"
+    export_relay = outgoing = incoming = join_shared_replay = shared_rows = shared_size = LearnerBase._not_exchanged
 
     @property
     def metric_columns(self) -> tuple[str, ...]:

@@ -5,12 +5,12 @@ hyperparameters a scheme may change, and the policy file a checkpoint keeps."""
 import copy
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 from relayrl.algos.layout import AgentLayout
-from relayrl.core.errors import CheckpointError
+from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.core.specs import GroupSpec
 from relayrl.sharing.relay import Relay
 from relayrl.sharing.selectors import Selector
@@ -102,6 +102,7 @@ class LearnerBase(Acting):
     relay: Relay | None = None
     selector: Selector | None = None
     exports: bool = False  # whether it relays to other learners (``relay.between``)
+    not_exchanged: str = ""  # why it takes no part in exchanges between learners, where it takes none
 
     @property
     def metric_columns(self) -> tuple[str, ...]:
@@ -135,6 +136,13 @@ class LearnerBase(Acting):
             **{key: tally.mean(key) for key in self.metric_columns},
             "relay": self.relay.drain() if self.relay is not None else None,
         }
+
+    def _not_exchanged(self, *args: Any) -> NoReturn:
+        """What a learner that takes no part in exchanges answers for their calls."""
+        raise ConfigError(
+            f"policy {self.name!r} {self.not_exchanged}: it takes no part in relay.between or shared_replay.between, which move "
+            "single transitions between per-agent off-policy learners"
+        )
 
     def export_relay(self) -> None:
         """From now on this learner keeps what its selection picks for other learners

@@ -19,7 +19,7 @@ the steps it received (``relayrl.algos.seac``).
 """
 
 from dataclasses import asdict
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 import torch
@@ -28,7 +28,7 @@ from relayrl.algos.advantages import gae
 from relayrl.algos.algorithm import ALGORITHMS
 from relayrl.algos.layout import AgentLayout
 from relayrl.algos.learner import LearnerBase, MetricTally
-from relayrl.core.errors import ConfigError, NonFiniteError
+from relayrl.core.errors import NonFiniteError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.specs import GroupSpec
 from relayrl.replay import FieldSpec, ReplayPlan
@@ -80,13 +80,8 @@ class OnPolicyLearner(LearnerBase):
         self.updates = 0  # gradient steps per parameter set
         self.rollouts = 0
 
-    def _not_exchanged(self, *args: Any) -> NoReturn:
-        raise ConfigError(
-            f"policy {self.name!r} learns on-policy from its own rollouts: it takes no part in relay.between or "
-            "shared_replay.between, which move replay rows between off-policy learners"
-        )
-
-    export_relay = outgoing = incoming = join_shared_replay = shared_rows = shared_size = _not_exchanged
+    not_exchanged = "learns on-policy from its own rollouts"
+    export_relay = outgoing = incoming = join_shared_replay = shared_rows = shared_size = LearnerBase._not_exchanged
 
     @property
     def metric_columns(self) -> tuple[str, ...]:
