@@ -408,6 +408,7 @@ def _arena_presets() -> dict[str, tuple[str, dict[str, Any]]]:
 # agent) and its episode limits: 25 steps in Level-Based Foraging, 500 in the warehouse.
 # The ids are those of lbforaging 2.0 and rware 2.0 (the paper's v0 / v1 dynamics, renamed).
 PG_TASKS: dict[str, tuple[str, dict[str, Any]]] = {
+    "lbf-8x8-2p-2f": ("Foraging-8x8-2p-2f-v3", {"max_episode_steps": 25}),  # ours: not the paper's, learnt in minutes here
     "lbf-8x8-2p-2f-coop": ("Foraging-8x8-2p-2f-coop-v3", {"max_episode_steps": 25}),
     "lbf-10x10-3p-3f": ("Foraging-10x10-3p-3f-v3", {"max_episode_steps": 25}),
     "lbf-12x12-2p-1f": ("Foraging-12x12-2p-1f-v3", {"max_episode_steps": 25}),
