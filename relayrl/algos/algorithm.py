@@ -152,11 +152,9 @@ class OffPolicyParams:
 
 @dataclass(frozen=True)
 class OnPolicyParams:
-    """What the code common to every learner reads of an on-policy learner's config: one
-    update per rollout of ``rollout_length`` steps of every env copy, no random warm-up."""
+    """What the code common to every learner reads of an on-policy learner's config (its
+    rollouts are the learner's own business): the layout, and no random warm-up."""
 
-    rollout_length: int
-    gamma: float
     param_sharing: bool = False
     random_steps: int = 0
 

@@ -272,4 +272,4 @@ class OnPolicyConfig(Strict):
         return self
 
     def learner_params(self) -> OnPolicyParams:
-        return OnPolicyParams(rollout_length=self.rollout_length, gamma=self.gamma, param_sharing=self.param_sharing)
+        return OnPolicyParams(param_sharing=self.param_sharing)
