@@ -4,7 +4,7 @@
 import pytest
 
 from relayrl.experiment import build_run, build_config
-from relayrl.experiment.presets import ACTOR_CRITIC
+from relayrl.experiment.presets.dase import ACTOR_CRITIC
 
 
 def _pendulum(algo: str, k: int, correction: str | None) -> dict:

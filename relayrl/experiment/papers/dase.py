@@ -17,7 +17,8 @@ import numpy as np
 from relayrl.experiment.grid import Job
 from relayrl.experiment.papers.common import draw_curve, final_rewards, no_studies, option_values, runs_of, seeds_cell, table_cell, write_tables
 from relayrl.experiment.plots import pyplot, save_if_drawn
-from relayrl.experiment.presets import GYM_TASKS, load_preset
+from relayrl.experiment.presets import load_preset
+from relayrl.experiment.presets.dase import GYM_TASKS
 
 NAME = "dase"
 RESULTS = NAME

@@ -20,7 +20,7 @@ import numpy as np
 from relayrl.experiment.grid import Job
 from relayrl.experiment.papers.common import draw_curve, final_rewards, no_studies, option_values, runs_of, table_cell, write_tables
 from relayrl.experiment.plots import pyplot, save_if_drawn
-from relayrl.experiment.presets import PG_TASKS, PG_VARIANTS
+from relayrl.experiment.presets.policy_gradient import PG_TASKS, PG_VARIANTS
 
 NAME = "seac"
 RESULTS = "policy_gradient"

@@ -21,7 +21,7 @@ from relayrl.experiment.config import build_config
 from relayrl.experiment.grid import Job
 from relayrl.experiment.papers.common import Display, draw_curve, option_values, runs_of, table_cell
 from relayrl.experiment.plots import binned, mean_std, pyplot, save_if_drawn, smooth
-from relayrl.experiment.presets import COEVOLVING_VARIANTS, SWEEP_BANDWIDTHS, SWEEP_MODES, SWEEP_STEPS, sweep_preset
+from relayrl.experiment.presets.super import COEVOLVING_VARIANTS, SWEEP_BANDWIDTHS, SWEEP_MODES, SWEEP_STEPS, sweep_preset
 from relayrl.experiment.build import build_run
 from relayrl.sharing.selectors import GaussianSelector, QuantileSelector
 

@@ -1,0 +1,57 @@
+"""Named presets, generated from one grid of tasks x variants per paper (no copy-pasted configs).
+
+Each module holds one paper's table: ``super`` (paper 000), ``dase`` (paper 001),
+``predator_prey`` (papers 002-003), ``arena`` (paper 004) and ``policy_gradient`` (SEAC,
+IPPO, MAPPO). A preset is a description and a set of overrides on RunConfig's defaults.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from relayrl.core.errors import ConfigError
+from relayrl.experiment.config import RunConfig, build_config
+from relayrl.experiment.presets.arena import arena_presets
+from relayrl.experiment.presets.common import Presets
+from relayrl.experiment.presets.dase import dase_presets
+from relayrl.experiment.presets.policy_gradient import policy_gradient_presets
+from relayrl.experiment.presets.predator_prey import predator_prey_presets
+from relayrl.experiment.presets.super import super_presets
+
+PRESETS: Presets = {**super_presets(), **dase_presets(), **predator_prey_presets(), **arena_presets(), **policy_gradient_presets()}
+
+
+def preset_names() -> list[str]:
+    return list(PRESETS)
+
+
+def preset_dict(name: str) -> dict[str, Any]:
+    """The preset's full config as a nested dict (every key present, so overrides can use any path)."""
+    if name not in PRESETS:
+        close = [p for p in PRESETS if name.split("-")[-1] in p] or list(PRESETS)
+        raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(close)} (relayrl list shows all)")
+    _, overrides = PRESETS[name]
+    return build_config({**overrides, "preset": name}).model_dump(mode="json")
+
+
+def config_dict(source: str) -> dict[str, Any]:
+    """A preset by name, or a YAML file of config keys (``relayrl train my_run.yaml``): what
+    it leaves out takes the defaults, and its ``preset`` names the run (default: the file's
+    stem)."""
+    if not source.endswith((".yaml", ".yml")):
+        return preset_dict(source)
+    path = Path(source)
+    if not path.is_file():
+        raise ConfigError(f"config file {source} does not exist (a preset name has no .yaml suffix: relayrl list shows them)")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{source} is not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source} must hold a mapping of config keys (env:, dqn:, sharing:, ...), not a {type(data).__name__}")
+    return {"preset": path.stem, **data}  # validated once the command line's overrides are applied
+
+
+def load_preset(name: str) -> RunConfig:
+    return build_config(preset_dict(name))
