@@ -16,6 +16,7 @@ def test_grid_goes_seed_by_seed_over_the_variants_each_task_has():
                      "spread-ippo", "spread-mappo", "pursuit-ia2c", "pursuit-seac"]
     assert [j.seed for j in jobs] == [0] * 8 + [1] * 8
     assert {j.steps for j in jobs if j.preset.startswith("pursuit")} == {800_000}, "Table 1's budget"
+    assert {j.steps for j in grid(["lbf-8x8-2p-2f"], None, 1, None)} == {300_000}, "each task's own budget"
     assert [j.preset for j in grid(["lbf-10x10-3p-3f"], ["ippo", "mappo"], 1, 1000)] == ["lbf-10x10-3p-3f-ippo", "lbf-10x10-3p-3f-mappo"]
 
 

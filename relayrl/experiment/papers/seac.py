@@ -31,7 +31,6 @@ TASKS = (*PG_TASKS, "spread", "pursuit")
 DEFAULT_TASKS = ("lbf-8x8-2p-2f-coop",)
 VARIANTS = {"spread": ("ippo", "mappo"), "pursuit": ("ia2c", "seac")}  # the others: every PG_VARIANTS entry
 DEFAULT_ALGOS = ("ia2c", "seac", "seac-q10", "seac-q01")
-STEPS = {"pursuit": 800_000}  # Table 1's budget; the others: their presets'
 LAST_EVALUATIONS = 5
 LABELS = {
     "ia2c": "IA2C", "seac": "SEAC", "seac-q10": "SEAC, quantile 10%", "seac-q01": "SEAC, quantile 1%", "ippo": "IPPO", "mappo": "MAPPO",
@@ -53,7 +52,7 @@ def grid(tasks: list[str], algos: list[str] | None, seeds: int, steps: int | Non
         for task in tasks:
             for variant in _variants(task, algos):
                 preset = f"{task}-{variant}"
-                jobs.append(Job(preset, seed, steps or STEPS.get(task) or load_preset(preset).total_steps))
+                jobs.append(Job(preset, seed, steps or load_preset(preset).total_steps))
     return jobs
 
 

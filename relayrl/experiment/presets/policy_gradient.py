@@ -11,13 +11,15 @@ from relayrl.experiment.presets.super import PURSUIT_BASE
 # (``relayrl.algos.sections.ALGO_DEFAULTS``: 5-step rollouts of 4 env copies, a network per
 # agent) and its episode limits: 25 steps in Level-Based Foraging, 500 in the warehouse.
 # The ids are those of lbforaging 2.0 and rware 2.0 (the paper's v0 / v1 dynamics, renamed).
-PG_TASKS: dict[str, tuple[str, dict[str, Any]]] = {
-    "lbf-8x8-2p-2f": ("Foraging-8x8-2p-2f-v3", {"max_episode_steps": 25}),  # ours: not the paper's, learnt in minutes here
-    "lbf-8x8-2p-2f-coop": ("Foraging-8x8-2p-2f-coop-v3", {"max_episode_steps": 25}),
-    "lbf-10x10-3p-3f": ("Foraging-10x10-3p-3f-v3", {"max_episode_steps": 25}),
-    "lbf-12x12-2p-1f": ("Foraging-12x12-2p-1f-v3", {"max_episode_steps": 25}),
-    "rware-tiny-2ag": ("rware-tiny-2ag-v2", {"max_steps": 500}),
-    "rware-tiny-4ag": ("rware-tiny-4ag-v2", {"max_steps": 500}),
+# Budgets are what this project's 2-core machine finishes in hours, not the paper's 50M
+# (LBF) and 40-150M (RWARE) env steps: task -> (env id, env kwargs, env steps).
+PG_TASKS: dict[str, tuple[str, dict[str, Any], int]] = {
+    "lbf-8x8-2p-2f": ("Foraging-8x8-2p-2f-v3", {"max_episode_steps": 25}, 300_000),  # ours: not the paper's, learnt in minutes here
+    "lbf-8x8-2p-2f-coop": ("Foraging-8x8-2p-2f-coop-v3", {"max_episode_steps": 25}, 2_000_000),
+    "lbf-10x10-3p-3f": ("Foraging-10x10-3p-3f-v3", {"max_episode_steps": 25}, 2_000_000),
+    "lbf-12x12-2p-1f": ("Foraging-12x12-2p-1f-v3", {"max_episode_steps": 25}, 2_000_000),
+    "rware-tiny-2ag": ("rware-tiny-2ag-v2", {"max_steps": 500}, 2_000_000),
+    "rware-tiny-4ag": ("rware-tiny-4ag-v2", {"max_steps": 500}, 2_000_000),
 }
 PG_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "ia2c": ("independent A2C, a network per agent", {"on_policy": {"algo": "a2c"}}),
@@ -31,7 +33,6 @@ PG_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 PG_RUN: dict[str, Any] = {
     "env": {"num_envs": 4},
-    "total_steps": 2_000_000,
     "report_interval": 20_000,
     "eval": {"interval": 20_000, "episodes": 20},
     "checkpoint_interval": 100_000,
@@ -50,8 +51,8 @@ SPREAD: dict[str, Any] = {
 
 def policy_gradient_presets() -> Presets:
     table: Presets = {}
-    for task, (env_id, kwargs) in PG_TASKS.items():
-        base = merge(PG_RUN, {"env": {"name": env_id, "settings": {"kwargs": kwargs}}})
+    for task, (env_id, kwargs, steps) in PG_TASKS.items():
+        base = merge(PG_RUN, {"env": {"name": env_id, "settings": {"kwargs": kwargs}}, "total_steps": steps})
         for name, (description, overrides) in PG_VARIANTS.items():
             if name == "mappo":  # neither env has a global state: the critic sees every agent's observation
                 overrides = merge(overrides, {"on_policy": {"critic_input": "joint_obs"}})
