@@ -19,7 +19,7 @@ def test_list_and_show(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "pursuit-super-quantile" in out and "pursuit-paramshare" in out
-    assert "algorithms: a2c, ddpg, dqn, mappo, ppo, qmix, sac, seac, td3" in out and "selection modes (sharing.select): quantile" in out
+    assert "algorithms: a2c, ddpg, dqn, maddpg, mappo, masac, matd3, ppo, qmix, sac, seac, td3" in out and "selection modes (sharing.select): quantile" in out
     assert "qmix (qmix section): discrete actions, off-policy, recurrent, centralised, reads the global state, parameter sharing; no sharing mode" in out
     assert "td3 (actor_critic section): continuous actions, off-policy; sharing modes: sharing.select, sharing.replay=shared" in out
     assert "policy kinds (policies.<id>.kind): learning, frozen, snapshot, random, scripted" in out and "corrections (sharing.correction): dps, none" in out

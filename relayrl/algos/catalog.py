@@ -55,3 +55,15 @@ for name, capabilities in (("ppo", ON_POLICY), ("mappo", replace(ON_POLICY, read
     ALGORITHMS.add(name, AlgorithmEntry(make_policy_gradient, no_transition_fields, "on_policy", capabilities, on_policy_learner, rollout_plan))
 SEAC = Capabilities(frozenset({"discrete", "continuous"}), on_policy=True, select=True)
 ALGORITHMS.add("seac", AlgorithmEntry(Lazy("relayrl.algos.seac:make_seac"), no_transition_fields, "on_policy", SEAC, on_policy_learner, rollout_plan))
+
+# centralised critics on joint transitions (``relayrl.algos.centralised``): every agent's
+# critic sees the group's observations and actions, so teammates share one replay and
+# relaying transitions to each other does not apply; MATD3's target smoothing is for Box actions
+CENTRALISED = Capabilities(frozenset({"discrete", "continuous"}), centralised=True, param_sharing=True)
+centralised_learner, joint_plan = Lazy("relayrl.algos.centralised:CentralisedLearner"), Lazy("relayrl.algos.centralised:joint_plan")
+for name, make, capabilities in (
+    ("maddpg", Lazy("relayrl.algos.maddpg:make_maddpg"), CENTRALISED),
+    ("matd3", Lazy("relayrl.algos.maddpg:make_maddpg"), replace(CENTRALISED, actions=frozenset({"continuous"}))),
+    ("masac", Lazy("relayrl.algos.masac:make_masac"), CENTRALISED),
+):
+    ALGORITHMS.add(name, AlgorithmEntry(make, Lazy("relayrl.algos.joint_critics:joint_fields"), "centralised", capabilities, centralised_learner, joint_plan))

@@ -34,6 +34,7 @@ class PolicyConfig(Strict):
     actor_critic: dict[str, Any] = Field(default_factory=dict, description="changes to the run's actor_critic section")
     qmix: dict[str, Any] = Field(default_factory=dict, description="changes to the run's qmix section")
     on_policy: dict[str, Any] = Field(default_factory=dict, description="changes to the run's on_policy section")
+    centralised: dict[str, Any] = Field(default_factory=dict, description="changes to the run's centralised section")
     sharing: dict[str, Any] = Field(default_factory=dict, description="changes to the run's sharing section")
     script: str | None = Field(None, description="scripted: the acting function's import path")
     of: str | None = Field(None, description="snapshot: the learning policy whose snapshots it plays (self-play)")
@@ -58,8 +59,8 @@ class PolicyConfig(Strict):
             raise ValueError("checkpoint/pretrained/agents apply to kind=frozen only")
         if scripted != (self.script is not None):
             raise ValueError("a scripted policy needs script=package.module.function, and only a scripted policy takes one")
-        if self.kind in ("random", "scripted") and (self.dqn or self.actor_critic or self.qmix or self.on_policy or self.sharing):
-            raise ValueError(f"a {self.kind} policy has no networks: remove its dqn/actor_critic/qmix/on_policy/sharing keys")
+        if self.kind in ("random", "scripted") and (self.dqn or self.actor_critic or self.qmix or self.on_policy or self.centralised or self.sharing):
+            raise ValueError(f"a {self.kind} policy has no networks: remove its dqn/actor_critic/qmix/on_policy/centralised/sharing keys")
         return self
 
     @property

@@ -17,7 +17,7 @@ The global state: every agent's position and velocity and the targets' positions
 """
 
 from dataclasses import asdict
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from gymnasium import spaces
@@ -236,6 +236,7 @@ class NavigationSection(EnvSection):
 
     name: Literal["cooperative-navigation"] = "cooperative-navigation"
     settings: NavigationSettings = NavigationSettings()
+    actions: ClassVar[str] = "any"  # its settings choose: action_kind() tells
 
     @model_validator(mode="after")
     def _vector_kind(self) -> "NavigationSection":

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from relayrl.algos import ALGORITHMS
-from relayrl.algos.sections import ActorCriticConfig, DQNConfig, OnPolicyConfig, ValueDecompositionConfig
+from relayrl.algos.sections import ActorCriticConfig, CentralisedConfig, DQNConfig, OnPolicyConfig, ValueDecompositionConfig
 from relayrl.arena.match import Match, check_match_syntax, default_match, match_policy_ids
 from relayrl.arena.policy_config import PolicyConfig
 from relayrl.arena.round import HooksConfig, RoundConfig
@@ -131,6 +131,7 @@ class BackendConfig(Strict):
 # The config sections algorithms register with (``AlgorithmEntry.section``): one other than
 # ``dqn`` replaces it as the run's learner where it is set. Each is a field of RunConfig and of
 # PolicyConfig (a policy's changes to it); ``_sections_declared`` below checks both.
+LearnerSection = DQNConfig | ActorCriticConfig | ValueDecompositionConfig | OnPolicyConfig | CentralisedConfig
 LEARNER_SECTIONS = tuple(dict.fromkeys(ALGORITHMS[name].section for name in ALGORITHMS if ALGORITHMS[name].section != "dqn"))
 
 
@@ -144,6 +145,7 @@ class RunConfig(Strict):
     actor_critic: ActorCriticConfig | None = Field(None, description="continuous actions: the actor-critic learner (dqn is unused)")
     qmix: ValueDecompositionConfig | None = Field(None, description="value decomposition over each group's agents, on episodes (dqn is unused)")
     on_policy: OnPolicyConfig | None = Field(None, description="policy gradients on rollouts: ppo, mappo, a2c, seac (dqn is unused)")
+    centralised: CentralisedConfig | None = Field(None, description="centralised critics on joint transitions: maddpg, matd3, masac (dqn is unused)")
     sharing: SharingConfig = SharingConfig()
     policies: dict[str, PolicyConfig] = Field(
         default_factory=dict, description="by id; without a match each drives the group of its name, and groups without one learn"
@@ -234,12 +236,12 @@ class RunConfig(Strict):
         set, else ``dqn``."""
         return next((name for name in LEARNER_SECTIONS if getattr(self, name) is not None), "dqn")
 
-    def algorithm(self) -> tuple[str, DQNConfig | ActorCriticConfig | ValueDecompositionConfig | OnPolicyConfig]:
+    def algorithm(self) -> tuple[str, LearnerSection]:
         """The registered algorithm the run's learners train, with its config section."""
         section = getattr(self, self.algorithm_section())
         return getattr(section, "algo", "dqn"), section
 
-    def recipe(self, pid: str) -> tuple[str, DQNConfig | ActorCriticConfig | ValueDecompositionConfig | OnPolicyConfig, SharingConfig]:
+    def recipe(self, pid: str) -> tuple[str, LearnerSection, SharingConfig]:
         """What policy ``pid`` learns (or was trained) with: the registered algorithm, its
         config section and its sharing, each the run's changed by the policy's own keys."""
         algo, section = self.algorithm()

@@ -118,8 +118,8 @@ def test_scoring_transitions_leaves_the_update_stream_untouched():
 
 
 def test_an_unknown_algorithm_names_the_registered_ones():
-    with pytest.raises(KeyError, match="unknown algorithm .maddpg.; registered: a2c, ddpg, dqn, mappo, ppo, qmix, sac, seac, td3"):
-        ALGORITHMS["maddpg"]
+    with pytest.raises(KeyError, match="unknown algorithm .coma.; registered: a2c, ddpg, dqn, maddpg, mappo, masac, matd3, ppo, qmix, sac, seac, td3"):
+        ALGORITHMS["coma"]
 
 
 def test_a_learner_relays_what_its_agents_selected_to_every_agent_of_another():

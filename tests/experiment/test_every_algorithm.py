@@ -17,7 +17,8 @@ POOLS = {"local": {"kind": "local"}, "ray": {"kind": "ray", "runners": 1, "learn
 
 
 def _config(algo: str, backend: dict) -> dict:
-    """A run of a few hundred env steps that the algorithm's learner can train on: whole
+    """A run of a few hundred env steps that the algorithm's learner can train on: two small
+    cooperative-navigation games for centralised critics, whole
     episodes of a small Predator-Prey for a learner of a group's agents together, two Pendulum copies for Box
     actions, the corridor for discrete ones; rollouts of 16 steps of two corridor copies for
     on-policy learners, collected 6 steps at a time so that checkpoints fall inside rollouts."""
@@ -29,6 +30,10 @@ def _config(algo: str, backend: dict) -> dict:
         corridor = {"name": "corridor", "settings": {"n_agents": 2, "length": 3, "max_steps": 8}, "num_envs": 2}
         shared = {"sharing": {"select": "all"}} if entry.capabilities.select else {}
         return {**run, "env": corridor, entry.section: section, "backend": {**backend, "fragment_steps": 6}, **shared}
+    if entry.section == "centralised":
+        section = {"algo": algo, "random_steps": 100, "hidden": [16], "batch_size": 16, "buffer_size": 500, "fragment_length": 4, "updates_per_fragment": 1}
+        navigation = {"name": "cooperative-navigation", "settings": {"n_agents": 2, "max_cycles": 20}, "num_envs": 2}
+        return {**run, "env": navigation, entry.section: section}
     if entry.capabilities.centralised:
         game = {"n_predators": 3, "n_stags": 1, "x_size": 4, "y_size": 4, "max_cycles": 20}
         section = {"algo": algo, "max_episode_length": 20, "batch_size": 2, "buffer_size": 20, "target_update_episodes": 5}
