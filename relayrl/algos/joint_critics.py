@@ -7,6 +7,8 @@ reads ``x = (o_1, ..., o_N, a_1, ..., a_N)`` in agent order, observations flatte
 discrete actions one-hot; its actor step replaces ``a_i`` by its actor's action and keeps
 the other agents' replayed actions (Lowe et al. 2017, eq. 5). Actors share one parameter
 set with ``param_sharing`` (acting rows of every agent); critics are always one per agent.
+Without ``joint_critic`` each critic reads its agent's own observation and action only: the
+same code then trains independent agents (the AI Arena's SAC per entity, paper 004 Fig. 11).
 
 Actions: Box actions are ``center + scale * tanh(f(o))`` within the bounds; discrete ones
 go through the straight-through Gumbel-softmax (Jang et al. 2017): a one-hot sample
@@ -53,6 +55,7 @@ class JointCritics:
         device: torch.device,
         seed: int,
         actor_target: bool = True,
+        joint_critic: bool = True,
     ) -> None:
         self.n_sets = n_sets
         self.n_agents = n = spec.n_agents
@@ -68,8 +71,9 @@ class JointCritics:
             self._scale_np = (self._high_np - self._low_np) / 2
         torch.manual_seed(seed)
         self.actor = StackedMLP(n_sets, [self.obs_dim, *hidden, actor_out]).to(device)
-        joint = n * (self.obs_dim + self.action_dim)
-        self.critics = nn.ModuleList(StackedMLP(n, [joint, *hidden, 1]) for _ in range(n_critics)).to(device)
+        self.joint_critic = joint_critic
+        inputs = (n if joint_critic else 1) * (self.obs_dim + self.action_dim)
+        self.critics = nn.ModuleList(StackedMLP(n, [inputs, *hidden, 1]) for _ in range(n_critics)).to(device)
         self.critics_target = copy.deepcopy(self.critics).requires_grad_(False)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False) if actor_target else None
         self.generator = torch.Generator(device=device).manual_seed(seed)
@@ -88,8 +92,11 @@ class JointCritics:
         return y.reshape(self.n_agents, batch, *y.shape[2:]) if self.n_sets == 1 else y
 
     def critic_input(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """``obs [B, N, D]`` and each critic's joint action ``[N, B, N, A]`` -> ``[N, B, N (D + A)]``."""
+        """``obs [B, N, D]`` and each critic's joint action ``[N, B, N, A]`` -> ``[N, B, N (D + A)]``;
+        with ``joint_critic`` off, critic i's own observation and action ``[N, B, D + A]``."""
         b = obs.shape[0]
+        if not self.joint_critic:
+            return torch.cat([obs.transpose(0, 1), torch.diagonal(actions, dim1=0, dim2=2).permute(2, 0, 1)], dim=-1)
         flat_obs = obs.reshape(1, b, -1).expand(self.n_agents, b, -1)
         return torch.cat([flat_obs, actions.reshape(self.n_agents, b, -1)], dim=-1)
 

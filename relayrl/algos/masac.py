@@ -45,6 +45,7 @@ class MASACParams:
     auto_alpha: bool = True
     target_entropy_scale: float = 0.98
     max_grad_norm: float = 10.0
+    joint_critic: bool = True
 
 
 class MASAC(JointCritics):
@@ -56,7 +57,7 @@ class MASAC(JointCritics):
     def __init__(self, spec: GroupSpec, n_sets: int, params: MASACParams, device: torch.device, seed: int) -> None:
         n_actions = spec.n_actions if spec.n_actions else int(np.prod(spec.action_shape))
         out = n_actions if spec.n_actions else 2 * n_actions
-        super().__init__(spec, n_sets, params.hidden, out, 2, device, seed, actor_target=False)
+        super().__init__(spec, n_sets, params.hidden, out, 2, device, seed, actor_target=False, joint_critic=params.joint_critic)
         self.params = params
         self.log_alpha = torch.full((self.n_agents,), math.log(params.initial_alpha), device=device, requires_grad=True)
         self.target_entropy = params.target_entropy_scale * math.log(n_actions) if self.discrete else -float(n_actions)
@@ -167,5 +168,6 @@ def make_masac(spec: GroupSpec, config: Any, n_sets: int, device: torch.device, 
         auto_alpha=c.auto_alpha,
         target_entropy_scale=c.target_entropy_scale,
         max_grad_norm=c.max_grad_norm,
+        joint_critic=c.critic == "joint",
     )
     return MASAC(spec, n_sets, params, device, seed)

@@ -321,6 +321,9 @@ class CentralisedConfig(Strict):
     target_entropy_scale: float = Field(0.98, gt=0, description="masac, discrete: the target entropy is this x log |A|")
     max_grad_norm: float = Field(10.0, gt=0, description="each parameter set's gradient norm (EPyMARL's 10; HARL clips none)")
     param_sharing: bool = Field(False, description="one actor for the group's agents (critics stay one per agent)")
+    critic: Literal["joint", "own"] = Field(
+        "joint", description="joint: each agent's critic sees every agent's observation and action; own: its agent's only (independent learners)"
+    )
     time_limit_as_terminal: bool = False
 
     @model_validator(mode="before")

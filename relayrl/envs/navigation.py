@@ -4,7 +4,9 @@
 N agents and N targets in the plane. The team earns ``reward_per_target`` (paper 004: +1)
 for every target an agent occupies, at every step, for ``max_cycles`` steps (paper 004:
 300, so 900 at most with 3 agents); there is no collision penalty, and the reward is split
-evenly over the agents, so a group's summed reward is the team's. The physics are MPE's
+evenly over the agents, so a group's summed reward is the team's. ``joint_agent`` makes
+the N entities one agent (paper 004's third assignment: one SAC agent whose action is
+the three entities' actions together). The physics are MPE's
 simple_spread (``relayrl.envs.particles``; the paper took the task from MADDPG's MPE),
 with its constants: agents of radius 0.15 that push each other apart, starts and targets
 uniform in ``[-1, 1]^2``, velocities 0 at the start; a target counts as occupied when an
@@ -44,6 +46,13 @@ class NavigationSettings(Strict):
     agent_size: float = Field(0.15, gt=0)
     collide: bool = Field(True, description="agents push each other apart (never a penalty)")
     continuous_actions: bool = True
+    joint_agent: bool = Field(False, description="one agent drives every entity: the entities' observations side by side, their forces as one action")
+
+    @model_validator(mode="after")
+    def _joint_forces(self) -> "NavigationSettings":
+        if self.joint_agent and not self.continuous_actions:
+            raise ValueError("joint_agent acts with every entity's force at once: it needs continuous_actions=true")
+        return self
 
 
 class NavigationVectorEnv:
@@ -60,12 +69,15 @@ class NavigationVectorEnv:
         self.obs_size = 4 + 2 * n + 2 * (n - 1)
         self.state_size = 6 * n
         continuous = s.continuous_actions
+        # the agents the learners see: the entities, or one agent for all of them (joint_agent)
+        self.agents, per_agent = (1, n) if s.joint_agent else (n, 1)
+        ids = ("team",) if s.joint_agent else tuple(f"agent_{i}" for i in range(n))
+        force = 2 * per_agent
         self.groups = (
             GroupSpec(
-                "agent", tuple(f"agent_{i}" for i in range(n)), (self.obs_size,), np.dtype(np.float32),
-                0 if continuous else 5,
-                action_shape=(2,) if continuous else (), action_low=(-1.0, -1.0) if continuous else (),
-                action_high=(1.0, 1.0) if continuous else (), state_shape=(self.state_size,),
+                "agent", ids, (self.obs_size * per_agent,), np.dtype(np.float32), 0 if continuous else 5,
+                action_shape=(force,) if continuous else (), action_low=(-1.0,) * force if continuous else (),
+                action_high=(1.0,) * force if continuous else (), state_shape=(self.state_size,),
             ),
         )
         # each agent's others, in agent order without itself: [N, N - 1]
@@ -101,7 +113,8 @@ class NavigationVectorEnv:
         return np.concatenate([self.bodies.pos.reshape(e, -1), self.bodies.vel.reshape(e, -1), self.targets.reshape(e, -1)], 1).astype(np.float32)
 
     def _observed(self) -> GroupObs:
-        return GroupObs(self.observe(), np.ones((self.num_envs, self.N), bool), self.state())
+        obs = self.observe().reshape(self.num_envs, self.agents, -1)
+        return GroupObs(obs, np.ones((self.num_envs, self.agents), bool), self.state())
 
     def advance(self, actions: np.ndarray) -> np.ndarray:
         """One step of every game's physics; returns the team reward ``[E]``."""
@@ -123,11 +136,12 @@ class NavigationVectorEnv:
         """``actions[0]``: ``[E, N, 2]`` forces or ``[E, N]`` moves; games that end are reset
         (``next_obs`` keeps the final observation)."""
         chosen = np.asarray(actions[0])
-        shape = (self.num_envs, self.N, 2) if self.s.continuous_actions else (self.num_envs, self.N)
+        (spec,) = self.groups
+        shape = (self.num_envs, self.agents, *spec.action_shape)
         if chosen.shape != shape or (not self.s.continuous_actions and (chosen.min() < 0 or chosen.max() >= 5)):
             kind = "forces in [-1, 1]" if self.s.continuous_actions else "integer moves in [0, 5)"
             raise ValueError(f"cooperative-navigation actions must be {kind} of shape {shape}, got {chosen.shape}")
-        team = self.advance(chosen)
+        team = self.advance(chosen.reshape(self.num_envs, self.N, 2) if self.s.joint_agent else chosen)
         truncated = self.frames >= self.s.max_cycles
         final = self._observed()
         self.tally.add(team[:, None], truncated)
@@ -135,11 +149,11 @@ class NavigationVectorEnv:
         if truncated.any():
             self._spawn(np.flatnonzero(truncated))
             observed = self._observed()
-        agents = (self.num_envs, self.N)
+        agents = (self.num_envs, self.agents)
         step = GroupStep(
             obs=observed.obs,
             next_obs=final.obs,
-            reward=np.broadcast_to((team / self.N).astype(np.float32)[:, None], agents).copy(),
+            reward=np.broadcast_to((team / self.agents).astype(np.float32)[:, None], agents).copy(),
             terminated=np.zeros(agents, bool),
             truncated=np.broadcast_to(truncated[:, None], agents).copy(),
             alive=observed.alive,
@@ -192,7 +206,7 @@ class NavigationParallelEnv(ParallelEnv):
         self.possible_agents = list(spec.agent_ids)
         self.agents: list[str] = []
         self._observation_space = spaces.Box(-np.inf, np.inf, spec.obs_shape, np.float32)
-        self._action_space = spaces.Box(-1.0, 1.0, (2,), np.float32) if spec.continuous else spaces.Discrete(5)
+        self._action_space = spaces.Box(-1.0, 1.0, spec.action_shape, np.float32) if spec.continuous else spaces.Discrete(5)
         self.state_space = spaces.Box(-np.inf, np.inf, spec.state_shape, np.float32)
 
     def observation_space(self, agent: str) -> spaces.Space:
@@ -202,7 +216,7 @@ class NavigationParallelEnv(ParallelEnv):
         return self._action_space
 
     def _observations(self) -> dict[str, np.ndarray]:
-        obs = self.game.observe()[0]
+        obs = self.game.observe()[0].reshape(self.game.agents, -1)
         return {a: obs[i] for i, a in enumerate(self.possible_agents)}
 
     def state(self) -> np.ndarray:
@@ -215,11 +229,12 @@ class NavigationParallelEnv(ParallelEnv):
 
     def step(self, actions: dict[str, Any]):
         game = self.game
-        idle = np.zeros(2) if game.s.continuous_actions else 0
-        chosen = np.array([[actions.get(a, idle) for a in self.possible_agents]])
-        team = game.advance(chosen)
+        (spec,) = game.groups
+        idle = np.zeros(spec.action_shape) if game.s.continuous_actions else 0
+        chosen = np.array([[actions.get(a, idle) for a in self.possible_agents]]).reshape(1, game.N, -1)
+        team = game.advance(chosen if game.s.continuous_actions else chosen[..., 0])
         truncated = bool(game.frames[0] >= game.s.max_cycles)
-        reward = float(team[0]) / game.N
+        reward = float(team[0]) / game.agents
         agents = self.agents
         self.agents = [] if truncated else agents
         return (

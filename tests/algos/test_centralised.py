@@ -62,6 +62,18 @@ def test_each_critic_sees_every_observation_and_action_with_its_own_agents_actio
             np.testing.assert_allclose(x[i, b].numpy(), expected, rtol=1e-6)
 
 
+def test_an_own_critic_sees_only_its_agents_observation_and_action():
+    """``critic: own``: independent learners on the same joint rows (paper 004's SAC per entity)."""
+    spec = _box_spec(n=3, obs=2, act=1)
+    algorithm = _maddpg(spec, joint_critic=False)
+    t = algorithm.tensors(_batch(spec, 4, np.random.default_rng(2)))
+    own = torch.randn(3, 4, 1)
+    x = algorithm.critic_input(t["obs"], algorithm.own_actions(t["action"], own))
+    assert x.shape == (3, 4, 3)
+    for i in range(3):
+        torch.testing.assert_close(x[i], torch.cat([t["obs"][:, i], own[i]], dim=-1))
+
+
 def test_the_straight_through_gumbel_sample_is_one_hot_and_passes_gradients_to_the_logits():
     algorithm = _maddpg(_discrete_spec(actions=4))
     logits = torch.randn(5, 7, 4, requires_grad=True)

@@ -100,3 +100,21 @@ def test_the_pettingzoo_face_passes_the_api_test_and_the_registry_builds_the_vec
     vector = make_vector_env(make_env_factory("cooperative-navigation", {"max_cycles": 10}), 3)
     (spec,) = vector.groups
     assert (spec.name, spec.n_agents, spec.continuous, spec.action_shape) == ("agent", 3, True, (2,))
+
+
+def test_a_joint_agent_drives_every_entity_with_one_action():
+    """Paper 004's third assignment: one agent whose observation is the entities' side by
+    side and whose action is their forces together, earning the whole team reward."""
+    joint, split = NavigationVectorEnv(2, joint_agent=True), NavigationVectorEnv(2)
+    (first,), _ = joint.reset(4), split.reset(4)
+    (spec,) = joint.groups
+    assert (spec.agent_ids, spec.obs_shape, spec.action_shape) == (("team",), (42,), (6,))
+    np.testing.assert_array_equal(first.obs, split.observe().reshape(2, 1, 42))
+    forces = np.random.default_rng(0).uniform(-1, 1, (2, 3, 2))
+    (together,), _ = joint.step([forces.reshape(2, 1, 6)])
+    (apart,), _ = split.step([forces])
+    np.testing.assert_array_equal(together.next_obs, apart.next_obs.reshape(2, 1, 42))
+    np.testing.assert_allclose(together.reward[:, 0], apart.reward.sum(1))
+    parallel_api_test(NavigationParallelEnv(max_cycles=30, joint_agent=True), num_cycles=40)
+    with pytest.raises(ValueError, match="continuous_actions=true"):
+        NavigationVectorEnv(1, joint_agent=True, continuous_actions=False)
