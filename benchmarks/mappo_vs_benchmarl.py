@@ -7,9 +7,8 @@ What it measures
     ``--envs`` env copies stepped in turn, batches of ``--envs`` x ``--rollout`` env steps,
     ``--epochs`` passes of one minibatch over each batch (the MAPPO paper's MPE setting: one
     minibatch, 10 epochs), MLPs of 64-64 ReLU for actor and critic. The figure is env steps
-    per second of wall clock over ``--steps`` env steps after one warm-up batch (relayrl: its
-    own ``sps`` over the run's rows after the first; BenchMARL: the timed ``Experiment.run``
-    minus one batch's time, measured by its own counter of collected frames).
+    per second of wall clock over ``--steps`` env steps after one warm-up batch
+    (``benchmarl_timing.py``).
 
     relayrl steps mpe2's simple_spread_v3 (pettingzoo 1.27); BenchMARL's PettingZoo task
     needs pettingzoo 1.24's ``pettingzoo.mpe.simple_spread_v3``: the same dynamics, moved to
@@ -22,10 +21,8 @@ Command
 """
 
 import argparse
-import json
-import subprocess
-import sys
-import time
+
+from benchmarl_timing import benchmarl_rate, relayrl_rate, report
 
 BENCHMARL = r"""
 import json, sys, time
@@ -66,42 +63,15 @@ print(json.dumps({"frames": experiment.total_frames, "wall_s": wall, "batches": 
 """
 
 
-def relayrl_sps(envs: int, rollout: int, epochs: int, steps: int) -> dict[str, float]:
-    """relayrl's MAPPO on mpe2's simple_spread: env steps/s after the first batch."""
-    from relayrl.experiment import build_config, build_run
-
+def relayrl_config(envs: int, rollout: int, epochs: int, steps: int) -> dict:
+    """relayrl's MAPPO on mpe2's simple_spread, one batch per metrics row."""
     batch = envs * rollout
-    config = build_config({
+    return {
         "preset": "bench-mappo", "total_steps": steps + batch, "report_interval": batch, "eval": {"interval": 0},
         "checkpoint_interval": 10**9,
         "env": {"name": "mpe2.simple_spread_v3", "settings": {"N": 3, "max_cycles": 25, "continuous_actions": False}, "num_envs": envs},
         "on_policy": {"algo": "mappo", "rollout_length": rollout, "epochs": epochs, "minibatches": 1, "hidden": [64, 64], "activation": "relu"},
-    })
-    run = build_run(config, None, verbose=False)
-    start = time.perf_counter()
-    run.train()
-    wall = time.perf_counter() - start
-    run.close()
-    rows = run.reporter.history
-    timed = rows[-1]["env_steps"] - rows[0]["env_steps"]
-    seconds = rows[-1]["wall_s"] - rows[0]["wall_s"]
-    return {"env_steps": timed, "seconds": seconds, "sps": timed / seconds, "wall_s": wall}
-
-
-def benchmarl_sps(python: str, envs: int, rollout: int, epochs: int, steps: int) -> dict[str, float]:
-    """BenchMARL's MAPPO: two runs, one batch and ``steps`` + one batch; the difference of
-    their wall clocks is the time of ``steps`` env steps after the first batch."""
-    def timed(total: int) -> dict[str, float]:
-        args = json.dumps({"envs": envs, "rollout": rollout, "epochs": epochs, "steps": total, "folder": "/tmp"})
-        out = subprocess.run([python, "-c", BENCHMARL, args], capture_output=True, text=True, check=False)
-        if out.returncode:
-            raise RuntimeError(f"BenchMARL failed:\n{out.stderr[-3000:]}")
-        return json.loads(out.stdout.strip().splitlines()[-1])
-
-    short, long = timed(0), timed(steps)
-    seconds = long["wall_s"] - short["wall_s"]
-    frames = long["frames"] - short["frames"]
-    return {"env_steps": frames, "seconds": seconds, "sps": frames / seconds, "wall_s": long["wall_s"]}
+    }
 
 
 def main() -> None:
@@ -116,14 +86,9 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    ours = relayrl_sps(a.envs, a.rollout, a.epochs, a.steps)
-    theirs = benchmarl_sps(a.benchmarl_python, a.envs, a.rollout, a.epochs, a.steps)
-    result = {"settings": vars(a), "relayrl": ours, "benchmarl": theirs, "ratio": ours["sps"] / theirs["sps"]}
-    print(json.dumps(result, indent=2))
-    if a.out:
-        with open(a.out, "w") as handle:
-            json.dump(result, handle, indent=2)
-    print(f"relayrl {ours['sps']:.0f} env steps/s, BenchMARL {theirs['sps']:.0f}: {result['ratio']:.2f}x", file=sys.stderr)
+    ours = relayrl_rate(relayrl_config(a.envs, a.rollout, a.epochs, a.steps))
+    theirs = benchmarl_rate(a.benchmarl_python, BENCHMARL, {"envs": a.envs, "rollout": a.rollout, "epochs": a.epochs, "folder": "/tmp"}, a.steps)
+    report(vars(a), ours, theirs, a.out)
 
 
 if __name__ == "__main__":

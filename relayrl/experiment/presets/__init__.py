@@ -1,8 +1,9 @@
 """Named presets, generated from one grid of tasks x variants per paper (no copy-pasted configs).
 
 Each module holds one paper's table: ``super`` (paper 000), ``dase`` (paper 001),
-``predator_prey`` (papers 002-003), ``arena`` (paper 004) and ``policy_gradient`` (SEAC,
-IPPO, MAPPO). A preset is a description and a set of overrides on RunConfig's defaults.
+``predator_prey`` (papers 002-003), ``arena`` (paper 004), ``policy_gradient`` (SEAC,
+IPPO, MAPPO) and ``centralised`` (MADDPG, MATD3, MASAC; paper 004's navigation). A preset
+is a description and a set of overrides on RunConfig's defaults.
 """
 
 from pathlib import Path
@@ -13,13 +14,14 @@ import yaml
 from relayrl.core.errors import ConfigError
 from relayrl.experiment.config import RunConfig, build_config
 from relayrl.experiment.presets.arena import arena_presets
+from relayrl.experiment.presets.centralised import centralised_presets
 from relayrl.experiment.presets.common import Presets
 from relayrl.experiment.presets.dase import dase_presets
 from relayrl.experiment.presets.policy_gradient import policy_gradient_presets
 from relayrl.experiment.presets.predator_prey import predator_prey_presets
 from relayrl.experiment.presets.super import super_presets
 
-PRESETS: Presets = {**super_presets(), **dase_presets(), **predator_prey_presets(), **arena_presets(), **policy_gradient_presets()}
+PRESETS: Presets = {**super_presets(), **dase_presets(), **predator_prey_presets(), **arena_presets(), **policy_gradient_presets(), **centralised_presets()}
 
 
 def preset_names() -> list[str]:
