@@ -21,6 +21,7 @@ from relayrl.experiment.config import build_config
 from relayrl.experiment.grid import Job
 from relayrl.experiment.papers.common import Display, draw_curve, option_values, runs_of, table_cell
 from relayrl.experiment.plots import binned, mean_std, pyplot, save_if_drawn, smooth
+from relayrl.experiment.presets import PRESETS
 from relayrl.experiment.presets.super import COEVOLVING_VARIANTS, SWEEP_BANDWIDTHS, SWEEP_MODES, SWEEP_STEPS, sweep_preset
 from relayrl.experiment.build import build_run
 from relayrl.sharing.selectors import GaussianSelector, QuantileSelector
@@ -47,7 +48,10 @@ PAPER_TABLE1: dict[str, dict[str, tuple[float, float]]] = {
     "super-gaussian": {"pursuit": (373.63, 9.15), "battle": (16.28, 3.42), "adversarial-pursuit": (-480.37, 15.79)},
     "super-stochastic": {"pursuit": (266.42, 85.52), "battle": (7.43, 5.64), "adversarial-pursuit": (-582.59, 15.20)},
 }
-NOT_IN_SCOPE = {"maddpg", "seac"}  # not DQN-family: outside the SUPER grid
+# Table 1's baselines of other learner kinds, where their preset exists (Pursuit): a SEAC or
+# MADDPG team beside the frozen DQN opponents of Battle and Adversarial-Pursuit needs a
+# policy whose algorithm differs from the run's section
+OTHER_BASELINES = ("seac", "maddpg")
 TABLE1_ALGOS = ("ddqn", "paramshare", "shareall", "super-quantile", "super-gaussian", "super-stochastic")
 DQN_ALGOS = ("dqn", "dqn-paramshare", "dqn-shareall", "dqn-super-quantile", "dqn-super-gaussian", "dqn-super-stochastic")
 MAIN_ALGOS = ("ddqn", "super-quantile")
@@ -66,6 +70,9 @@ def grid(domains: list[str], algos: list[str] | None, seeds: int, steps: int | N
             tiers[tier].append((domain, algo, TABLE_STEPS[domain]))
         for algo in TABLE1_ALGOS:
             if algo not in MAIN_ALGOS:
+                tiers[2].append((domain, algo, TABLE_STEPS[domain]))
+        for algo in OTHER_BASELINES:
+            if f"{domain}-{algo}" in PRESETS:
                 tiers[2].append((domain, algo, TABLE_STEPS[domain]))
         if domain == "pursuit":
             tiers[2].append((domain, "uniform", TABLE_STEPS[domain]))
@@ -141,8 +148,8 @@ def table1(results: Path, seeds: int = 3) -> tuple[str, list[str]]:
         for domain in DOMAINS:
             mean, std = paper[domain]
             cells.append(f"{mean:.2f} ({std:.2f})")
-            if algo in NOT_IN_SCOPE:
-                cells += ["not run (not DQN-family)"] * 2
+            if f"{domain}-{algo}" not in PRESETS:
+                cells += ["no preset (a policy's own algorithm beside DQN opponents)"] * 2
                 continue
             runs = runs_of(f"{domain}-{algo}", results)
             train = _at(runs, "episode_reward_mean", TABLE_STEPS[domain], BIN[domain])
