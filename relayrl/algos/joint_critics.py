@@ -27,6 +27,7 @@ from torch import nn
 from relayrl.algos.actor_critic import StackedMLP
 from relayrl.algos.algorithm import Weights, allowed_choice
 from relayrl.core.specs import GroupSpec
+from relayrl.nets.stacked import clip_grad_norm_per_set
 from relayrl.replay import FieldSpec
 
 
@@ -125,6 +126,35 @@ class JointCritics:
         """Every critic's values ``[n_critics, N, B]``."""
         return torch.stack([c(x).squeeze(-1) for c in critics])
 
+    def joint(self, actions: torch.Tensor) -> torch.Tensor:
+        """Every agent's action ``[N, B, A]`` as each critic's joint action ``[N, B, N, A]``."""
+        return actions.transpose(0, 1)[None].expand(self.n_agents, -1, -1, -1)
+
+    def replayed(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The critics' input on the batch's own observations and actions."""
+        return self.critic_input(t["obs"], t["action"][None].expand(self.n_agents, -1, -1, -1))
+
+    def targets(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Each agent's critic target ``y [N, B]`` (without gradient)."""
+        raise NotImplementedError
+
+    @torch.inference_mode()
+    def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """``Q_{i,1}(o, a) - y_i`` per agent and row ``[N, B]``."""
+        t = self.tensors(batch)
+        return (self.q(self.critics[:1], self.replayed(t))[0] - self.targets(t)).cpu().numpy()
+
+    def critic_step(self, t: dict[str, torch.Tensor], optimizer: torch.optim.Optimizer, max_grad_norm: float) -> dict[str, float]:
+        """One step of every critic toward ``targets``: ``sum_c mean_b (Q_{i,c} - y_i)^2`` per
+        agent over the rows it has a step in, each agent's gradient clipped on its own."""
+        y = self.targets(t)
+        loss = masked_mean(((self.q(self.critics, self.replayed(t)) - y) ** 2).sum(0), t["alive"])
+        optimizer.zero_grad(set_to_none=True)
+        loss.sum().backward()  # each agent's critic gets its own loss's gradient
+        grad_norm = clip_grad_norm_per_set(list(self.critics.parameters()), self.n_agents, max_grad_norm)
+        optimizer.step()
+        return {"critic_loss": float(loss.detach().mean()), "grad_norm": float(grad_norm.mean())}
+
     # ----------------------------------------------------------------- acting
     def act(self, obs: np.ndarray, carry: None, explore: float, mask: np.ndarray | None = None) -> tuple[np.ndarray, None]:
         """Actions ``[P, M, ...]`` for the actor's rows ``obs [P, M, ...]``."""
@@ -168,9 +198,6 @@ class JointCritics:
         soft = F.softmax((logits - torch.log(-torch.log(u))) / temperature, dim=-1)
         hard = F.one_hot(soft.argmax(-1), self.action_dim).to(soft.dtype)
         return hard + soft - soft.detach()
-
-    def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
-        raise NotImplementedError
 
     def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> tuple[None, dict[str, float]]:
         raise NotImplementedError

@@ -82,32 +82,16 @@ class MADDPG(JointCritics):
     def targets(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
         with torch.no_grad():
             next_action, _ = self.policy(self.actor_target, t["next_obs"], smooth=True)
-            joint = next_action.transpose(0, 1)[None].expand(self.n_agents, -1, -1, -1)
-            next_q = self.q(self.critics_target, self.critic_input(t["next_obs"], joint)).min(0).values
+            next_q = self.q(self.critics_target, self.critic_input(t["next_obs"], self.joint(next_action))).min(0).values
             return t["reward"] + t["discount"] * next_q
-
-    @torch.inference_mode()
-    def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
-        """``Q_{i,1}(o, a) - y_i`` per agent and row ``[N, B]``."""
-        t = self.tensors(batch)
-        y = self.targets(t)
-        x = self.critic_input(t["obs"], t["action"][None].expand(self.n_agents, -1, -1, -1))
-        return (self.q(self.critics[:1], x)[0] - y).cpu().numpy()
 
     def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> tuple[None, dict[str, Any]]:
         """One critic step of every agent, and every ``policy_delay`` updates an actor step
         and the targets' Polyak step."""
         s = self.params
         t = self.tensors(batch)
-        y = self.targets(t)
-        x = self.critic_input(t["obs"], t["action"][None].expand(self.n_agents, -1, -1, -1))
-        critic_loss = masked_mean(((self.q(self.critics, x) - y) ** 2).sum(0), t["alive"])
-        self.critic_optimizer.zero_grad(set_to_none=True)
-        critic_loss.sum().backward()  # each agent's critic gets its own loss's gradient
-        grad_norm = clip_grad_norm_per_set(list(self.critics.parameters()), self.n_agents, s.max_grad_norm)
-        self.critic_optimizer.step()
+        metrics: dict[str, Any] = self.critic_step(t, self.critic_optimizer, s.max_grad_norm)
         self.updates += 1
-        metrics: dict[str, Any] = {"critic_loss": float(critic_loss.detach().mean()), "grad_norm": float(grad_norm.mean())}
         if self.updates % s.policy_delay == 0:
             own, raw = self.policy(self.actor, t["obs"], smooth=False)
             self.critics.requires_grad_(False)

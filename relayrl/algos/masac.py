@@ -96,29 +96,14 @@ class MASAC(JointCritics):
     def targets(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
         with torch.no_grad():
             next_action, next_log_prob = self.policy(t["next_obs"])
-            joint = next_action.transpose(0, 1)[None].expand(self.n_agents, -1, -1, -1)
-            next_q = self.q(self.critics_target, self.critic_input(t["next_obs"], joint)).min(0).values
+            next_q = self.q(self.critics_target, self.critic_input(t["next_obs"], self.joint(next_action))).min(0).values
             return t["reward"] + t["discount"] * (next_q - self.log_alpha.exp()[:, None] * next_log_prob)
-
-    @torch.inference_mode()
-    def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
-        t = self.tensors(batch)
-        y = self.targets(t)
-        x = self.critic_input(t["obs"], t["action"][None].expand(self.n_agents, -1, -1, -1))
-        return (self.q(self.critics[:1], x)[0] - y).cpu().numpy()
 
     def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> tuple[None, dict[str, Any]]:
         """One step of every agent's critics, actor and temperature, then the critics' Polyak step."""
         s = self.params
         t = self.tensors(batch)
-        y = self.targets(t)
-        x = self.critic_input(t["obs"], t["action"][None].expand(self.n_agents, -1, -1, -1))
-        critic_loss = masked_mean(((self.q(self.critics, x) - y) ** 2).sum(0), t["alive"])
-        self.critic_optimizer.zero_grad(set_to_none=True)
-        critic_loss.sum().backward()
-        grad_norm = clip_grad_norm_per_set(list(self.critics.parameters()), self.n_agents, s.max_grad_norm)
-        self.critic_optimizer.step()
-
+        metrics = self.critic_step(t, self.critic_optimizer, s.max_grad_norm)
         own, log_prob = self.policy(t["obs"])
         self.critics.requires_grad_(False)
         q_own = self.q(self.critics, self.critic_input(t["obs"], self.own_actions(t["action"], own))).min(0).values
@@ -137,11 +122,10 @@ class MASAC(JointCritics):
         soft_update(self.critics_target, self.critics, s.tau)
         self.updates += 1
         return None, {
-            "critic_loss": float(critic_loss.detach().mean()),
+            **metrics,
             "actor_loss": float(actor_loss.detach().mean()),
             "alpha": float(self.log_alpha.detach().exp().mean()),
             "entropy": float(-masked_mean(log_prob.detach(), t["alive"]).mean()),
-            "grad_norm": float(grad_norm.mean()),
         }
 
     def optimizer_map(self) -> dict[str, torch.optim.Optimizer]:
