@@ -66,7 +66,7 @@ def test_reproduce_runs_skips_and_reports(tmp_path, capsys):
     copies = sorted(p.relative_to(results) for p in (results / "runs").glob("*/*/metrics.csv"))
     assert [p.parent.name for p in copies] == ["0", "1"]
     table = (results / "table1.md").read_text()
-    assert "181.43 (4.16)" in table and "not run" in table and "no preset (a policy's own algorithm beside DQN opponents)" in table
+    assert "181.43 (4.16)" in table and "not run" in table and "no preset ‡" in table
     capsys.readouterr()
     assert main(args) == 0  # everything complete: nothing runs again
     assert capsys.readouterr().out.count("complete: pursuit-ddqn") == 2
