@@ -83,10 +83,9 @@ class JointCritics:
 
     # ----------------------------------------------------------------- layout
     def agents_to_sets(self, x: torch.Tensor) -> torch.Tensor:
-        """``[B, N, ...]`` -> the actor's rows ``[P, B * N / P, ...]``."""
-        if self.n_sets == 1:
-            return x.reshape(1, -1, *x.shape[2:])
-        return x.transpose(0, 1)
+        """``[B, N, ...]`` -> the actor's rows ``[P, B * N / P, ...]``, agent by agent."""
+        agents_first = x.transpose(0, 1)
+        return agents_first.reshape(1, -1, *x.shape[2:]) if self.n_sets == 1 else agents_first
 
     def sets_to_agents(self, y: torch.Tensor, batch: int) -> torch.Tensor:
         """The actor's rows back to ``[N, B, ...]``."""

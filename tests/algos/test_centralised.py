@@ -62,6 +62,18 @@ def test_each_critic_sees_every_observation_and_action_with_its_own_agents_actio
             np.testing.assert_allclose(x[i, b].numpy(), expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("n_sets", [3, 1], ids=["own actors", "shared actor"])
+def test_each_agents_action_comes_from_its_own_observation(n_sets):
+    spec = _box_spec(n=3, obs=2, act=1)
+    params = MADDPGParams(actor_lr=1e-3, critic_lr=1e-3, hidden=(16,), tau=0.01, exploration_noise=0.1)
+    algorithm = MADDPG(spec, n_sets, params, CPU, seed=0)
+    obs = torch.randn(5, 3, 2)
+    action, raw = algorithm.policy(algorithm.actor, obs, smooth=False)
+    for i in range(3):
+        one = algorithm.actor(obs[:, i][None].expand(n_sets, -1, -1))[i if n_sets > 1 else 0]
+        torch.testing.assert_close(raw[i], one)
+
+
 def test_an_own_critic_sees_only_its_agents_observation_and_action():
     """``critic: own``: independent learners on the same joint rows (paper 004's SAC per entity)."""
     spec = _box_spec(n=3, obs=2, act=1)
