@@ -54,8 +54,20 @@ def local_ray():
     ray.shutdown()
 
 
-@pytest.mark.parametrize("pool", list(POOLS))
-@pytest.mark.parametrize("algo", list(ALGORITHMS))
+def _cases() -> list:
+    """Every algorithm in every pool; on Ray, the algorithms after the first of each learner
+    kind, section and sharing are marked slow (their Ray path is that learner's, already run)."""
+    cases, seen = [], set()
+    for algo in ALGORITHMS:
+        entry = ALGORITHMS[algo]
+        kind = (entry.section, entry.learner, entry.capabilities.select)
+        cases.append(pytest.param(algo, "local", id=f"{algo}-local"))
+        cases.append(pytest.param(algo, "ray", id=f"{algo}-ray", marks=[pytest.mark.slow] if kind in seen else []))
+        seen.add(kind)
+    return cases
+
+
+@pytest.mark.parametrize(("algo", "pool"), _cases())
 def test_every_algorithm_acts_learns_checkpoints_and_resumes_exactly(algo, pool, tmp_path, request):
     if pool == "ray":
         request.getfixturevalue("local_ray")
