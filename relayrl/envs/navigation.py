@@ -23,12 +23,12 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo.utils.env import ParallelEnv
 from pydantic import Field, model_validator
 
 from relayrl.core.specs import GroupSpec
 from relayrl.core.strict import Strict
 from relayrl.envs.episodes import EpisodeStats, EpisodeTally
+from relayrl.envs.one_game import OneGameParallelEnv
 from relayrl.envs.particles import Bodies, action_force, contact_forces, integrate
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
@@ -195,7 +195,7 @@ class NavigationVectorEnv:
         pass
 
 
-class NavigationParallelEnv(ParallelEnv):
+class NavigationParallelEnv(OneGameParallelEnv):
     """One game behind PettingZoo's Parallel API; ``state()`` as the vector env's."""
 
     metadata = {"name": "cooperative_navigation_v0", "render_modes": []}
@@ -209,23 +209,9 @@ class NavigationParallelEnv(ParallelEnv):
         self._action_space = spaces.Box(-1.0, 1.0, spec.action_shape, np.float32) if spec.continuous else spaces.Discrete(5)
         self.state_space = spaces.Box(-np.inf, np.inf, spec.state_shape, np.float32)
 
-    def observation_space(self, agent: str) -> spaces.Space:
-        return self._observation_space
-
-    def action_space(self, agent: str) -> spaces.Space:
-        return self._action_space
-
     def _observations(self) -> dict[str, np.ndarray]:
         obs = self.game.observe()[0].reshape(self.game.agents, -1)
         return {a: obs[i] for i, a in enumerate(self.possible_agents)}
-
-    def state(self) -> np.ndarray:
-        return self.game.state()[0]
-
-    def reset(self, seed: int | None = None, options: dict | None = None):
-        self.game.reset(int(np.random.SeedSequence(seed).generate_state(1)[0]) if seed is not None else 0)
-        self.agents = list(self.possible_agents)
-        return self._observations(), {a: {} for a in self.agents}
 
     def step(self, actions: dict[str, Any]):
         game = self.game
@@ -233,17 +219,7 @@ class NavigationParallelEnv(ParallelEnv):
         idle = np.zeros(spec.action_shape) if game.s.continuous_actions else 0
         chosen = np.array([[actions.get(a, idle) for a in self.possible_agents]]).reshape(1, game.N, -1)
         team = game.advance(chosen if game.s.continuous_actions else chosen[..., 0])
-        truncated = bool(game.frames[0] >= game.s.max_cycles)
-        reward = float(team[0]) / game.agents
-        agents = self.agents
-        self.agents = [] if truncated else agents
-        return (
-            self._observations(),
-            {a: reward for a in agents},
-            {a: False for a in agents},
-            {a: truncated for a in agents},
-            {a: {} for a in agents},
-        )
+        return self._stepped(float(team[0]) / game.agents, False, bool(game.frames[0] >= game.s.max_cycles))
 
 
 class NavigationSection(EnvSection):

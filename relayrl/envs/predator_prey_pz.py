@@ -7,15 +7,15 @@ from typing import Any, Literal
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo.utils.env import ParallelEnv
 from pydantic import model_validator
 
+from relayrl.envs.one_game import OneGameParallelEnv
 from relayrl.envs.predator_prey import STAY, Draws, PredatorPreySettings, PredatorPreyVectorEnv
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
 
 
-class PredatorPreyParallelEnv(ParallelEnv):
+class PredatorPreyParallelEnv(OneGameParallelEnv):
     """One game behind PettingZoo's Parallel API: Dict observations of ``observation`` and
     ``action_mask``, ``state()`` the whole grid; the episode ends for every predator at once."""
 
@@ -33,23 +33,9 @@ class PredatorPreyParallelEnv(ParallelEnv):
         self._action_space = spaces.Discrete(6)
         self.state_space = spaces.Box(0, 1, (self.game.state_size,), np.int8)
 
-    def observation_space(self, agent: str) -> spaces.Space:
-        return self._observation_space
-
-    def action_space(self, agent: str) -> spaces.Space:
-        return self._action_space
-
     def _observations(self) -> dict[str, dict[str, np.ndarray]]:
         obs, mask = self.game.observe()[0], self.game.action_mask()[0].astype(np.int8)
         return {a: {"observation": obs[i], "action_mask": mask[i]} for i, a in enumerate(self.possible_agents)}
-
-    def state(self) -> np.ndarray:
-        return self.game.state()[0]
-
-    def reset(self, seed: int | None = None, options: dict | None = None):
-        self.game.reset(int(np.random.SeedSequence(seed).generate_state(1)[0]) if seed is not None else 0)
-        self.agents = list(self.possible_agents)
-        return self._observations(), {a: {} for a in self.agents}
 
     def step(self, actions: dict[str, int]):
         game = self.game
@@ -57,17 +43,7 @@ class PredatorPreyParallelEnv(ParallelEnv):
         team, terminated = game._advance(chosen, Draws.sample(game.rng, 1, game.N, game.M))
         game.frames += 1
         truncated = bool(game.frames[0] >= game.s.max_cycles and not terminated[0])
-        observations = self._observations()
-        reward = float(team[0]) / game.N
-        agents = self.agents
-        self.agents = [] if terminated[0] or truncated else agents
-        return (
-            observations,
-            {a: reward for a in agents},
-            {a: bool(terminated[0]) for a in agents},
-            {a: truncated for a in agents},
-            {a: {} for a in agents},
-        )
+        return self._stepped(float(team[0]) / game.N, bool(terminated[0]), truncated)
 
 
 class PredatorPreySection(EnvSection):
