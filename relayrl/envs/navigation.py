@@ -18,7 +18,6 @@ position, the targets' positions relative to it and the other agents' relative p
 The global state: every agent's position and velocity and the targets' positions.
 """
 
-from dataclasses import asdict
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -27,12 +26,11 @@ from pydantic import Field, model_validator
 
 from relayrl.core.specs import GroupSpec
 from relayrl.core.strict import Strict
-from relayrl.envs.episodes import EpisodeStats, EpisodeTally
 from relayrl.envs.one_game import OneGameParallelEnv
-from relayrl.envs.particles import Bodies, action_force, contact_forces, integrate
+from relayrl.envs.particle_games import ParticleGames
+from relayrl.envs.particles import action_force
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
-from relayrl.envs.types import GroupObs, GroupStep
 
 
 class NavigationSettings(Strict):
@@ -55,17 +53,18 @@ class NavigationSettings(Strict):
         return self
 
 
-class NavigationVectorEnv:
+class NavigationVectorEnv(ParticleGames):
     """E games stepped as arrays: agents ``[E, N, 2]`` (positions and velocities), targets
     ``[E, N, 2]``."""
 
-    independent_episodes = False
+    kind = "cooperative-navigation"
+    seed_tag = 0x4E41
 
     def __init__(self, num_envs: int, **settings: Any) -> None:
-        self.s = s = NavigationSettings(**settings)
-        self.settings = s.model_dump()
-        self.num_envs = num_envs
-        self.N = n = s.n_agents
+        s = NavigationSettings(**settings)
+        super().__init__(num_envs, s.n_agents, s.agent_size, s.collide, s.max_cycles, s.model_dump())
+        self.s = s
+        n = s.n_agents
         self.obs_size = 4 + 2 * n + 2 * (n - 1)
         self.state_size = 6 * n
         continuous = s.continuous_actions
@@ -80,119 +79,36 @@ class NavigationVectorEnv:
                 action_high=(1.0,) * force if continuous else (), state_shape=(self.state_size,),
             ),
         )
-        # each agent's others, in agent order without itself: [N, N - 1]
-        self.others = np.array([[j for j in range(n) if j != i] for i in range(n)], np.int64).reshape(n, n - 1)
-        self.rng = np.random.default_rng()
-        self.bodies = Bodies(np.zeros((num_envs, n, 2)), np.zeros((num_envs, n, 2)), np.full(n, s.agent_size), np.full(n, s.collide))
-        self.targets = np.zeros((num_envs, n, 2))
-        self.frames = np.zeros(num_envs, np.int64)
-        self.tally = EpisodeTally(num_envs, 1)
-
-    def _spawn(self, games: np.ndarray) -> None:
-        k = len(games)
-        self.bodies.pos[games] = self.rng.uniform(-1.0, 1.0, (k, self.N, 2))
-        self.bodies.vel[games] = 0.0
-        self.targets[games] = self.rng.uniform(-1.0, 1.0, (k, self.N, 2))
-        self.frames[games] = 0
 
     def occupied(self) -> np.ndarray:
         """``[E, N]``: whether some agent's centre is within the radius of each target."""
-        dist = np.sqrt(np.square(self.bodies.pos[:, :, None, :] - self.targets[:, None, :, :]).sum(-1))  # [E, agent, target]
-        return dist.min(1) < self.s.occupied_radius
+        return self.distances().min(1) < self.s.occupied_radius
 
     def observe(self) -> np.ndarray:
-        pos, vel = self.bodies.pos, self.bodies.vel
-        targets = self.targets[:, None, :, :] - pos[:, :, None, :]  # [E, N, targets, 2]
-        others = pos[:, self.others, :] - pos[:, :, None, :]  # [E, N, N - 1, 2]
-        e = self.num_envs
-        parts = (vel, pos, targets.reshape(e, self.N, -1), others.reshape(e, self.N, -1))
-        return np.concatenate(parts, axis=-1).astype(np.float32)
+        landmarks, others = self.relative()
+        obs = np.concatenate((self.bodies.vel, self.bodies.pos, landmarks, others), axis=-1).astype(np.float32)
+        return obs.reshape(self.num_envs, self.agents, -1)
 
     def state(self) -> np.ndarray:
         e = self.num_envs
         return np.concatenate([self.bodies.pos.reshape(e, -1), self.bodies.vel.reshape(e, -1), self.targets.reshape(e, -1)], 1).astype(np.float32)
 
-    def _observed(self) -> GroupObs:
-        obs = self.observe().reshape(self.num_envs, self.agents, -1)
-        return GroupObs(obs, np.ones((self.num_envs, self.agents), bool), self.state())
-
-    def advance(self, actions: np.ndarray) -> np.ndarray:
-        """One step of every game's physics; returns the team reward ``[E]``."""
-        force = action_force(actions, self.s.continuous_actions)
-        if self.s.collide:
-            force = force + contact_forces(self.bodies)
-        integrate(self.bodies, force)
-        self.frames += 1
+    def team_reward(self) -> np.ndarray:
+        """``[E]``: ``reward_per_target`` for each occupied target."""
         return self.occupied().sum(1) * self.s.reward_per_target
 
-    # ----- VectorEnv --------------------------------------------------------------------
-    def reset(self, seed: int) -> list[GroupObs]:
-        self.rng = np.random.default_rng(np.random.SeedSequence([seed, 0x4E41]))
-        self._spawn(np.arange(self.num_envs))
-        self.tally.clear()
-        return [self._observed()]
+    def rewards(self) -> np.ndarray:
+        """The team's reward split evenly over the learners."""
+        return np.broadcast_to((self.team_reward() / self.agents)[:, None], (self.num_envs, self.agents))
 
-    def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
-        """``actions[0]``: ``[E, N, 2]`` forces or ``[E, N]`` moves; games that end are reset
-        (``next_obs`` keeps the final observation)."""
-        chosen = np.asarray(actions[0])
+    def act(self, actions: np.ndarray) -> np.ndarray:
+        """``[E, N, 2]`` forces (``[E, 1, 2N]`` with ``joint_agent``) or ``[E, N]`` moves."""
         (spec,) = self.groups
         shape = (self.num_envs, self.agents, *spec.action_shape)
-        if chosen.shape != shape or (not self.s.continuous_actions and (chosen.min() < 0 or chosen.max() >= 5)):
+        if actions.shape != shape or (not self.s.continuous_actions and (actions.min() < 0 or actions.max() >= 5)):
             kind = "forces in [-1, 1]" if self.s.continuous_actions else "integer moves in [0, 5)"
-            raise ValueError(f"cooperative-navigation actions must be {kind} of shape {shape}, got {chosen.shape}")
-        team = self.advance(chosen.reshape(self.num_envs, self.N, 2) if self.s.joint_agent else chosen)
-        truncated = self.frames >= self.s.max_cycles
-        final = self._observed()
-        self.tally.add(team[:, None], truncated)
-        observed = final
-        if truncated.any():
-            self._spawn(np.flatnonzero(truncated))
-            observed = self._observed()
-        agents = (self.num_envs, self.agents)
-        step = GroupStep(
-            obs=observed.obs,
-            next_obs=final.obs,
-            reward=np.broadcast_to((team / self.agents).astype(np.float32)[:, None], agents).copy(),
-            terminated=np.zeros(agents, bool),
-            truncated=np.broadcast_to(truncated[:, None], agents).copy(),
-            alive=observed.alive,
-            state=observed.state,
-            next_state=final.state,
-        )
-        return [step], truncated
-
-    def drain_episodes(self) -> EpisodeStats:
-        return self.tally.drain()
-
-    def cut_episodes(self) -> EpisodeStats:
-        return self.tally.cut()
-
-    def get_state(self) -> dict[str, Any]:
-        """Every game's bodies, targets, frames and RNG with the episode accumulators, as data."""
-        arrays = (self.bodies.pos, self.bodies.vel, self.targets, self.frames, self.tally.returns, self.tally.lengths)
-        return {
-            "kind": "cooperative-navigation",
-            "settings": self.settings,
-            "num_envs": self.num_envs,
-            "rng": self.rng.bit_generator.state,
-            "arrays": tuple(a.copy() for a in arrays),
-            "episodes": asdict(self.tally.ended),
-        }
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        if not isinstance(state, dict) or state.get("kind") != "cooperative-navigation":
-            raise ValueError("this env state was not saved by cooperative-navigation")
-        if state["settings"] != self.settings or state["num_envs"] != self.num_envs:
-            raise ValueError("this env state belongs to different cooperative-navigation settings or a different num_envs")
-        self.rng = np.random.default_rng()
-        self.rng.bit_generator.state = state["rng"]
-        pos, vel, targets, frames, returns, lengths = (np.array(a) for a in state["arrays"])
-        self.bodies.pos, self.bodies.vel, self.targets, self.frames = pos, vel, targets, frames
-        self.tally.load_state_dict({"returns": returns, "lengths": lengths, "episodes": state["episodes"]})
-
-    def close(self) -> None:
-        pass
+            raise ValueError(f"cooperative-navigation actions must be {kind} of shape {shape}, got {actions.shape}")
+        return action_force(actions.reshape(self.num_envs, self.N, 2) if self.s.joint_agent else actions, self.s.continuous_actions)
 
 
 class NavigationParallelEnv(OneGameParallelEnv):
@@ -218,8 +134,8 @@ class NavigationParallelEnv(OneGameParallelEnv):
         (spec,) = game.groups
         idle = np.zeros(spec.action_shape) if game.s.continuous_actions else 0
         chosen = np.array([[actions.get(a, idle) for a in self.possible_agents]]).reshape(1, game.N, -1)
-        team = game.advance(chosen if game.s.continuous_actions else chosen[..., 0])
-        return self._stepped(float(team[0]) / game.agents, False, bool(game.frames[0] >= game.s.max_cycles))
+        game.advance(action_force(chosen if game.s.continuous_actions else chosen[..., 0], game.s.continuous_actions))
+        return self._stepped(float(game.team_reward()[0]) / game.agents, False, bool(game.frames[0] >= game.s.max_cycles))
 
 
 class NavigationSection(EnvSection):

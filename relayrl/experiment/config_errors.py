@@ -6,10 +6,19 @@ from typing import Any
 from pydantic import ValidationError
 
 
+def _tag(option: Any) -> str:
+    """The tag of a union's option in an error's location: its class name."""
+    return getattr(option, "__origin__", option).__name__
+
+
 def _allowed_keys(root: Any, parts: list[str]) -> list[str]:
-    """Field names of the config section at ``parts`` (for unknown-key messages)."""
+    """Field names of the config section at ``parts`` (for unknown-key messages); ``parts``
+    keep the tag pydantic puts after a union (``env.SpreadSection.settings``), which picks
+    the section."""
     model = root
-    for part in parts:
+    parts = list(parts)
+    while parts:
+        part = parts.pop(0)
         field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
         if field is None:
             return []
@@ -17,7 +26,10 @@ def _allowed_keys(root: Any, parts: list[str]) -> list[str]:
         options = [a for a in getattr(annotation, "__args__", (annotation,)) if hasattr(a, "model_fields")]
         if not options:
             return []
-        model = options[0]
+        chosen = [o for o in options if parts and _tag(o) == parts[0]]
+        if chosen:
+            parts.pop(0)
+        model = (chosen or options)[0]
     return sorted(model.model_fields)
 
 
@@ -26,16 +38,16 @@ def format_error(error: ValidationError, root: Any, hidden_tags: tuple[str, ...]
     tags pydantic puts in the location (an env section's name), which a user never wrote."""
     lines = ["invalid configuration:"]
     for item in error.errors():
-        parts = [str(p) for p in item["loc"] if not str(p).startswith("function-after")]
+        located = [str(p) for p in item["loc"] if not str(p).startswith("function-after")]
         # discriminated unions insert the tag ("pursuit") into the location: drop it
-        parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "env" and p in hidden_tags)]
+        parts = [p for i, p in enumerate(located) if not (i > 0 and located[i - 1] == "env" and p in hidden_tags)]
         path = ".".join(parts) or "(root)"
         message = item["msg"].removeprefix("Value error, ")
         value = item.get("input")
         shown = "" if isinstance(value, dict) else f" (got {value!r})"
         hint = ""
         if item["type"] == "extra_forbidden":
-            allowed = _allowed_keys(root, parts[:-1])
+            allowed = _allowed_keys(root, located[:-1])
             hint = f" -- unknown key; allowed here: {', '.join(allowed)}" if allowed else " -- unknown key"
         lines.append(f"  {path}: {message}{shown}{hint}")
     return "\n".join(lines)

@@ -37,6 +37,28 @@ class StackedGRUCell(nn.Module):
         return (1 - z) * n + z * h
 
 
+def fused_unroll(cell: StackedGRUCell, x: torch.Tensor, h: torch.Tensor, begins: torch.Tensor | None = None) -> torch.Tensor:
+    """The recurrence of a one-set cell by torch's fused GRU (the same gates): inputs ``x
+    [T, B, in]`` from ``h [B, H]`` -> the hidden state after each step ``[T, B, H]``.
+    ``begins [T, B]`` marks steps whose hidden state is zeroed first (an episode's first
+    step): the sequence is cut at every step where some row begins, and each piece runs in
+    one fused call, so episodes that end together (every copy of a fixed-length game) cost
+    a few calls instead of T cell steps."""
+    weights = [cell.inputs.weight[0].T, cell.hidden.weight[0].T, cell.inputs.bias[0, 0], cell.hidden.bias[0, 0]]
+    if x.is_cuda:  # cuDNN flattens the weights into one buffer and refuses transposed views
+        weights = [w.contiguous() for w in weights]
+    steps = x.shape[0]
+    cuts = [0, steps] if begins is None else sorted({0, steps, *torch.nonzero(begins.any(1)).flatten().tolist()})
+    pieces = []
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        if begins is not None:
+            h = h * (~begins[lo]).unsqueeze(-1).to(h.dtype)
+        out, last = torch.gru(x[lo:hi], h.unsqueeze(0), weights, True, 1, 0.0, cell.training, False, False)
+        h = last[0]
+        pieces.append(out)
+    return pieces[0] if len(pieces) == 1 else torch.cat(pieces)
+
+
 class RecurrentQNetwork(nn.Module):
     """obs features ``[P, B, in]`` and hidden ``[P, B, H]`` -> Q-values ``[P, B, A]`` and the
     next hidden state."""
@@ -64,11 +86,7 @@ class RecurrentQNetwork(nn.Module):
         p, t, b, _ = x.shape
         encoded = torch.relu(self.encoder(x.reshape(p, t * b, -1)))
         if p == 1 and cut is None:  # one parameter set: torch's fused GRU runs the recurrence (same gates, about 1.2x faster here)
-            c = self.cell
-            weights = [c.inputs.weight[0].T, c.hidden.weight[0].T, c.inputs.bias[0, 0], c.hidden.bias[0, 0]]
-            if encoded.is_cuda:  # cuDNN flattens the weights into one buffer and refuses transposed views
-                weights = [w.contiguous() for w in weights]
-            states, _ = torch.gru(encoded.reshape(t, b, -1), h, weights, True, 1, 0.0, self.training, False, False)
+            states = fused_unroll(self.cell, encoded.reshape(t, b, -1), h[0])
             return self.head(states.reshape(1, t * b, -1)).reshape(1, t, b, -1)
         projected = self.cell.inputs(encoded).reshape(p, t, b, -1)
         cuts = cut.reshape(t, p, b, 1).unbind(dim=0) if cut is not None else [None] * t

@@ -151,7 +151,9 @@ def test_the_sharing_modes_an_algorithm_declares_are_the_ones_it_may_use(registe
 
 @pytest.mark.parametrize("name", list(ENVS))
 def test_an_env_name_takes_the_config_section_registered_beside_the_env(name):
-    learner = {} if ENVS[name].section.actions == "discrete" else {"actor_critic": {}}
+    section = ENVS[name].section
+    kind = section(name=name).action_kind() if section.actions == "any" else section.actions  # "any": its default settings decide
+    learner = {} if kind == "discrete" else {"actor_critic": {}}
     assert type(build_config({"env": {"name": name}, **learner}).env) is ENVS[name].section
 
 

@@ -1,10 +1,11 @@
-"""The stacked GRU cell is torch's GRUCell per parameter set; VDN sums; QMIX is monotonic
-in every agent's Q-value."""
+"""The stacked GRU cell is torch's GRUCell per parameter set; the fused unroll is the cell
+stepped with resets; VDN sums; QMIX is monotonic in every agent's Q-value."""
 
 import torch
 
 from relayrl.nets.gru import RecurrentQNetwork, StackedGRUCell
 from relayrl.nets.mixers import QMixer, VDNMixer
+from relayrl.nets.mlp import AgentNet
 
 
 def test_the_stacked_cell_is_torchs_gru_cell_per_set():
@@ -41,3 +42,28 @@ def test_vdn_sums_and_qmix_is_monotonic():
     assert total.shape == (4, 9)
     (grad,) = torch.autograd.grad(total.sum(), q)
     assert (grad >= 0).all() and (grad > 0).any()
+
+
+def test_the_fused_unroll_is_the_cell_step_by_step_with_resets():
+    """One parameter set unrolls in fused pieces cut where some row begins an episode: the
+    same hidden states, outputs and gradients as the cell stepped with the state zeroed."""
+    torch.manual_seed(0)
+    net = AgentNet(1, 7, [16], 5, "tanh", 0.01, recurrent=True)
+    x, h = torch.randn(1, 30, 6, 7), torch.randn(1, 6, 16)
+    begins = torch.rand(1, 30, 6) < 0.1
+    begins[0, 12] = True  # every row at once, as fixed-length games end
+    out, states = net.unroll(x, h, begins)
+    out.square().sum().backward()
+    fused = [p.grad.clone() for p in net.parameters()]
+    net.zero_grad()
+    keep, carry, stepped = (~begins).unsqueeze(-1).float(), h, []
+    for t in range(30):
+        carry = net.cell(net.body(x[:, t]), carry * keep[:, t])
+        stepped.append(carry)
+    reference = torch.stack(stepped, 1)
+    outputs = net.head(reference.reshape(1, 30 * 6, 16)).reshape(1, 30, 6, 5)
+    outputs.square().sum().backward()
+    torch.testing.assert_close(states, reference, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out, outputs, rtol=1e-5, atol=1e-6)
+    for a, p in zip(fused, net.parameters()):
+        torch.testing.assert_close(a, p.grad, rtol=1e-4, atol=1e-6)

@@ -1,0 +1,119 @@
+"""``simple-spread``: MPE's simple_spread (Lowe et al. 2017) exactly as PettingZoo's
+``mpe2.simple_spread_v3`` steps it, batched over E games in NumPy.
+
+Same settings (``N``, ``local_ratio``, ``max_cycles``, ``continuous_actions``, with mpe2's
+defaults 3, 0.5, 25 and false), so a config switches between the two by ``env.name``
+alone; ``tests/envs/test_spread.py`` checks observations, rewards and truncations against
+the installed ``mpe2`` output by output. From mpe2's ``simple_spread`` scenario and
+``SimpleEnv``:
+
+- N agents (radius 0.15, colliding, silent) and N landmarks; starts uniform in ``[-1, 1]^2``.
+- Actions: five moves (no-op, -x, +x, -y, +y), or five numbers in ``[0, 1]`` whose
+  differences ``(a2 - a1, a4 - a3)`` are the force (mpe2 does not clip them); times MPE's
+  sensitivity 5.
+- Reward of agent i: ``(1 - local_ratio) * global + local_ratio * local_i`` with
+  ``global = -sum over landmarks of the nearest agent's distance`` and ``local_i = -1`` for
+  every other agent closer than the two radii (0.3).
+- Observation: own velocity, own position, the landmarks and the other agents relative to
+  it, and the other agents' (silent, so zero) communication, ``2 + 2 + 2N + 2(N-1) +
+  2(N-1)`` numbers; ``state()`` is the agents' observations side by side, as mpe2's.
+- Every episode is truncated after ``max_cycles`` steps; none terminates.
+"""
+
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from relayrl.core.specs import GroupSpec
+from relayrl.core.strict import Strict
+from relayrl.envs.particle_games import ParticleGames
+from relayrl.envs.particles import ACCEL, DISCRETE_MOVES
+from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
+from relayrl.envs.section import EnvSection
+
+AGENT_SIZE = 0.15  # mpe2's simple_spread make_world
+COMM = 2  # mpe2's world.dim_c: each other agent's communication in the observation
+
+
+class SpreadSettings(Strict):
+    """mpe2's ``simple_spread_v3`` arguments and defaults."""
+
+    N: int = Field(3, ge=2, description="agents, and as many landmarks")
+    local_ratio: float = Field(0.5, ge=0, le=1, description="weight of the agent's own collision penalty beside the shared distance term")
+    max_cycles: int = Field(25, ge=1)
+    continuous_actions: bool = False
+
+
+class SpreadVectorEnv(ParticleGames):
+    """E games of simple_spread as arrays."""
+
+    kind = "simple-spread"
+    seed_tag = 0x5350
+
+    def __init__(self, num_envs: int, **settings: Any) -> None:
+        s = SpreadSettings(**settings)
+        super().__init__(num_envs, s.N, AGENT_SIZE, True, s.max_cycles, s.model_dump())
+        self.s = s
+        n = self.agents = s.N
+        self.obs_size = 4 + 2 * n + (2 + COMM) * (n - 1)
+        continuous = s.continuous_actions
+        self.groups = (
+            GroupSpec(
+                "agent", tuple(f"agent_{i}" for i in range(n)), (self.obs_size,), np.dtype(np.float32), 0 if continuous else 5,
+                action_shape=(5,) if continuous else (), action_low=(0.0,) * 5 if continuous else (),
+                action_high=(1.0,) * 5 if continuous else (), state_shape=(n * self.obs_size,),
+            ),
+        )
+
+    def observe(self) -> np.ndarray:
+        landmarks, others = self.relative()
+        silent = np.zeros((self.num_envs, self.N, COMM * (self.N - 1)))
+        return np.concatenate((self.bodies.vel, self.bodies.pos, landmarks, others, silent), axis=-1).astype(np.float32)
+
+    def state(self) -> np.ndarray:
+        return self.observe().reshape(self.num_envs, -1)
+
+    def rewards(self) -> np.ndarray:
+        shared = -self.distances().min(1).sum(1)  # [E]: each landmark's nearest agent
+        pos = self.bodies.pos
+        gap = np.sqrt(np.square(pos[:, :, None, :] - pos[:, None, :, :]).sum(-1))  # [E, N, N]
+        touching = gap < 2 * AGENT_SIZE
+        collisions = touching.sum(2) - np.diagonal(touching, axis1=1, axis2=2)  # without itself
+        r = self.s.local_ratio
+        return shared[:, None] * (1 - r) - collisions * r
+
+    def act(self, actions: np.ndarray) -> np.ndarray:
+        """``[E, N]`` moves, or ``[E, N, 5]`` numbers in ``[0, 1]``."""
+        e, n = self.num_envs, self.N
+        if self.s.continuous_actions:
+            if actions.shape != (e, n, 5):
+                raise ValueError(f"simple-spread continuous actions are [E, N, 5] = {(e, n, 5)} numbers in [0, 1], got {actions.shape}")
+            a = actions.astype(np.float64)
+            return np.stack((a[..., 2] - a[..., 1], a[..., 4] - a[..., 3]), -1) * ACCEL
+        if actions.shape != (e, n) or actions.min() < 0 or actions.max() >= 5:
+            raise ValueError(f"simple-spread actions are integer moves in [0, 5) of shape {(e, n)}, got shape {actions.shape}")
+        return DISCRETE_MOVES[actions] * ACCEL
+
+
+class SpreadSection(EnvSection):
+    """``simple-spread``: mpe2's simple_spread_v3, E games as arrays."""
+
+    name: Literal["simple-spread"] = "simple-spread"
+    settings: SpreadSettings = SpreadSettings()
+    actions: ClassVar[str] = "any"  # its settings choose: action_kind() tells
+
+    @model_validator(mode="after")
+    def _vector_kind(self) -> "SpreadSection":
+        if self.vector != "sync":
+            raise ValueError("simple-spread runs its games as arrays in-process: use env.vector=sync")
+        return self
+
+    def action_kind(self) -> str:
+        return "continuous" if self.settings.continuous_actions else "discrete"
+
+    def group_names(self) -> list[str]:
+        return ["agent"]
+
+
+ENVS.add("simple-spread", EnvEntry(lambda settings: EnvFactory(None, dict(settings), vectorised=SpreadVectorEnv), SpreadSection))
