@@ -238,7 +238,7 @@ def cmd_bench(args: argparse.Namespace) -> None:
     unknown = sorted(set(only or []) - set(SECTIONS))
     if unknown:
         raise RelayRLError(f"unknown benchmark(s) {unknown}; choose from {', '.join(SECTIONS)}")
-    run_suite(only, args.quick, Path(args.out) if args.out else None, args.threads, args.rllib_python)
+    run_suite(only, args.quick, Path(args.out) if args.out else None, args.threads, args.rllib_python, (args.jaxmarl_python, args.jaxmarl_src), args.device)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
@@ -370,10 +370,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="speed benchmarks against named baselines; writes a markdown report")
     bench.add_argument("--quick", action="store_true", help="fewer rounds and steps (a few minutes)")
-    bench.add_argument("--only", help="comma-separated subset of: replay, env, learner, loop, rllib")
+    bench.add_argument("--only", help="comma-separated subset of: replay, env, learner, loop, rllib, marl, marl-scaling")
     bench.add_argument("--threads", type=_at_least(1), default=1, help="torch intra-op threads (default 1, measured best here)")
     bench.add_argument("--out", help="also write the report there (the project's record: docs/results/benchmarks.md); default: print only")
     bench.add_argument("--rllib-python", help="python with ray[rllib] for the RLlib baseline (default ~/venvs/rllib)")
+    bench.add_argument("--jaxmarl-python", help="marl: python with jax and JaxMARL's dependencies (benchmarks/README.md)")
+    bench.add_argument("--jaxmarl-src", help="marl: a checkout of JaxMARL's repository (its baselines/ scripts are timed)")
+    bench.add_argument("--device", default="auto", help="where the learners run: auto (CUDA where present), cpu or cuda")
     bench.set_defaults(func=cmd_bench)
     return parser
 

@@ -12,7 +12,7 @@ import torch
 from relayrl.bench.common import machine_description, markdown_table, package_version
 from relayrl.core.device import configure_threads, resolve_device
 
-SECTIONS = ("replay", "env", "learner", "loop", "rllib")
+SECTIONS = ("replay", "env", "learner", "loop", "rllib", "marl", "marl-scaling")
 RLLIB_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "rllib_pursuit.py"
 LOOP_TARGET_VS_RLLIB = 4.0
 LOOP_TARGET_VS_MATH = 0.75
@@ -121,11 +121,29 @@ def _loop(quick: bool, rllib: dict | None, threads: int) -> str:
     )
 
 
+def _marl(quick: bool, jaxmarl: tuple[str | None, str | None], device: torch.device) -> str:
+    from relayrl.bench import marl
+
+    return marl.run(quick, *jaxmarl, device=device.type)
+
+
+def _marl_scaling(quick: bool, device: torch.device) -> str:
+    from relayrl.bench import marl
+
+    return marl.scaling(quick, device.type)
+
+
 def run_suite(
-    only: list[str] | None, quick: bool, out: Path | None, threads: int = 1, rllib_interpreter: str | None = None
+    only: list[str] | None,
+    quick: bool,
+    out: Path | None,
+    threads: int = 1,
+    rllib_interpreter: str | None = None,
+    jaxmarl: tuple[str | None, str | None] = (None, None),
+    device_name: str = "auto",
 ) -> str:
     configure_threads(threads)
-    device = resolve_device("auto")
+    device = resolve_device(device_name)
     chosen = [s for s in SECTIONS if not only or s in only]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     report = [
@@ -145,6 +163,10 @@ def run_suite(
             body = _env(quick)
         elif name == "learner":
             body = _learner(quick, device)
+        elif name == "marl":
+            body = _marl(quick, jaxmarl, device)
+        elif name == "marl-scaling":
+            body = _marl_scaling(quick, device)
         elif name == "rllib":
             continue  # measured before the loop, which reports against it
         else:

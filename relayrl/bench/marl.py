@@ -1,0 +1,207 @@
+"""``relayrl bench --only marl``: relayrl's QMIX and MAPPO on MPE spread at JaxMARL's
+published configs, beside JaxMARL's own scripts timed in the same run (where a JaxMARL
+install is given), with env steps/s, updates/s and samples trained per env step.
+
+JaxMARL's configs (its repository, ``baselines/QLearning/config/alg/ql_rnn_mpe.yaml`` and
+``baselines/MAPPO/config/mappo_homogenous_rnn_mpe.yaml``), as relayrl sets them:
+
+- QMIX: 8 envs, GRU 64, mixer embedding 32 with hypernetworks of 128, Adam 0.005, gamma
+  0.9, one-step double-Q targets, gradient norm 25, batches of 32 sequences of an
+  episode (JaxMARL: 32 rollout chunks of 26 steps) from a replay of 5,000, one update per
+  8 episodes (200 env steps; JaxMARL: per 8 x 26 = 208), hard target copies every 200
+  updates, epsilon 1 -> 0.05 over 10% of 10M steps, agent ids in the observations and the
+  state (the agents' observations side by side) for the mixer. Samples per env step: 4.0 both.
+- MAPPO: 16 envs, 128-step rollouts, 4 epochs of 4 minibatches, 128 tanh units then a GRU
+  of 128 in actor and critic, Adam 2e-3 annealed, GAE 0.95, clip 0.2, entropy 0.01, value
+  coefficient 0.5 on a clipped MSE, gradient norm 0.5, the critic on the state, one
+  actor for all agents. Samples per env step: 4 epochs of the whole rollout, 4.0 both.
+
+relayrl steps ``simple-spread`` (mpe2's dynamics in NumPy, ``relayrl.envs.spread``);
+JaxMARL steps its own JAX MPE. Timing: relayrl trains a warm-up first (start-up, the first
+batch, learning start), then the timed steps with its section timer on (the profile
+columns: shares of the timed wall clock); JaxMARL's training is compiled first, then the
+compiled run is timed (``benchmarks/jaxmarl_timing.py``).
+"""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from relayrl.bench.common import markdown_table
+
+JAXMARL_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "jaxmarl_timing.py"
+
+QMIX: dict[str, Any] = {
+    "env": {"name": "simple-spread", "num_envs": 8},
+    "qmix": {
+        "mixer": "qmix", "hidden": 64, "mixer_embed": 32, "hypernet_hidden": 128, "lr": 0.005, "gamma": 0.9, "td_lambda": 0.0,
+        "double_q": True, "grad_clip": 25.0, "batch_size": 32, "buffer_size": 5000, "max_episode_length": 25,
+        "updates_per_episode": 0.125, "target_update_episodes": 1600, "epsilon_start": 1.0, "epsilon_end": 0.05,
+        "epsilon_steps": 1_000_000, "agent_id": True, "last_action": False, "fragment_length": 200,
+    },
+}
+MAPPO: dict[str, Any] = {
+    "env": {"name": "simple-spread", "num_envs": 16},
+    "on_policy": {
+        "algo": "mappo", "rollout_length": 128, "epochs": 4, "minibatches": 4, "lr": 2e-3, "lr_anneal": True, "hidden": [128],
+        "activation": "tanh", "recurrent": True, "chunk_length": 128, "gamma": 0.99, "gae_lambda": 0.95, "clip": 0.2,
+        "value_clip": 0.2, "value_loss": "mse", "value_coef": 0.5, "entropy_coef": 0.01, "max_grad_norm": 0.5,
+        "normalize_values": False, "agent_id": False, "critic_input": "state",
+    },
+}
+# samples trained per env step (each sample one env step of every agent): QMIX's batch of
+# episodes per update over the env steps between updates; MAPPO's epochs over its rollout
+SAMPLES_PER_STEP = {"qmix": 32 * 25 / (8 * 25), "mappo": 4.0}
+CONFIGS = {"qmix": QMIX, "mappo": MAPPO}
+
+
+def relayrl_rate(algo: str, steps: int, warmup: int, device: str = "cpu", num_envs: int | None = None, agents: int | None = None, batch: int | None = None) -> dict[str, Any]:
+    """Trains ``algo``'s config for ``warmup`` env steps (start-up, first batch, learning
+    start), then times ``steps`` more with the run's section timer on: env steps/s,
+    updates/s and the share of the wall time by section (env, act, replay add, sample,
+    update; ``other``: the rest of the loop)."""
+    import torch
+
+    from relayrl.experiment import build_config, build_run
+
+    config = json.loads(json.dumps(CONFIGS[algo]))
+    if num_envs:
+        config["env"]["num_envs"] = num_envs
+    if agents:
+        config["env"]["settings"] = {"N": agents}
+    if batch:
+        config["qmix"]["batch_size"] = batch
+    config.update(
+        {"preset": f"bench-{algo}-mpe", "total_steps": warmup, "report_interval": warmup, "eval": {"interval": 0}, "checkpoint_interval": 10**9, "device": device}
+    )
+    start = time.perf_counter()
+    run = build_run(build_config(config), None, verbose=False)
+    try:
+        run.train()
+        startup = time.perf_counter() - start
+        run.timer.enabled = True
+        if device == "cuda":
+            run.timer.sync = torch.cuda.synchronize
+        run.config.total_steps = warmup + steps
+        steps0, updates0 = run.counters.env_steps, run.updates
+        start = time.perf_counter()
+        run.train()
+        seconds = time.perf_counter() - start
+    finally:
+        run.close()
+    sections = {name: t / seconds for name, t in run.timer.seconds.items()}
+    sections["other"] = max(0.0, 1.0 - sum(sections.values()))
+    updates = run.updates - updates0
+    return {
+        "env_steps": run.counters.env_steps - steps0, "seconds": seconds, "sps": (run.counters.env_steps - steps0) / seconds,
+        "updates_per_s": updates / seconds, "update_ms": 1000 * run.timer.seconds.get("update", float("nan")) / max(updates, 1),
+        "samples_per_env_step": SAMPLES_PER_STEP[algo], "startup_s": startup, "num_envs": config["env"]["num_envs"], "share": sections,
+    }
+
+
+def jaxmarl_rate(python: str, source: str, algo: str, steps: int) -> dict[str, Any] | None:
+    """JaxMARL's own training of ``algo`` timed by ``benchmarks/jaxmarl_timing.py`` in
+    ``python`` (a venv with jax and JaxMARL's dependencies), or None with the reason printed."""
+    command = [python, str(JAXMARL_SCRIPT), "--algo", algo, "--steps", str(steps), "--jaxmarl-src", source]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    print(f"JaxMARL {algo} failed:\n{done.stdout[-1500:]}\n{done.stderr[-3000:]}", file=sys.stderr)
+    return None
+
+
+def run(quick: bool, python: str | None, source: str | None, device: str = "cpu") -> str:
+    """The section's report: a table per algorithm, relayrl against JaxMARL."""
+    # env steps timed (relayrl, after the warm-up) and trained by JaxMARL (its TOTAL_TIMESTEPS)
+    plan = {"qmix": (20_000 if quick else 100_000, 4_000, 200_000 if quick else 1_000_000), "mappo": (16_384 if quick else 98_304, 16 * 128, 200_000 if quick else 1_000_000)}
+    parts = []
+    for algo, (steps, warmup, jax_steps) in plan.items():
+        ours = relayrl_rate(algo, steps, warmup, device)
+        theirs = jaxmarl_rate(python, source, algo, jax_steps) if python and source else None
+        share = ours["share"]
+        profile = ", ".join(f"{name} {share[name]:.0%}" for name in sorted(share, key=share.get, reverse=True) if share[name] >= 0.01)
+        ratio = "not measured" if theirs is None else f"{ours['sps'] / theirs['sps']:.2f}x"
+        rows = [[f"relayrl ({device})", f"{ours['sps']:,.0f}", f"{ours['updates_per_s']:,.1f}", f"{ours['samples_per_env_step']:.2f}", f"{ours['startup_s']:.1f} s start-up", ratio, profile]]
+        if theirs is not None:
+            rows.append([f"JaxMARL {theirs['jax_version']} ({theirs['backend']}, baseline)", f"{theirs['sps']:,.0f}", f"{theirs['updates_per_s']:,.1f}", f"{theirs['samples_per_env_step']:.2f}", f"{theirs['compile_s']:.1f} s compile", "1.0x", ""])
+        parts.append(
+            f"### {algo.upper()} at JaxMARL's config\n\nrelayrl timed over {ours['env_steps']:,} env steps after {warmup:,}; "
+            + (f"JaxMARL over {theirs['env_steps']:,}" if theirs else "JaxMARL not measured in this run (give --jaxmarl-python and --jaxmarl-src)")
+            + ".\n\n" + markdown_table(["trainer", "env steps/s", "updates/s", "samples per env step", "before training", "relayrl / JaxMARL", "profile"], rows)
+        )
+    return (__doc__.split("\n\n", 1)[1] + "\n\n" + "\n\n".join(parts)).strip()
+
+
+def env_rates(games: tuple[int, ...], agents: tuple[int, ...], quick: bool) -> dict[tuple[int, int], float]:
+    """``simple-spread``'s env steps/s alone, random moves, for each (E, N)."""
+    import numpy as np
+
+    from relayrl.bench.common import best_of_rounds
+    from relayrl.envs.spread import SpreadVectorEnv
+
+    rates = {}
+    for n in agents:
+        for e in games:
+            env = SpreadVectorEnv(e, N=n)
+            env.reset(0)
+            moves = np.random.default_rng(0).integers(0, 5, (64, e, n))
+            calls = iter(range(10**9))
+            (seconds,) = best_of_rounds([lambda: env.step([moves[next(calls) % 64]])], [max(4, 2000 // e)], 3 if quick else 5)
+            rates[(e, n)] = e / seconds
+    return rates
+
+
+def scaling(quick: bool, device: str = "cpu") -> str:
+    """How cost grows with the work: the env alone and QMIX training over E games and N
+    agents, and one QMIX update over the batch size."""
+    games, agents = (1, 8, 64, 256), (3, 8, 32)
+    steps = 4_000 if quick else 20_000
+    env = env_rates(games, agents, quick)
+    rows = [[f"E = {e}"] + [f"{env[(e, n)]:,.0f}" for n in agents] for e in games]
+    parts = ["Env steps/s of `simple-spread` alone (random moves), over games E and agents N:\n\n" + markdown_table(["games", *(f"N = {n}" for n in agents)], rows)]
+    rows = []
+    for e in games:
+        r = relayrl_rate("qmix", max(steps, 200 * e), max(2_000, 400 * e), device, num_envs=e)
+        rows.append([f"E = {e}, N = 3", f"{r['sps']:,.0f}", f"{r['updates_per_s']:,.1f}", f"{r['update_ms']:.1f}", f"{r['share'].get('act', 0):.0%}", f"{r['share'].get('env', 0):.0%}", f"{r['share'].get('update', 0):.0%}"])
+    for n in agents[1:]:
+        r = relayrl_rate("qmix", steps, 2_000, device, agents=n)
+        rows.append([f"E = 8, N = {n}", f"{r['sps']:,.0f}", f"{r['updates_per_s']:,.1f}", f"{r['update_ms']:.1f}", f"{r['share'].get('act', 0):.0%}", f"{r['share'].get('env', 0):.0%}", f"{r['share'].get('update', 0):.0%}"])
+    parts.append(
+        f"QMIX at JaxMARL's config ({device}), one update per 8 episodes and batches of 32 episodes whatever E and N:\n\n"
+        + markdown_table(["games, agents", "env steps/s", "updates/s", "ms per update", "act", "env", "update"], rows)
+    )
+    rows = []
+    for b in (8, 32, 128, 512):
+        r = relayrl_rate("qmix", steps, max(2_000, 25 * b), device, batch=b)
+        rows.append([f"{b} episodes", f"{r['update_ms']:.1f}", f"{r['update_ms'] / (b * 25) * 1000:.1f}"])
+    parts.append(f"One QMIX update ({device}, E = 8, N = 3, 25-step episodes) over the batch size:\n\n" + markdown_table(["batch", "ms per update", "us per sampled step"], rows))
+    return "\n\n".join(parts)
+
+
+def _one_run(algo: str, steps: int, warmup: int) -> float:
+    import torch
+
+    torch.set_num_threads(1)
+    return relayrl_rate(algo, steps, warmup, "cpu")["sps"]
+
+
+def parallel_rates(counts: tuple[int, ...], algo: str = "qmix", steps: int = 20_000, warmup: int = 2_000) -> str:
+    """Independent runs side by side, one process and one torch thread each, on the CPU:
+    the machine's total env steps/s as runs are added (seeds of a grid, members of a
+    population)."""
+    import multiprocessing as mp
+
+    rows = []
+    for k in counts:
+        with mp.get_context("spawn").Pool(k) as pool:
+            start = time.perf_counter()
+            rates = pool.starmap(_one_run, [(algo, steps, warmup)] * k)
+            wall = time.perf_counter() - start
+        rows.append([str(k), f"{sum(rates):,.0f}", f"{min(rates):,.0f} - {max(rates):,.0f}", f"{wall:.0f} s"])
+    return f"{algo.upper()} at JaxMARL's config, independent runs in parallel (CPU, one thread each):\n\n" + markdown_table(
+        ["runs", "total env steps/s", "per run", "wall"], rows
+    )
