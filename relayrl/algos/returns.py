@@ -27,6 +27,8 @@ def td_lambda_targets(
 ) -> torch.Tensor:
     """``[B, T, ...]`` targets from rewards, next-state values, the end flags of each step
     (bool) and the valid-step mask; one backward pass over T, vectorised over the rest."""
+    if lam == 0.0:  # the one-step target needs no pass over time
+        return (reward + gamma * next_value * ~terminated) * mask
     targets = torch.zeros_like(reward)
     following = torch.zeros_like(reward[:, 0])  # R_{t+1}
     for t in range(reward.shape[1] - 1, -1, -1):
