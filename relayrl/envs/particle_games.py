@@ -1,27 +1,27 @@
 """E games of MPE agents and landmarks stepped as arrays: what ``cooperative-navigation``
 and ``simple-spread`` share (spawning, the physics step, auto-reset at ``max_cycles``,
-episode bookkeeping, saving and loading). Each game decides how its actions become forces,
+episode bookkeeping, saving and loading through ``ArrayGames``). Each game decides how its actions become forces,
 what it rewards and what its agents observe."""
 
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from relayrl.core.specs import GroupSpec
-from relayrl.envs.episodes import EpisodeStats, EpisodeTally
+from relayrl.envs.array_games import ArrayGames
+from relayrl.envs.episodes import EpisodeTally
 from relayrl.envs.particles import Bodies, contact_forces, integrate
 from relayrl.envs.types import GroupObs, GroupStep
 
 
-class ParticleGames:
+class ParticleGames(ArrayGames):
     """Agents ``[E, N, 2]`` (positions and velocities, radius ``agent_size``) and N landmarks
     ``[E, N, 2]``; starts and landmarks uniform in ``[-1, 1]^2`` (agents first, then the
     landmarks, as MPE's ``reset_world`` draws them), velocities 0. One group of
     ``self.agents`` learners; an episode ends by truncation after ``max_cycles`` steps."""
 
     independent_episodes = False
-    kind: str  # the env's registered name, which its saved state carries
+    kind: str  # the env's registered name, which its saved state carries (and names it in messages)
     seed_tag: int  # mixed into the run's seed, so each game draws its own starts
     groups: tuple[GroupSpec, ...]
     agents: int  # learners per game
@@ -39,6 +39,10 @@ class ParticleGames:
         self.targets = np.zeros((num_envs, n_agents, 2))
         self.frames = np.zeros(num_envs, np.int64)
         self.tally = EpisodeTally(num_envs, 1)
+
+    @property
+    def label(self) -> str:
+        return self.kind
 
     # ----- what each game defines -------------------------------------------------------
     def observe(self) -> np.ndarray:
@@ -118,34 +122,8 @@ class ParticleGames:
         )
         return [step], truncated
 
-    def drain_episodes(self) -> EpisodeStats:
-        return self.tally.drain()
+    def game_arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.bodies.pos, self.bodies.vel, self.targets, self.frames)
 
-    def cut_episodes(self) -> EpisodeStats:
-        return self.tally.cut()
-
-    def get_state(self) -> dict[str, Any]:
-        """Every game's bodies, landmarks, frames and RNG with the episode accumulators, as data."""
-        arrays = (self.bodies.pos, self.bodies.vel, self.targets, self.frames, self.tally.returns, self.tally.lengths)
-        return {
-            "kind": self.kind,
-            "settings": self.settings,
-            "num_envs": self.num_envs,
-            "rng": self.rng.bit_generator.state,
-            "arrays": tuple(a.copy() for a in arrays),
-            "episodes": asdict(self.tally.ended),
-        }
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        if not isinstance(state, dict) or state.get("kind") != self.kind:
-            raise ValueError(f"this env state was not saved by {self.kind}")
-        if state["settings"] != self.settings or state["num_envs"] != self.num_envs:
-            raise ValueError(f"this env state belongs to different {self.kind} settings or a different num_envs")
-        self.rng = np.random.default_rng()
-        self.rng.bit_generator.state = state["rng"]
-        pos, vel, targets, frames, returns, lengths = (np.array(a) for a in state["arrays"])
-        self.bodies.pos, self.bodies.vel, self.targets, self.frames = pos, vel, targets, frames
-        self.tally.load_state_dict({"returns": returns, "lengths": lengths, "episodes": state["episodes"]})
-
-    def close(self) -> None:
-        pass
+    def load_game_arrays(self, arrays: list[np.ndarray]) -> None:
+        self.bodies.pos, self.bodies.vel, self.targets, self.frames = arrays

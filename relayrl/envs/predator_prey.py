@@ -25,7 +25,7 @@ game and can be given (``step_with_draws``): tests replay them through a separat
 per-game implementation.
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,8 @@ from pydantic import Field, model_validator
 
 from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec
-from relayrl.envs.episodes import EpisodeStats, EpisodeTally
+from relayrl.envs.array_games import ArrayGames
+from relayrl.envs.episodes import EpisodeTally
 from relayrl.envs.types import GroupObs, GroupStep
 
 # right, down, left, up, stay, catch (the reference's action order; rows are (x, y) offsets)
@@ -93,13 +94,15 @@ class Draws:
         return cls(rng.random((e, n)), rng.random((e, m)), rng.random((e, m)), rng.random((e, m)))
 
 
-class PredatorPreyVectorEnv:
+class PredatorPreyVectorEnv(ArrayGames):
     """E games stepped as arrays. Cells are flat indices ``x * y_size + y``: predators
     ``[E, N]``, prey ``[E, M]`` (stags first), and an occupancy grid ``[E, cells padded by
     the view, 3]`` rebuilt from them after every step. Moves, neighbours, adjacency and
     observed views are tables over cells, built once."""
 
     independent_episodes = False
+    kind = "predator-prey-vector"
+    label = "the vectorised predator-prey"
 
     def __init__(self, num_envs: int, **settings: Any) -> None:
         self.s = s = PredatorPreySettings(**settings)
@@ -378,37 +381,13 @@ class PredatorPreyVectorEnv:
         )
         return [step], over
 
-    def drain_episodes(self) -> EpisodeStats:
-        return self.tally.drain()
+    def game_arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.predators, self.prey, self.prey_alive, self.frozen, self.frames)
 
-    def cut_episodes(self) -> EpisodeStats:
-        return self.tally.cut()
+    def load_game_arrays(self, arrays: list[np.ndarray]) -> None:
+        self.predators, self.prey, self.prey_alive, self.frozen, self.frames = arrays
+        self._rebuild_grid()
 
-    def get_state(self) -> dict[str, Any]:
-        """Every game's positions, flags, frames and RNG with the episode accumulators, as data."""
-        arrays = (self.predators, self.prey, self.prey_alive, self.frozen, self.frames, self.tally.returns, self.tally.lengths)
-        return {
-            "kind": "predator-prey-vector",
-            "settings": self.settings,
-            "num_envs": self.num_envs,
-            "rng": self.rng.bit_generator.state,
-            "arrays": tuple(a.copy() for a in arrays),
-            "episodes": asdict(self.tally.ended),
-        }
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        if not isinstance(state, dict) or state.get("kind") != "predator-prey-vector":
-            raise ValueError("this env state was not saved by the vectorised predator-prey")
+    def check_state(self, state: dict[str, Any]) -> None:
         if len(state.get("arrays", ())) != 7:
             raise ValueError("this predator-prey state holds an occupancy grid (saved before relayrl rebuilt it from the positions): resume it with the relayrl that saved it")
-        if state["settings"] != self.settings or state["num_envs"] != self.num_envs:
-            raise ValueError("this env state belongs to different predator-prey settings or a different num_envs")
-        self.rng = np.random.default_rng()
-        self.rng.bit_generator.state = state["rng"]
-        arrays = [np.array(a) for a in state["arrays"]]
-        self.predators, self.prey, self.prey_alive, self.frozen, self.frames, returns, lengths = arrays
-        self._rebuild_grid()
-        self.tally.load_state_dict({"returns": returns, "lengths": lengths, "episodes": state["episodes"]})
-
-    def close(self) -> None:
-        pass

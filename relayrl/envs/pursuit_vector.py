@@ -22,13 +22,13 @@ Differential tests (tests/envs/test_pursuit_vector.py) check every output agains
 installed PettingZoo from the same states with the same pursuer actions and evader moves.
 """
 
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from relayrl.core.specs import GroupSpec
-from relayrl.envs.episodes import EpisodeStats, EpisodeTally
+from relayrl.envs.array_games import ArrayGames
+from relayrl.envs.episodes import EpisodeTally
 from relayrl.envs.types import GroupObs, GroupStep
 from relayrl.envs.pursuit import PAPER_SETTINGS
 
@@ -66,7 +66,7 @@ def validate_settings(settings: dict[str, Any]) -> dict[str, Any]:
     return s
 
 
-class PursuitVectorEnv:
+class PursuitVectorEnv(ArrayGames):
     """E Pursuit games stepped together; a VectorEnv with one group, ``pursuer``.
 
     Observations are ``[E, N, R, R, 3]`` uint8, laid out as PettingZoo's: ``obs[..., a, b, c]``
@@ -76,6 +76,8 @@ class PursuitVectorEnv:
     """
 
     independent_episodes = False
+    kind = "pursuit-vector"
+    label = "the vectorised pursuit (was the run made with pursuit-pz?)"
 
     def __init__(self, num_envs: int, **settings: Any) -> None:
         s = validate_settings(settings)
@@ -302,34 +304,8 @@ class PursuitVectorEnv:
         self.evader_alive[env_index] = evader_alive
         self.frames[env_index] = frames
 
-    def drain_episodes(self) -> EpisodeStats:
-        return self.tally.drain()
+    def game_arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.pursuers, self.evaders, self.evader_alive, self.frames)
 
-    def cut_episodes(self) -> EpisodeStats:
-        return self.tally.cut()
-
-    def get_state(self) -> dict[str, Any]:
-        """Every game's positions, frames and RNG with the episode accumulators, as data."""
-        return {
-            "kind": "pursuit-vector",
-            "settings": self.settings,
-            "num_envs": self.num_envs,
-            "rng": self.rng.bit_generator.state,
-            "arrays": tuple(a.copy() for a in (self.pursuers, self.evaders, self.evader_alive, self.frames, self.tally.returns, self.tally.lengths)),
-            "episodes": asdict(self.tally.ended),
-        }
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        data = state
-        if not isinstance(data, dict) or data.get("kind") != "pursuit-vector":
-            raise ValueError("this env state was not saved by the vectorised pursuit (was the run made with pursuit-pz?)")
-        if data["settings"] != self.settings or data["num_envs"] != self.num_envs:
-            raise ValueError("this env state belongs to different pursuit settings or a different num_envs")
-        self.rng = np.random.default_rng()
-        self.rng.bit_generator.state = data["rng"]
-        arrays = [np.array(a) for a in data["arrays"]]
-        self.pursuers, self.evaders, self.evader_alive, self.frames, returns, lengths = arrays
-        self.tally.load_state_dict({"returns": returns, "lengths": lengths, "episodes": data["episodes"]})
-
-    def close(self) -> None:
-        pass
+    def load_game_arrays(self, arrays: list[np.ndarray]) -> None:
+        self.pursuers, self.evaders, self.evader_alive, self.frames = arrays
