@@ -7,8 +7,13 @@ import time
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from relayrl.experiment.run import Run
 
 
 def machine_description() -> str:
@@ -63,3 +68,20 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def timed_training(run: "Run", total_steps: int) -> tuple[float, int, int]:
+    """Continues ``run`` to ``total_steps`` with its section timer on (synchronising CUDA
+    at each section's end where the learners are there): the seconds it took and the env
+    steps and updates it made."""
+    learner = next(iter(run.learners.values()))
+    run.timer.enabled = True
+    if learner.algorithm.device.type == "cuda":
+        run.timer.sync = torch.cuda.synchronize
+    run.config.total_steps = total_steps
+    steps0, updates0 = run.counters.env_steps, run.updates
+    start = time.perf_counter()
+    run.train()
+    seconds = time.perf_counter() - start
+    run.timer.enabled = False
+    return seconds, run.counters.env_steps - steps0, run.updates - updates0

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from relayrl.bench.common import timed_training
 from relayrl.experiment.config import build_config
 from relayrl.experiment.overrides import apply_overrides
 from relayrl.experiment.presets import preset_dict
@@ -64,15 +65,7 @@ def measure(preset: str, overrides: list[str], steps: int, label: str, math_upda
     try:
         run.train()
         math_before = _math_only(run, math_updates)
-        run.timer.enabled = True
-        if next(iter(run.learners.values())).algorithm.device.type == "cuda":
-            run.timer.sync = torch.cuda.synchronize
-        run.config.total_steps = warmup + steps
-        steps0, updates0 = run.counters.env_steps, run.updates
-        start = time.perf_counter()
-        run.train()
-        seconds = time.perf_counter() - start
-        run.timer.enabled = False
+        seconds, env_steps, updates = timed_training(run, warmup + steps)
         math_after = _math_only(run, math_updates)
     finally:
         run.close()
@@ -82,8 +75,8 @@ def measure(preset: str, overrides: list[str], steps: int, label: str, math_upda
     math_seconds = min(math_before, math_after)  # the faster math run: the stricter ratio
     return LoopResult(
         label=label,
-        env_steps_per_s=(run.counters.env_steps - steps0) / seconds,
-        updates_per_s=(run.updates - updates0) / seconds,
+        env_steps_per_s=env_steps / seconds,
+        updates_per_s=updates / seconds,
         section_share={name: sections.get(name, 0.0) / seconds for name in (*LOOP_SECTIONS, "other")},
         math_env_steps_per_s=fragment / math_seconds,
         math_updates_per_s=1.0 / math_seconds,

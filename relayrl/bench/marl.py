@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from relayrl.bench.common import markdown_table
+from relayrl.bench.common import markdown_table, timed_training
 
 JAXMARL_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "jaxmarl_timing.py"
 
@@ -63,8 +63,6 @@ def relayrl_rate(algo: str, steps: int, warmup: int, device: str = "cpu", num_en
     start), then times ``steps`` more with the run's section timer on: env steps/s,
     updates/s and the share of the wall time by section (env, act, replay add, sample,
     update; ``other``: the rest of the loop)."""
-    import torch
-
     from relayrl.experiment import build_config, build_run
 
     config = json.loads(json.dumps(CONFIGS[algo]))
@@ -82,21 +80,13 @@ def relayrl_rate(algo: str, steps: int, warmup: int, device: str = "cpu", num_en
     try:
         run.train()
         startup = time.perf_counter() - start
-        run.timer.enabled = True
-        if device == "cuda":
-            run.timer.sync = torch.cuda.synchronize
-        run.config.total_steps = warmup + steps
-        steps0, updates0 = run.counters.env_steps, run.updates
-        start = time.perf_counter()
-        run.train()
-        seconds = time.perf_counter() - start
+        seconds, env_steps, updates = timed_training(run, warmup + steps)
     finally:
         run.close()
     sections = {name: t / seconds for name, t in run.timer.seconds.items()}
     sections["other"] = max(0.0, 1.0 - sum(sections.values()))
-    updates = run.updates - updates0
     return {
-        "env_steps": run.counters.env_steps - steps0, "seconds": seconds, "sps": (run.counters.env_steps - steps0) / seconds,
+        "env_steps": env_steps, "seconds": seconds, "sps": env_steps / seconds,
         "updates_per_s": updates / seconds, "update_ms": 1000 * run.timer.seconds.get("update", float("nan")) / max(updates, 1),
         "samples_per_env_step": SAMPLES_PER_STEP[algo], "startup_s": startup, "num_envs": config["env"]["num_envs"], "share": sections,
     }

@@ -150,7 +150,8 @@ def run_suite(
         "# relayrl benchmarks",
         "",
         f"Machine: {machine_description()}.",
-        f"Run: `relayrl bench{' --quick' if quick else ''}{' --only ' + ','.join(only) if only else ''} --threads {threads}`, {started}. "
+        f"Run: `relayrl bench{' --quick' if quick else ''}{' --only ' + ','.join(only) if only else ''} --threads {threads}"
+        f"{'' if device_name == 'auto' else ' --device ' + device_name}`, {started}. "
         "Every ratio compares against a baseline timed in the same run.",
     ]
     rllib = None
