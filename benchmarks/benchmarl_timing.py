@@ -25,12 +25,25 @@ def relayrl_rate(config: dict[str, Any]) -> dict[str, float]:
     return {"env_steps": timed, "seconds": seconds, "sps": timed / seconds, "wall_s": wall, "updates": rows[-1]["updates"]}
 
 
+# Defined before every BenchMARL script: its experiment config without evaluation,
+# rendering, loggers, JSON or checkpoints, so that training alone is timed.
+QUIET = """
+def quiet(cfg, folder):
+    cfg.evaluation = False
+    cfg.render = False
+    cfg.loggers = []
+    cfg.create_json = False
+    cfg.checkpoint_interval = 0
+    cfg.save_folder = folder
+"""
+
+
 def benchmarl_rate(python: str, script: str, args: dict[str, Any], steps: int) -> dict[str, float]:
     """``script`` run by ``python`` with ``args`` (JSON, its ``steps`` set to 0 and to
-    ``steps``): it prints ``{"frames", "wall_s"}`` last."""
+    ``steps``), after ``QUIET``: it prints ``{"frames", "wall_s"}`` last."""
 
     def timed(total: int) -> dict[str, float]:
-        out = subprocess.run([python, "-c", script, json.dumps({**args, "steps": total})], capture_output=True, text=True, check=False)
+        out = subprocess.run([python, "-c", QUIET + script, json.dumps({**args, "steps": total})], capture_output=True, text=True, check=False)
         if out.returncode:
             raise RuntimeError(f"BenchMARL failed:\n{out.stderr[-3000:]}")
         return json.loads(out.stdout.strip().splitlines()[-1])

@@ -42,12 +42,7 @@ cfg.on_policy_n_minibatch_iters = a["epochs"]
 cfg.on_policy_minibatch_size = batch
 cfg.prefer_continuous_actions = False
 cfg.share_policy_params = True
-cfg.evaluation = False
-cfg.render = False
-cfg.loggers = []
-cfg.create_json = False
-cfg.checkpoint_interval = 0
-cfg.save_folder = a["folder"]
+quiet(cfg, a["folder"])
 cfg.lr = 7e-4
 task = PettingZooTask.SIMPLE_SPREAD.get_from_yaml()
 task.config.update({"N": 3, "max_cycles": 25, "local_ratio": 0.5})

@@ -40,12 +40,7 @@ cfg.off_policy_memory_size = 100_000
 cfg.off_policy_init_random_frames = a["frames"]
 cfg.prefer_continuous_actions = True
 cfg.share_policy_params = False
-cfg.evaluation = False
-cfg.render = False
-cfg.loggers = []
-cfg.create_json = False
-cfg.checkpoint_interval = 0
-cfg.save_folder = a["folder"]
+quiet(cfg, a["folder"])
 cfg.lr = 5e-4
 algorithm = MasacConfig.get_from_yaml()
 algorithm.share_param_critic = False

@@ -45,12 +45,7 @@ if a["matched"]:  # JaxMARL's ratio: 8 envs x 26 steps, then one step on 32 x 26
 batch = cfg.off_policy_collected_frames_per_batch
 cfg.max_n_frames = a["steps"] + batch
 cfg.prefer_continuous_actions = False
-cfg.evaluation = False
-cfg.render = False
-cfg.loggers = []
-cfg.create_json = False
-cfg.checkpoint_interval = 0
-cfg.save_folder = a["folder"]
+quiet(cfg, a["folder"])
 experiment = Experiment(task=VmasTask.SIMPLE_SPREAD.get_from_yaml(), algorithm_config=QmixConfig.get_from_yaml(),
                         model_config=MlpConfig.get_from_yaml(), seed=0, config=cfg)
 start = time.perf_counter()
