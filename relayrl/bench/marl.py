@@ -1,20 +1,8 @@
 """``relayrl bench --only marl``: relayrl's QMIX and MAPPO on MPE spread at JaxMARL's
-published configs, beside JaxMARL's own scripts timed in the same run (where a JaxMARL
-install is given), with env steps/s, updates/s and samples trained per env step.
-
-JaxMARL's configs (its repository, ``baselines/QLearning/config/alg/ql_rnn_mpe.yaml`` and
-``baselines/MAPPO/config/mappo_homogenous_rnn_mpe.yaml``), as relayrl sets them:
-
-- QMIX: 8 envs, GRU 64, mixer embedding 32 with hypernetworks of 128, Adam 0.005, gamma
-  0.9, one-step double-Q targets, gradient norm 25, batches of 32 sequences of an
-  episode (JaxMARL: 32 rollout chunks of 26 steps) from a replay of 5,000, one update per
-  8 episodes (200 env steps; JaxMARL: per 8 x 26 = 208), hard target copies every 200
-  updates, epsilon 1 -> 0.05 over 10% of 10M steps, agent ids in the observations and the
-  state (the agents' observations side by side) for the mixer. Samples per env step: 4.0 both.
-- MAPPO: 16 envs, 128-step rollouts, 4 epochs of 4 minibatches, 128 tanh units then a GRU
-  of 128 in actor and critic, Adam 2e-3 annealed, GAE 0.95, clip 0.2, entropy 0.01, value
-  coefficient 0.5 on a clipped MSE, gradient norm 0.5, the critic on the state, one
-  actor for all agents. Samples per env step: 4 epochs of the whole rollout, 4.0 both.
+published configs (the presets ``spread-qmix-jaxmarl`` and ``spread-mappo-jaxmarl``, which
+give them key by key), beside JaxMARL's own scripts timed in the same run (where a JaxMARL
+install is given), with env steps/s, updates/s and samples trained per env step (4.0 on
+both sides: one sample is one env step of every agent).
 
 relayrl steps ``simple-spread`` (mpe2's dynamics in NumPy, ``relayrl.envs.spread``);
 JaxMARL steps its own JAX MPE. Timing: relayrl trains a warm-up first (start-up, the first
@@ -34,28 +22,10 @@ from relayrl.bench.common import markdown_table, timed_training
 
 JAXMARL_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "jaxmarl_timing.py"
 
-QMIX: dict[str, Any] = {
-    "env": {"name": "simple-spread", "num_envs": 8},
-    "qmix": {
-        "mixer": "qmix", "hidden": 64, "mixer_embed": 32, "hypernet_hidden": 128, "lr": 0.005, "gamma": 0.9, "td_lambda": 0.0,
-        "double_q": True, "grad_clip": 25.0, "batch_size": 32, "buffer_size": 5000, "max_episode_length": 25,
-        "updates_per_episode": 0.125, "target_update_episodes": 1600, "epsilon_start": 1.0, "epsilon_end": 0.05,
-        "epsilon_steps": 1_000_000, "agent_id": True, "last_action": False, "fragment_length": 200,
-    },
-}
-MAPPO: dict[str, Any] = {
-    "env": {"name": "simple-spread", "num_envs": 16},
-    "on_policy": {
-        "algo": "mappo", "rollout_length": 128, "epochs": 4, "minibatches": 4, "lr": 2e-3, "lr_anneal": True, "hidden": [128],
-        "activation": "tanh", "recurrent": True, "chunk_length": 128, "gamma": 0.99, "gae_lambda": 0.95, "clip": 0.2,
-        "value_clip": 0.2, "value_loss": "mse", "value_coef": 0.5, "entropy_coef": 0.01, "max_grad_norm": 0.5,
-        "normalize_values": False, "agent_id": False, "critic_input": "state",
-    },
-}
 # samples trained per env step (each sample one env step of every agent): QMIX's batch of
 # episodes per update over the env steps between updates; MAPPO's epochs over its rollout
 SAMPLES_PER_STEP = {"qmix": 32 * 25 / (8 * 25), "mappo": 4.0}
-CONFIGS = {"qmix": QMIX, "mappo": MAPPO}
+PRESETS = {"qmix": "spread-qmix-jaxmarl", "mappo": "spread-mappo-jaxmarl"}
 
 
 def relayrl_rate(algo: str, steps: int, warmup: int, device: str = "cpu", num_envs: int | None = None, agents: int | None = None, batch: int | None = None) -> dict[str, Any]:
@@ -64,12 +34,13 @@ def relayrl_rate(algo: str, steps: int, warmup: int, device: str = "cpu", num_en
     updates/s and the share of the wall time by section (env, act, replay add, sample,
     update; ``other``: the rest of the loop)."""
     from relayrl.experiment import build_config, build_run
+    from relayrl.experiment.presets import preset_dict
 
-    config = json.loads(json.dumps(CONFIGS[algo]))
+    config = preset_dict(PRESETS[algo])
     if num_envs:
         config["env"]["num_envs"] = num_envs
     if agents:
-        config["env"]["settings"] = {"N": agents}
+        config["env"]["settings"]["N"] = agents
     if batch:
         config["qmix"]["batch_size"] = batch
     config.update(

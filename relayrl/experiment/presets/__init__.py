@@ -2,7 +2,8 @@
 
 Each module holds one paper's table: ``super`` (paper 000), ``dase`` (paper 001),
 ``predator_prey`` (papers 002-003), ``arena`` (paper 004), ``policy_gradient`` (SEAC,
-IPPO, MAPPO) and ``centralised`` (MADDPG, MATD3, MASAC; paper 004's navigation). A preset
+IPPO, MAPPO), ``centralised`` (MADDPG, MATD3, MASAC; paper 004's navigation) and
+``jaxmarl`` (JaxMARL's MPE configs, which ``relayrl bench`` times). A preset
 is a description and a set of overrides on RunConfig's defaults.
 """
 
@@ -17,11 +18,12 @@ from relayrl.experiment.presets.arena import arena_presets
 from relayrl.experiment.presets.centralised import centralised_presets
 from relayrl.experiment.presets.common import Presets
 from relayrl.experiment.presets.dase import dase_presets
+from relayrl.experiment.presets.jaxmarl import jaxmarl_presets
 from relayrl.experiment.presets.policy_gradient import policy_gradient_presets
 from relayrl.experiment.presets.predator_prey import predator_prey_presets
 from relayrl.experiment.presets.super import super_presets
 
-PRESETS: Presets = {**super_presets(), **dase_presets(), **predator_prey_presets(), **arena_presets(), **policy_gradient_presets(), **centralised_presets()}
+PRESETS: Presets = {**super_presets(), **dase_presets(), **predator_prey_presets(), **arena_presets(), **policy_gradient_presets(), **centralised_presets(), **jaxmarl_presets()}
 
 
 def preset_names() -> list[str]:
