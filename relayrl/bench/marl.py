@@ -11,6 +11,7 @@ columns: shares of the timed wall clock); JaxMARL's training is compiled first, 
 compiled run is timed (``benchmarks/jaxmarl_timing.py``).
 """
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -116,14 +117,69 @@ def env_rates(games: tuple[int, ...], agents: tuple[int, ...], quick: bool) -> d
     return rates
 
 
+def games_against_mpe2(games: tuple[int, ...], quick: bool) -> list[list[str]]:
+    """Env steps/s of relayrl's three mpe2 games as arrays over E games, beside mpe2's own
+    parallel env (one game, the same random moves), each at its defaults."""
+    import numpy as np
+    from mpe2 import simple_reference_v3, simple_spread_v3, simple_tag_v3
+
+    from relayrl.bench.common import best_of_rounds
+    from relayrl.envs.reference import ReferenceVectorEnv
+    from relayrl.envs.spread import SpreadVectorEnv
+    from relayrl.envs.tag import TagVectorEnv
+
+    rounds = 3 if quick else 5
+    rows = []
+    for name, ours, theirs in (
+        ("simple-spread", SpreadVectorEnv, simple_spread_v3), ("simple-tag", TagVectorEnv, simple_tag_v3), ("simple-reference", ReferenceVectorEnv, simple_reference_v3),
+    ):
+        reference = theirs.parallel_env()
+        reference.reset(seed=0)
+        choices = {a: reference.action_space(a).n for a in reference.possible_agents}
+        picks = np.random.default_rng(0).integers(0, 50, (64, len(choices)))
+        count = iter(range(10**9))
+
+        def mpe2_step() -> None:
+            pick = picks[next(count) % 64]
+            if not reference.agents:
+                reference.reset()
+            reference.step({a: pick[i] % n for i, (a, n) in enumerate(choices.items())})
+
+        (mpe2_seconds,) = best_of_rounds([mpe2_step], [200], rounds)
+        row = [name, f"{1 / mpe2_seconds:,.0f}"]
+        for e in games:
+            env = ours(e)
+            env.reset(0)
+            moves = [np.random.default_rng(0).integers(0, spec.n_actions, (64, e, spec.n_agents)) for spec in env.groups]
+            calls = iter(range(10**9))
+
+            def step() -> None:
+                k = next(calls) % 64
+                env.step([m[k] for m in moves])
+
+            (seconds,) = best_of_rounds([step], [max(4, 2000 // e)], rounds)
+            rate = e / seconds
+            row.append(f"{rate:,.0f}")
+        rows.append(row + [f"{rate * mpe2_seconds:,.0f}x"])
+    return rows
+
+
 def scaling(quick: bool, device: str = "cpu") -> str:
-    """How cost grows with the work: the env alone and QMIX training over E games and N
-    agents, and one QMIX update over the batch size."""
+    """How cost grows with the work: the env alone (and the three mpe2 games against mpe2)
+    and QMIX training over E games and N agents, and one QMIX update over the batch size."""
     games, agents = (1, 8, 64, 256), (3, 8, 32)
     steps = 4_000 if quick else 20_000
     env = env_rates(games, agents, quick)
     rows = [[f"E = {e}"] + [f"{env[(e, n)]:,.0f}" for n in agents] for e in games]
     parts = ["Env steps/s of `simple-spread` alone (random moves), over games E and agents N:\n\n" + markdown_table(["games", *(f"N = {n}" for n in agents)], rows)]
+    if importlib.util.find_spec("mpe2") is None:
+        parts.append("The mpe2 games against mpe2 itself: not measured, mpe2 is not installed (pip install -c constraints.txt -e '.[mpe]').")
+    else:
+        parts.append(
+            "The mpe2 games relayrl steps as arrays, at mpe2's defaults (random moves): env steps/s of mpe2's own parallel env "
+            "(one game) and of relayrl's over E games, and the ratio at the largest E:\n\n"
+            + markdown_table(["game", "mpe2", *(f"relayrl E = {e}" for e in games), "relayrl / mpe2"], games_against_mpe2(games, quick))
+        )
     rows = []
     for e in games:
         r = relayrl_rate("qmix", max(steps, 200 * e), max(2_000, 400 * e), device, num_envs=e)

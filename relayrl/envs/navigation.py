@@ -18,7 +18,7 @@ position, the targets' positions relative to it and the other agents' relative p
 The global state: every agent's position and velocity and the targets' positions.
 """
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 from gymnasium import spaces
@@ -27,10 +27,9 @@ from pydantic import Field, model_validator
 from relayrl.core.specs import GroupSpec
 from relayrl.core.strict import Strict
 from relayrl.envs.one_game import OneGameParallelEnv
-from relayrl.envs.particle_games import ParticleGames
+from relayrl.envs.particle_games import Landmarks, ParticleGames, ParticleSection
 from relayrl.envs.particles import action_force
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
-from relayrl.envs.section import EnvSection
 
 
 class NavigationSettings(Strict):
@@ -62,32 +61,32 @@ class NavigationVectorEnv(ParticleGames):
 
     def __init__(self, num_envs: int, **settings: Any) -> None:
         s = NavigationSettings(**settings)
-        super().__init__(num_envs, s.n_agents, s.agent_size, s.collide, s.max_cycles, s.model_dump())
         self.s = s
         n = s.n_agents
         self.obs_size = 4 + 2 * n + 2 * (n - 1)
         self.state_size = 6 * n
         continuous = s.continuous_actions
         # the agents the learners see: the entities, or one agent for all of them (joint_agent)
-        self.agents, per_agent = (1, n) if s.joint_agent else (n, 1)
+        agents, per_agent = (1, n) if s.joint_agent else (n, 1)
         ids = ("team",) if s.joint_agent else tuple(f"agent_{i}" for i in range(n))
         force = 2 * per_agent
-        self.groups = (
+        groups = (
             GroupSpec(
                 "agent", ids, (self.obs_size * per_agent,), np.dtype(np.float32), 0 if continuous else 5,
                 action_shape=(force,) if continuous else (), action_low=(-1.0,) * force if continuous else (),
                 action_high=(1.0,) * force if continuous else (), state_shape=(self.state_size,),
             ),
         )
+        super().__init__(num_envs, groups, np.full(n, s.agent_size), s.collide, s.max_cycles, s.model_dump(), Landmarks(n))
 
     def occupied(self) -> np.ndarray:
         """``[E, N]``: whether some agent's centre is within the radius of each target."""
         return self.distances().min(1) < self.s.occupied_radius
 
-    def observe(self) -> np.ndarray:
+    def observe(self) -> list[np.ndarray]:
         landmarks, others = self.relative()
         obs = np.concatenate((self.bodies.vel, self.bodies.pos, landmarks, others), axis=-1).astype(np.float32)
-        return obs.reshape(self.num_envs, self.agents, -1)
+        return [obs.reshape(self.num_envs, self.agents, -1)]
 
     def state(self) -> np.ndarray:
         e = self.num_envs
@@ -101,14 +100,15 @@ class NavigationVectorEnv(ParticleGames):
         """The team's reward split evenly over the learners."""
         return np.broadcast_to((self.team_reward() / self.agents)[:, None], (self.num_envs, self.agents))
 
-    def act(self, actions: np.ndarray) -> np.ndarray:
+    def act(self, actions: list[np.ndarray]) -> np.ndarray:
         """``[E, N, 2]`` forces (``[E, 1, 2N]`` with ``joint_agent``) or ``[E, N]`` moves."""
+        (chosen,) = actions
         (spec,) = self.groups
         shape = (self.num_envs, self.agents, *spec.action_shape)
-        if actions.shape != shape or (not self.s.continuous_actions and (actions.min() < 0 or actions.max() >= 5)):
+        if chosen.shape != shape or (not self.s.continuous_actions and (chosen.min() < 0 or chosen.max() >= 5)):
             kind = "forces in [-1, 1]" if self.s.continuous_actions else "integer moves in [0, 5)"
-            raise ValueError(f"cooperative-navigation actions must be {kind} of shape {shape}, got {actions.shape}")
-        return action_force(actions.reshape(self.num_envs, self.N, 2) if self.s.joint_agent else actions, self.s.continuous_actions)
+            raise ValueError(f"cooperative-navigation actions must be {kind} of shape {shape}, got {chosen.shape}")
+        return action_force(chosen.reshape(self.num_envs, self.N, 2) if self.s.joint_agent else chosen, self.s.continuous_actions)
 
 
 class NavigationParallelEnv(OneGameParallelEnv):
@@ -126,7 +126,7 @@ class NavigationParallelEnv(OneGameParallelEnv):
         self.state_space = spaces.Box(-np.inf, np.inf, spec.state_shape, np.float32)
 
     def _observations(self) -> dict[str, np.ndarray]:
-        obs = self.game.observe()[0].reshape(self.game.agents, -1)
+        obs = self.game.observe()[0][0].reshape(self.game.agents, -1)
         return {a: obs[i] for i, a in enumerate(self.possible_agents)}
 
     def step(self, actions: dict[str, Any]):
@@ -138,21 +138,11 @@ class NavigationParallelEnv(OneGameParallelEnv):
         return self._stepped(float(game.team_reward()[0]) / game.agents, False, bool(game.frames[0] >= game.s.max_cycles))
 
 
-class NavigationSection(EnvSection):
+class NavigationSection(ParticleSection):
     """``cooperative-navigation``: E games as arrays."""
 
     name: Literal["cooperative-navigation"] = "cooperative-navigation"
     settings: NavigationSettings = NavigationSettings()
-    actions: ClassVar[str] = "any"  # its settings choose: action_kind() tells
-
-    @model_validator(mode="after")
-    def _vector_kind(self) -> "NavigationSection":
-        if self.vector != "sync":
-            raise ValueError("cooperative-navigation runs its games as arrays in-process: use env.vector=sync")
-        return self
-
-    def action_kind(self) -> str:
-        return "continuous" if self.settings.continuous_actions else "discrete"
 
     def group_names(self) -> list[str]:
         return ["agent"]

@@ -4,8 +4,9 @@ as in PettingZoo's ``mpe2`` package), batched over E worlds in NumPy.
 Per step (``mpe2``'s ``World.step``): each agent's force is its action times its
 acceleration; every pair of colliding bodies pushes apart with a soft contact force
 ``contact_force * delta / |delta| * k * log(1 + exp(-(|delta| - r_a - r_b) / k))``
-(k the contact margin); then positions move by the old velocity times dt, velocities are
-damped by ``1 - damping`` and gain ``force / mass * dt``. Constants: ``mpe2``'s defaults
+(k the contact margin; a landmark that collides pushes but is not moved); then positions
+move by the old velocity times dt, velocities are damped by ``1 - damping``, gain ``force
+/ mass * dt`` and are scaled down to the body's maximum speed where it has one. Constants: ``mpe2``'s defaults
 (dt 0.1, damping 0.25, contact force 100, contact margin 1e-3, mass 1, acceleration 5,
 the ``sensitivity`` of its action handling).
 """
@@ -35,26 +36,35 @@ class Bodies:
     collide: np.ndarray
 
 
-def contact_forces(bodies: Bodies) -> np.ndarray:
-    """The summed soft contact force on each body ``[E, N, 2]`` from every other colliding
-    body (each pair once, equal and opposite)."""
-    delta = bodies.pos[:, :, None, :] - bodies.pos[:, None, :, :]  # [E, N, N, 2]: a - b
+def contact_forces(pos: np.ndarray, size: np.ndarray, collide: np.ndarray) -> np.ndarray:
+    """The summed soft contact force on each body ``[E, M, 2]`` from every other colliding
+    body (each pair once, equal and opposite), for bodies at ``pos [E, M, 2]`` of radii
+    ``size [M]``; ``collide [M]`` marks the ones that collide."""
+    delta = pos[:, :, None, :] - pos[:, None, :, :]  # [E, M, M, 2]: a - b
     dist = np.sqrt(np.square(delta).sum(-1))
-    reach = bodies.size[:, None] + bodies.size[None, :]
+    reach = size[:, None] + size[None, :]
     k = CONTACT_MARGIN
     penetration = np.logaddexp(0.0, -(dist - reach) / k) * k
-    pairs = bodies.collide[:, None] & bodies.collide[None, :] & ~np.eye(len(bodies.size), dtype=bool)
+    pairs = collide[:, None] & collide[None, :] & ~np.eye(len(size), dtype=bool)
     with np.errstate(invalid="ignore", divide="ignore"):  # a body against itself: masked out
         force = CONTACT_FORCE * delta / dist[..., None] * penetration[..., None]
     return np.where(pairs[None, :, :, None], force, 0.0).sum(2)
 
 
-def integrate(bodies: Bodies, force: np.ndarray) -> None:
+def integrate(bodies: Bodies, force: np.ndarray, max_speed: np.ndarray | None = None) -> None:
     """One step of every world in place: position by the old velocity, then damping and
-    the force (unit mass)."""
+    the force (unit mass); a body faster than its ``max_speed [N]`` (where given) is slowed
+    to it, direction kept."""
     bodies.pos += bodies.vel * DT
     bodies.vel *= 1 - DAMPING
     bodies.vel += force * DT
+    if max_speed is not None:
+        speed = np.sqrt(np.square(bodies.vel[..., 0]) + np.square(bodies.vel[..., 1]))  # [E, N]
+        over = speed > max_speed
+        if over.any():
+            with np.errstate(invalid="ignore", divide="ignore"):  # speed 0 is never over
+                capped = bodies.vel / speed[..., None] * max_speed[:, None]
+            bodies.vel = np.where(over[..., None], capped, bodies.vel)
 
 
 def action_force(actions: np.ndarray, continuous: bool) -> np.ndarray:
@@ -62,3 +72,17 @@ def action_force(actions: np.ndarray, continuous: bool) -> np.ndarray:
     or one of MPE's five discrete moves, times the acceleration."""
     unit = np.clip(actions, -1.0, 1.0).astype(np.float64) if continuous else DISCRETE_MOVES[actions]
     return unit * ACCEL
+
+
+def mpe_forces(env: str, actions: np.ndarray, shape: tuple[int, int], continuous: bool) -> np.ndarray:
+    """mpe2's unit forces ``[E, N, 2]`` from a group's actions ``shape = (E, N)``: one of
+    the five moves each, or five numbers in ``[0, 1]`` whose differences ``(a2 - a1, a4 -
+    a3)`` are the force (mpe2 does not clip them); the caller scales by the acceleration."""
+    if continuous:
+        if actions.shape != (*shape, 5):
+            raise ValueError(f"{env} continuous actions are [E, N, 5] = {(*shape, 5)} numbers in [0, 1], got {actions.shape}")
+        a = actions.astype(np.float64)
+        return np.stack((a[..., 2] - a[..., 1], a[..., 4] - a[..., 3]), -1)
+    if actions.shape != shape or actions.min() < 0 or actions.max() >= 5:
+        raise ValueError(f"{env} actions are integer moves in [0, 5) of shape {shape}, got shape {actions.shape}")
+    return DISCRETE_MOVES[actions]

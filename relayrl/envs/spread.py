@@ -20,17 +20,16 @@ the installed ``mpe2`` output by output. From mpe2's ``simple_spread`` scenario 
 - Every episode is truncated after ``max_cycles`` steps; none terminates.
 """
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from relayrl.core.specs import GroupSpec
 from relayrl.core.strict import Strict
-from relayrl.envs.particle_games import ParticleGames
-from relayrl.envs.particles import ACCEL, DISCRETE_MOVES
+from relayrl.envs.particle_games import Landmarks, ParticleGames, ParticleSection
+from relayrl.envs.particles import ACCEL, mpe_forces
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
-from relayrl.envs.section import EnvSection
 
 AGENT_SIZE = 0.15  # mpe2's simple_spread make_world
 COMM = 2  # mpe2's world.dim_c: each other agent's communication in the observation
@@ -53,26 +52,26 @@ class SpreadVectorEnv(ParticleGames):
 
     def __init__(self, num_envs: int, **settings: Any) -> None:
         s = SpreadSettings(**settings)
-        super().__init__(num_envs, s.N, AGENT_SIZE, True, s.max_cycles, s.model_dump())
         self.s = s
-        n = self.agents = s.N
+        n = s.N
         self.obs_size = 4 + 2 * n + (2 + COMM) * (n - 1)
         continuous = s.continuous_actions
-        self.groups = (
+        groups = (
             GroupSpec(
                 "agent", tuple(f"agent_{i}" for i in range(n)), (self.obs_size,), np.dtype(np.float32), 0 if continuous else 5,
                 action_shape=(5,) if continuous else (), action_low=(0.0,) * 5 if continuous else (),
                 action_high=(1.0,) * 5 if continuous else (), state_shape=(n * self.obs_size,),
             ),
         )
+        super().__init__(num_envs, groups, np.full(n, AGENT_SIZE), True, s.max_cycles, s.model_dump(), Landmarks(n))
 
-    def observe(self) -> np.ndarray:
+    def observe(self) -> list[np.ndarray]:
         landmarks, others = self.relative()
         silent = np.zeros((self.num_envs, self.N, COMM * (self.N - 1)))
-        return np.concatenate((self.bodies.vel, self.bodies.pos, landmarks, others, silent), axis=-1).astype(np.float32)
+        return [np.concatenate((self.bodies.vel, self.bodies.pos, landmarks, others, silent), axis=-1).astype(np.float32)]
 
     def state(self) -> np.ndarray:
-        return self.observe().reshape(self.num_envs, -1)
+        return self.observe()[0].reshape(self.num_envs, -1)
 
     def rewards(self) -> np.ndarray:
         shared = -self.distances().min(1).sum(1)  # [E]: each landmark's nearest agent
@@ -83,34 +82,16 @@ class SpreadVectorEnv(ParticleGames):
         r = self.s.local_ratio
         return shared[:, None] * (1 - r) - collisions * r
 
-    def act(self, actions: np.ndarray) -> np.ndarray:
+    def act(self, actions: list[np.ndarray]) -> np.ndarray:
         """``[E, N]`` moves, or ``[E, N, 5]`` numbers in ``[0, 1]``."""
-        e, n = self.num_envs, self.N
-        if self.s.continuous_actions:
-            if actions.shape != (e, n, 5):
-                raise ValueError(f"simple-spread continuous actions are [E, N, 5] = {(e, n, 5)} numbers in [0, 1], got {actions.shape}")
-            a = actions.astype(np.float64)
-            return np.stack((a[..., 2] - a[..., 1], a[..., 4] - a[..., 3]), -1) * ACCEL
-        if actions.shape != (e, n) or actions.min() < 0 or actions.max() >= 5:
-            raise ValueError(f"simple-spread actions are integer moves in [0, 5) of shape {(e, n)}, got shape {actions.shape}")
-        return DISCRETE_MOVES[actions] * ACCEL
+        return mpe_forces(self.kind, actions[0], (self.num_envs, self.N), self.s.continuous_actions) * ACCEL
 
 
-class SpreadSection(EnvSection):
+class SpreadSection(ParticleSection):
     """``simple-spread``: mpe2's simple_spread_v3, E games as arrays."""
 
     name: Literal["simple-spread"] = "simple-spread"
     settings: SpreadSettings = SpreadSettings()
-    actions: ClassVar[str] = "any"  # its settings choose: action_kind() tells
-
-    @model_validator(mode="after")
-    def _vector_kind(self) -> "SpreadSection":
-        if self.vector != "sync":
-            raise ValueError("simple-spread runs its games as arrays in-process: use env.vector=sync")
-        return self
-
-    def action_kind(self) -> str:
-        return "continuous" if self.settings.continuous_actions else "discrete"
 
     def group_names(self) -> list[str]:
         return ["agent"]

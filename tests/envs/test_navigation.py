@@ -109,7 +109,7 @@ def test_a_joint_agent_drives_every_entity_with_one_action():
     (first,), _ = joint.reset(4), split.reset(4)
     (spec,) = joint.groups
     assert (spec.agent_ids, spec.obs_shape, spec.action_shape) == (("team",), (42,), (6,))
-    np.testing.assert_array_equal(first.obs, split.observe().reshape(2, 1, 42))
+    np.testing.assert_array_equal(first.obs, split.observe()[0].reshape(2, 1, 42))
     forces = np.random.default_rng(0).uniform(-1, 1, (2, 3, 2))
     (together,), _ = joint.step([forces.reshape(2, 1, 6)])
     (apart,), _ = split.step([forces])

@@ -1,0 +1,115 @@
+"""``simple-tag`` against the installed ``mpe2.simple_tag_v3``, output by output: both groups'
+observations, rewards, truncations and the state over several seeds, random actions of both
+kinds and starts crowded so that predators catch prey and prey leave the field, agents
+touching obstacles; and its runs through the config with a learner per group."""
+
+import numpy as np
+import pytest
+
+from relayrl.envs.tag import TagVectorEnv
+from relayrl.experiment import build_config, build_run
+
+
+def _start_from(ours: TagVectorEnv, game: int, reference, start: str) -> None:
+    """Game ``game`` of ours takes the reference's world after its reset: as drawn, with
+    every agent crowded near the centre (catches), or with the prey at the field's edge."""
+    world = reference.unwrapped.world
+    for agent in world.agents:
+        if start == "crowded":
+            agent.state.p_pos = agent.state.p_pos * 0.1
+        if start == "edge" and not agent.adversary:
+            agent.state.p_pos = np.sign(agent.state.p_pos) * 0.95
+    ours.bodies.pos[game] = [a.state.p_pos for a in world.agents]
+    ours.bodies.vel[game] = 0.0
+    ours.targets[game] = [lm.state.p_pos for lm in world.landmarks]
+    ours.frames[game] = 0
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+@pytest.mark.parametrize("sides", [(3, 1, 2), (2, 2, 1)])
+def test_every_output_equals_mpe2s(continuous, sides):
+    from mpe2 import simple_tag_v3
+
+    adversaries, good, obstacles = sides
+    settings = {"num_adversaries": adversaries, "num_good": good, "num_obstacles": obstacles, "continuous_actions": continuous}
+    games, cycles = 6, 25
+    ours = TagVectorEnv(games, max_cycles=cycles, **settings)
+    ours.reset(0)
+    references = [simple_tag_v3.parallel_env(max_cycles=cycles, **settings) for _ in range(games)]
+    for g, reference in enumerate(references):
+        reference.reset(seed=10 * adversaries + g)
+        _start_from(ours, g, reference, ("drawn", "crowded", "edge")[g % 3])
+    rng = np.random.default_rng(adversaries)
+    caught = edge = bounced = 0
+    for t in range(cycles):
+        if continuous:
+            actions = [rng.uniform(0, 1, (games, n, 5)).astype(np.float32) for n in (adversaries, good)]
+        else:
+            actions = [rng.integers(0, 5, (games, n)) for n in (adversaries, good)]
+        steps, over = ours.step(actions)
+        bounced += int((ours.distances() < ours.bodies.size[:, None] + 0.2).sum())  # agents inside an obstacle's reach
+        for g, reference in enumerate(references):
+            joint = {a: actions[0][g, i] for i, a in enumerate(reference.possible_agents[:adversaries])}
+            joint |= {a: actions[1][g, i] for i, a in enumerate(reference.possible_agents[adversaries:])}
+            obs, rewards, terminations, truncations, _ = reference.step(joint)
+            for step, names in zip(steps, (reference.possible_agents[:adversaries], reference.possible_agents[adversaries:])):
+                np.testing.assert_allclose(step.next_obs[g], np.stack([obs[a] for a in names]), rtol=0, atol=1e-5)
+                np.testing.assert_allclose(step.reward[g], [rewards[a] for a in names], rtol=1e-6, atol=1e-5)
+                np.testing.assert_allclose(step.next_state[g], reference.state(), rtol=0, atol=1e-5)
+                assert step.truncated[g].tolist() == [truncations[a] for a in names]
+                assert step.terminated[g].tolist() == [terminations[a] for a in names]
+            caught += rewards[reference.possible_agents[0]] > 0
+            edge += any(0 > rewards[a] > -10 or -10 > rewards[a] > -20 for a in reference.possible_agents[adversaries:])
+        assert over.tolist() == [t == cycles - 1] * games
+    assert caught > 0 and edge > 0 and bounced > 0, "the check covered catches, the edge penalty and obstacles"
+
+
+def test_groups_shapes_and_bad_actions():
+    env = TagVectorEnv(4, max_cycles=3)
+    hunters, prey = env.reset(1)
+    assert hunters.obs.shape == (4, 3, 16) and prey.obs.shape == (4, 1, 14) and hunters.state.shape == (4, 62)
+    assert [spec.name for spec in env.groups] == ["adversary", "agent"]
+    for _ in range(3):
+        steps, over = env.step([np.zeros((4, 3), np.int64), np.zeros((4, 1), np.int64)])
+    assert over.all() and all(step.truncated.all() for step in steps)
+    episodes = env.drain_episodes()
+    assert episodes.lengths == [3] * 4 and all(len(r) == 2 for r in episodes.returns)
+    with pytest.raises(ValueError, match=r"integer moves in \[0, 5\)"):
+        env.step([np.full((4, 3), 5), np.zeros((4, 1), np.int64)])
+    with pytest.raises(ValueError, match="two groups"):
+        env.step([np.zeros((4, 3), np.int64)])
+
+
+def test_a_saved_state_continues_exactly():
+    env = TagVectorEnv(3, continuous_actions=True)
+    env.reset(4)
+    rng = np.random.default_rng(0)
+
+    def actions():
+        return [rng.uniform(0, 1, (3, 3, 5)), rng.uniform(0, 1, (3, 1, 5))]
+
+    for _ in range(30):
+        env.step(actions())
+    saved = env.get_state()
+    chosen = [actions() for _ in range(30)]
+    first = [env.step(a)[0][1].next_obs for a in chosen]
+    other = TagVectorEnv(3, continuous_actions=True)
+    other.set_state(saved)
+    second = [other.step(a)[0][1].next_obs for a in chosen]
+    np.testing.assert_array_equal(np.stack(first), np.stack(second))
+
+
+def test_a_learner_per_group_trains_through_the_config(tmp_path):
+    config = build_config({
+        "env": {"name": "simple-tag", "num_envs": 4}, "on_policy": {"algo": "ppo", "rollout_length": 25},
+        "total_steps": 400, "report_interval": 200, "eval": {"interval": 0}, "checkpoint_interval": 400,
+    })
+    run = build_run(config, tmp_path)
+    try:
+        run.train()
+    finally:
+        run.close()
+    rows = (tmp_path / "metrics.csv").read_text().splitlines()
+    assert len(rows) == 3 and "adversary" in rows[0] and "agent" in rows[0]
+    with pytest.raises(ValueError, match="terminate_on_success.*allowed here: continuous_actions, max_cycles, num_adversaries, num_good, num_obstacles$"):
+        build_config({"env": {"name": "simple-tag", "settings": {"terminate_on_success": True}}, "qmix": {}})
