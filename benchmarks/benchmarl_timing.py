@@ -54,11 +54,11 @@ def benchmarl_rate(python: str, script: str, args: dict[str, Any], steps: int) -
     return {"env_steps": frames, "seconds": seconds, "sps": frames / seconds, "wall_s": long["wall_s"]}
 
 
-def report(settings: dict[str, Any], ours: dict[str, float], theirs: dict[str, float], out: str | None) -> None:
-    """Prints (and with ``out`` writes) both figures and their ratio."""
+def report(settings: dict[str, Any], ours: dict[str, float], theirs: dict[str, float], out: str | None, extra: dict[str, Any] | None = None) -> None:
+    """Prints (and with ``out`` writes) both figures and their ratio (and ``extra`` figures)."""
     import sys
 
-    result = {"settings": settings, "relayrl": ours, "benchmarl": theirs, "ratio": ours["sps"] / theirs["sps"]}
+    result = {"settings": settings, "relayrl": ours, "benchmarl": theirs, "ratio": ours["sps"] / theirs["sps"], **(extra or {})}
     print(json.dumps(result, indent=2))
     if out:
         with open(out, "w") as handle:

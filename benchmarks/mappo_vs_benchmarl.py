@@ -1,23 +1,38 @@
 """MAPPO env steps/s: relayrl against BenchMARL, on the same task and batch settings, in one run.
 
-What it measures
-    Both train MAPPO (one actor network shared by the agents, a centralised critic on the
-    global state, discrete actions) on PettingZoo MPE's cooperative navigation, simple_spread
-    with 3 agents and 25-step episodes, one process, one torch thread, CPU:
-    ``--envs`` env copies stepped in turn, batches of ``--envs`` x ``--rollout`` env steps,
-    ``--epochs`` passes of one minibatch over each batch (the MAPPO paper's MPE setting: one
-    minibatch, 10 epochs), MLPs of 64-64 ReLU for actor and critic. The figure is env steps
-    per second of wall clock over ``--steps`` env steps after one warm-up batch
-    (``benchmarl_timing.py``).
+What it measures, at one of two configs (``--config``), one process and one torch thread
+each, CPU:
 
-    relayrl steps mpe2's simple_spread_v3 (pettingzoo 1.27); BenchMARL's PettingZoo task
-    needs pettingzoo 1.24's ``pettingzoo.mpe.simple_spread_v3``: the same dynamics, moved to
-    the mpe2 package in pettingzoo 1.25.
+``mappo-paper`` (default)
+    MAPPO (one actor network shared by the agents, a centralised critic on the global
+    state, discrete actions) on PettingZoo MPE's cooperative navigation, simple_spread with
+    3 agents and 25-step episodes: ``--envs`` env copies stepped in turn, batches of
+    ``--envs`` x ``--rollout`` env steps, ``--epochs`` passes of one minibatch over each
+    batch (the MAPPO paper's MPE setting: one minibatch, 10 epochs), MLPs of 64-64 ReLU for
+    actor and critic. relayrl steps mpe2's simple_spread_v3 (pettingzoo 1.27); BenchMARL's
+    PettingZoo task needs pettingzoo 1.24's ``pettingzoo.mpe.simple_spread_v3``: the same
+    dynamics, moved to the mpe2 package in pettingzoo 1.25.
+
+``jaxmarl``
+    JaxMARL's recurrent MAPPO MPE config (``relayrl.bench.marl``, preset
+    ``spread-mappo-jaxmarl``): 16 envs, rollouts of 128 steps, 4 epochs of 4 minibatches,
+    a layer of 128 then a GRU of 128 in actor and critic, each env step trained 4 times.
+    relayrl steps ``simple-spread`` (mpe2's dynamics as arrays); BenchMARL its own
+    vectorised VMAS simple_spread with 25-step episodes, the same batch, epochs and
+    minibatches, a linear layer of 128 then its GRU of 128 (``SequenceModelConfig``), Adam
+    2e-3, GAE 0.95, entropy 0.01, value coefficient 0.5. BenchMARL is also timed at its own
+    defaults (VMAS simple_spread of 100 steps, 10 envs, batches of 6,000 frames, 45
+    minibatches of 400: 3.0 samples per env step; MLP 256-256 tanh).
+
+The figure is env steps per second of wall clock over ``--steps`` env steps after one
+warm-up batch (``benchmarl_timing.py``; relayrl at ``jaxmarl`` as ``relayrl bench --only
+marl`` times it).
 
 Command
     python -m venv /work/bm-venv && /work/bm-venv/bin/pip install torch==2.13.0 &&
     /work/bm-venv/bin/pip install --no-deps -r benchmarks/benchmarl_requirements.txt
     python benchmarks/mappo_vs_benchmarl.py --benchmarl-python /work/bm-venv/bin/python --steps 96000
+    (``--config jaxmarl`` also needs vmas: see ``qmix_vs_benchmarl.py``)
 """
 
 import argparse
@@ -29,28 +44,40 @@ import json, sys, time
 import torch
 torch.set_num_threads(1)
 from benchmarl.algorithms import MappoConfig
-from benchmarl.environments import PettingZooTask
+from benchmarl.environments import PettingZooTask, VmasTask
 from benchmarl.experiment import Experiment, ExperimentConfig
-from benchmarl.models.mlp import MlpConfig
+from benchmarl.models import GruConfig, MlpConfig, SequenceModelConfig
 a = json.loads(sys.argv[1])
-batch = a["envs"] * a["rollout"]
 cfg = ExperimentConfig.get_from_yaml()
-cfg.max_n_frames = a["steps"] + batch
-cfg.on_policy_collected_frames_per_batch = batch
-cfg.on_policy_n_envs_per_worker = a["envs"]
-cfg.on_policy_n_minibatch_iters = a["epochs"]
-cfg.on_policy_minibatch_size = batch
+if a["config"] != "defaults":
+    cfg.on_policy_collected_frames_per_batch = a["envs"] * a["rollout"]
+    cfg.on_policy_n_envs_per_worker = a["envs"]
+    cfg.on_policy_n_minibatch_iters = a["epochs"]
+    cfg.on_policy_minibatch_size = a["envs"] * a["rollout"] // a["minibatches"]
+    cfg.lr = a["lr"]
+cfg.max_n_frames = a["steps"] + cfg.on_policy_collected_frames_per_batch
 cfg.prefer_continuous_actions = False
 cfg.share_policy_params = True
 quiet(cfg, a["folder"])
-cfg.lr = 7e-4
-task = PettingZooTask.SIMPLE_SPREAD.get_from_yaml()
-task.config.update({"N": 3, "max_cycles": 25, "local_ratio": 0.5})
-model = MlpConfig.get_from_yaml()
-model.num_cells = [64, 64]
-model.activation_class = torch.nn.ReLU
-experiment = Experiment(task=task, algorithm_config=MappoConfig.get_from_yaml(), model_config=model,
-                        critic_model_config=model, seed=0, config=cfg)
+algorithm = MappoConfig.get_from_yaml()
+if a["config"] == "defaults":
+    task, model = VmasTask.SIMPLE_SPREAD.get_from_yaml(), MlpConfig.get_from_yaml()
+elif a["config"] == "jaxmarl":
+    cfg.gamma = 0.99
+    algorithm.entropy_coef, algorithm.lmbda, algorithm.critic_coef = 0.01, 0.95, 0.5
+    task = VmasTask.SIMPLE_SPREAD.get_from_yaml()
+    task.config["max_steps"] = 25
+    layer = MlpConfig(num_cells=[], activation_class=torch.nn.Tanh, layer_class=torch.nn.Linear)
+    gru = GruConfig(hidden_size=128, n_layers=1, bias=True, dropout=0, compile=False, mlp_num_cells=[],
+                    mlp_activation_class=torch.nn.Tanh, mlp_layer_class=torch.nn.Linear)
+    model = SequenceModelConfig(model_configs=[layer, gru], intermediate_sizes=[128])
+else:
+    task = PettingZooTask.SIMPLE_SPREAD.get_from_yaml()
+    task.config.update({"N": 3, "max_cycles": 25, "local_ratio": 0.5})
+    model = MlpConfig.get_from_yaml()
+    model.num_cells = [64, 64]
+    model.activation_class = torch.nn.ReLU
+experiment = Experiment(task=task, algorithm_config=algorithm, model_config=model, critic_model_config=model, seed=0, config=cfg)
 start = time.perf_counter()
 experiment.run()
 wall = time.perf_counter() - start
@@ -72,18 +99,30 @@ def relayrl_config(envs: int, rollout: int, epochs: int, steps: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmarl-python", required=True, help="the python of a venv with benchmarks/benchmarl_requirements.txt")
-    parser.add_argument("--envs", type=int, default=16)
-    parser.add_argument("--rollout", type=int, default=50)
-    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--config", choices=("mappo-paper", "jaxmarl"), default="mappo-paper")
+    parser.add_argument("--envs", type=int, default=16, help="mappo-paper only")
+    parser.add_argument("--rollout", type=int, default=50, help="mappo-paper only")
+    parser.add_argument("--epochs", type=int, default=10, help="mappo-paper only")
     parser.add_argument("--steps", type=int, default=96_000)
     parser.add_argument("--out", help="write the result as JSON here")
     a = parser.parse_args()
     import torch
 
     torch.set_num_threads(1)
-    ours = relayrl_rate(relayrl_config(a.envs, a.rollout, a.epochs, a.steps))
-    theirs = benchmarl_rate(a.benchmarl_python, BENCHMARL, {"envs": a.envs, "rollout": a.rollout, "epochs": a.epochs, "folder": "/tmp"}, a.steps)
-    report(vars(a), ours, theirs, a.out)
+    if a.config == "jaxmarl":
+        from relayrl.bench.marl import relayrl_rate as bench_rate
+
+        ours = bench_rate("mappo", a.steps, 16 * 128)
+        settings = {"config": "jaxmarl", "envs": 16, "rollout": 128, "epochs": 4, "minibatches": 4, "lr": 2e-3}
+    else:
+        ours = relayrl_rate(relayrl_config(a.envs, a.rollout, a.epochs, a.steps))
+        settings = {"config": "mappo-paper", "envs": a.envs, "rollout": a.rollout, "epochs": a.epochs, "minibatches": 1, "lr": 7e-4}
+    theirs = benchmarl_rate(a.benchmarl_python, BENCHMARL, {**settings, "folder": "/tmp"}, a.steps)
+    extra = {}
+    if a.config == "jaxmarl":  # and BenchMARL as a user meets it: its defaults on VMAS simple_spread
+        extra["benchmarl_defaults"] = defaults = benchmarl_rate(a.benchmarl_python, BENCHMARL, {"config": "defaults", "folder": "/tmp"}, a.steps)
+        extra["ratio_vs_defaults"] = ours["sps"] / defaults["sps"]
+    report({**vars(a), **settings}, ours, theirs, a.out, extra)
 
 
 if __name__ == "__main__":
