@@ -17,9 +17,12 @@ POLICY_KINDS: Registry[Callable[[Any], Any]] = Registry("policy kind")
 class PolicyConfig(Strict):
     """One policy of ``policies: {id: ...}`` (paper 004, section 3).
 
-    ``learning``: trains with the run's algorithm section (``dqn`` or ``actor_critic``) and
-    ``sharing``, changed by this policy's own ``dqn`` / ``actor_critic`` / ``sharing`` keys
-    (independent DDQN opponents: ``dqn: {param_sharing: false}``, ``sharing: {select: none}``).
+    ``learning``: trains with the run's algorithm section and ``sharing``, changed by this
+    policy's own keys under the same names (independent DDQN opponents: ``dqn:
+    {param_sharing: false}``, ``sharing: {select: none}``). A policy that changes another
+    learner section than the run's trains with that algorithm instead (that section of the
+    run, or its defaults, with the policy's keys): a PPO team beside a DQN team, or, frozen,
+    the DQN opponents a SEAC or MADDPG team plays against (``RunConfig.recipe``).
     ``frozen``: the same networks loaded from ``checkpoint`` (a run or checkpoint directory)
     or from the run of preset ``pretrained`` (seed ``pretrained_seed``) under the same runs
     root, learning off, acting with exploration ``explore``. ``random``: uniform actions.

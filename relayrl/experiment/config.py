@@ -2,7 +2,7 @@
 starts with the key path, the bad value and what is allowed."""
 
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
@@ -243,12 +243,19 @@ class RunConfig(Strict):
 
     def recipe(self, pid: str) -> tuple[str, LearnerSection, SharingConfig]:
         """What policy ``pid`` learns (or was trained) with: the registered algorithm, its
-        config section and its sharing, each the run's changed by the policy's own keys."""
-        algo, section = self.algorithm()
+        config section and its sharing, each the run's changed by the policy's own keys. A
+        policy that changes another learner section than the run's trains (or was trained
+        with) that one instead: the run's section of that name, or its defaults, changed by
+        the policy's keys (a SEAC team beside a frozen DQN opponent: ``dqn: {...}``)."""
         policy = self.policies.get(pid) or self.eval.policies.get(pid) or PolicyConfig()
         if policy.of is not None:  # a snapshot has the networks of the policy it copies
             return self.recipe(policy.of)
-        changes = getattr(policy, self.algorithm_section())
+        own = [name for name in ("dqn", *LEARNER_SECTIONS) if getattr(policy, name)]
+        if len(own) > 1:
+            raise ValueError(f"policies.{pid} sets {' and '.join(own)}: a policy trains one algorithm, keep one of them")
+        name = own[0] if own else self.algorithm_section()
+        section = getattr(self, name) or SECTION_TYPES[name]()
+        changes = getattr(policy, name)
         try:
             if changes:
                 section = type(section).model_validate({**section.model_dump(), **changes})
@@ -288,6 +295,13 @@ class RunConfig(Strict):
     def config_hash(self) -> str:
         """The short hash in the run directory's name (``relayrl.experiment.identity``)."""
         return config_hash(self)
+
+
+# each learner section's config class, as RunConfig declares it (``X | None`` -> X)
+SECTION_TYPES: dict[str, type[Any]] = {
+    name: next(t for t in (*get_args(RunConfig.model_fields[name].annotation), RunConfig.model_fields[name].annotation) if isinstance(t, type) and t is not type(None))
+    for name in ("dqn", *LEARNER_SECTIONS)
+}
 
 
 def build_config(data: dict[str, Any]) -> RunConfig:

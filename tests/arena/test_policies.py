@@ -70,6 +70,30 @@ def test_frozen_team_loads_the_pretrained_networks_and_never_learns(tmp_path):
     assert "frozen_policies_from" in (tmp_path / "main" / "provenance.yaml").read_text()
 
 
+def test_a_policy_of_another_algorithm_than_the_runs(tmp_path):
+    """A PPO run beside a frozen DQN opponent (SUPER's Table 1: SEAC or MADDPG against the
+    pretrained DQN teams), and beside a learning DQN team: each policy trains with the
+    section it changes."""
+    pretrained = load_policies(list_checkpoints(_pretrain(tmp_path) / "checkpoints")[-1])["walker"]
+    on_policy = {"algo": "ppo", "rollout_length": 20}
+    frozen = {"kind": "frozen", "checkpoint": str(tmp_path / "pretrain"), "dqn": {"learning_starts": 100}}
+    run = build_run(build_config(_config(on_policy=on_policy, policies={"walker": frozen})), tmp_path / "frozen", verbose=False)
+    walker = run.policies["walker"]
+    assert isinstance(walker, FrozenPolicy) and walker.algo == "dqn" and run.learners["runner"].algo == "ppo"
+    for p, q in zip(walker.algorithm.online.state_dict().values(), pretrained["networks"]["online"].values()):
+        torch.testing.assert_close(p.cpu(), q, rtol=0, atol=0)
+    run.train()
+    run.close()
+    run = build_run(build_config(_config(on_policy=on_policy, policies={"walker": {"dqn": {"learning_starts": 100}}})), None, verbose=False)
+    before = _params(run.policies["walker"])
+    run.train()
+    run.close()
+    assert {pid: learner.algo for pid, learner in run.learners.items()} == {"runner": "ppo", "walker": "dqn"}
+    assert any(not torch.equal(p, q) for p, q in zip(_params(run.policies["walker"]), before)), "the DQN team learnt beside the PPO one"
+    with pytest.raises(ConfigError, match="policies.walker sets dqn and on_policy: a policy trains one algorithm"):
+        build_config(_config(policies={"walker": {"dqn": {"lr": 1e-3}, "on_policy": {"lr": 1e-3}}}))
+
+
 def test_pretrained_preset_that_was_not_run_is_a_clear_error(tmp_path):
     config = build_config({**_config(), "env": {"name": "battle"}, "dqn": {"buffer_size": 100},
                            "policies": {"red": {"kind": "frozen", "pretrained": "battle-pretrain"}}})

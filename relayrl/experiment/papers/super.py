@@ -149,7 +149,7 @@ def table1(results: Path, seeds: int = 3) -> tuple[str, list[str]]:
             mean, std = paper[domain]
             cells.append(f"{mean:.2f} ({std:.2f})")
             if f"{domain}-{algo}" not in PRESETS:
-                cells += ["no preset ‡"] * 2
+                cells += ["no preset"] * 2
                 continue
             runs = runs_of(f"{domain}-{algo}", results)
             train = _at(runs, "episode_reward_mean", TABLE_STEPS[domain], BIN[domain])
@@ -160,7 +160,6 @@ def table1(results: Path, seeds: int = 3) -> tuple[str, list[str]]:
                 far.append(f"{domain} {algo}: ours {np.mean(train):.2f} vs paper {mean:.2f} ({std:.2f})")
             cells += [cell, table_cell(evaluation, runs, seeds)]
         lines.append(f"| {algo} | " + " | ".join(cells) + " |")
-    lines += ["", "‡ a SEAC or MADDPG team beside the frozen DQN opponents needs a policy whose algorithm differs from the run's section."]
     return "\n".join(lines), far
 
 

@@ -1,12 +1,13 @@
 """Centralised critics: the AI Arena's cooperative navigation with its three entity
 assignments (paper 004, Fig. 11: ``navigation-{masac,sac-entity,sac-joint}``), MADDPG,
 MATD3 and MASAC on MPE's continuous spread (``spread-continuous-<algo>``) at HARL's
-settings, and SUPER's Table 1 MADDPG row (``pursuit-maddpg``)."""
+settings, and SUPER's Table 1 MADDPG row (``pursuit-maddpg``, ``battle-maddpg``,
+``adversarial-pursuit-maddpg``: the MADDPG team beside the frozen DQN opponents)."""
 
 from typing import Any
 
 from relayrl.experiment.presets.common import Presets, merge
-from relayrl.experiment.presets.super import PURSUIT_BASE
+from relayrl.experiment.presets.super import DOMAINS, MAGENT_DQN
 
 # Paper 004's MASAC (its public code, ``arena5/algos/masac``): Adam 1e-3 everywhere, gamma
 # 0.99, Polyak 0.995, a fixed temperature of 0.2, batches of 100 from a 1M replay, 10,000
@@ -60,8 +61,10 @@ SPREAD_ALGOS: dict[str, tuple[str, dict[str, Any]]] = {
 # SUPER's Table 1 MADDPG (paper 000, Table 2: actor and critic Adam 2.5e-4, a fully connected
 # 64-64 network, tau 0.015, actor feature regularisation 1e-3 on the logits; the rest RLlib's
 # MADDPG defaults, which the paper ran: batches of 1,024 from a 1M replay after 25,600 env
-# steps, one update per 100 env steps of one env copy, gradient norm 0.5, gamma 0.99).
-PURSUIT_MADDPG: dict[str, Any] = {
+# steps, one update per 100 env steps of one env copy, gradient norm 0.5, gamma 0.99). In
+# Battle and Adversarial-Pursuit a joint row of 6 or 8 agents' image observations takes 30-40
+# KB, so their replay keeps the DQN teams' 90,000 rows (3.7 GB) instead of 1M (40 GB).
+SUPER_MADDPG: dict[str, Any] = {
     "centralised": {
         "algo": "maddpg", "actor_lr": 2.5e-4, "critic_lr": 2.5e-4, "hidden": [64, 64], "tau": 0.015, "logits_penalty": 1e-3,
         "batch_size": 1024, "buffer_size": 1_000_000, "random_steps": 25_600, "fragment_length": 100, "updates_per_fragment": 1,
@@ -76,5 +79,7 @@ def centralised_presets() -> Presets:
         table[f"navigation-{name}"] = (f"{description} [cooperative-navigation]", merge(NAVIGATION_RUN, overrides))
     for name, (label, overrides) in SPREAD_ALGOS.items():
         table[f"spread-continuous-{name}"] = (f"{label}, HARL's MPE settings [mpe2.simple_spread_v3, continuous]", merge(SPREAD_CONTINUOUS, overrides))
-    table["pursuit-maddpg"] = ("MADDPG with a fully connected network, the paper's settings (Table 1's row) [pursuit]", merge(PURSUIT_BASE, PURSUIT_MADDPG))
+    for domain, base in DOMAINS.items():
+        maddpg = SUPER_MADDPG if domain == "pursuit" else merge(SUPER_MADDPG, {"centralised": {"buffer_size": MAGENT_DQN["buffer_size"]}})
+        table[f"{domain}-maddpg"] = (f"MADDPG with a fully connected network, the paper's settings (Table 1's row) [{domain}]", merge(base, maddpg))
     return table

@@ -1,10 +1,11 @@
 """Policy gradients: SEAC and IA2C on the SEAC paper's tasks (``<task>-<variant>``), IPPO and
-MAPPO on MPE spread (``spread-<variant>``), and SUPER's Table 1 SEAC row (``pursuit-seac``)."""
+MAPPO on MPE spread (``spread-<variant>``), and SUPER's Table 1 SEAC row (``pursuit-seac``,
+``battle-seac``, ``adversarial-pursuit-seac``)."""
 
 from typing import Any
 
 from relayrl.experiment.presets.common import Presets, merge
-from relayrl.experiment.presets.super import PURSUIT_BASE
+from relayrl.experiment.presets.super import DOMAINS
 
 
 # Policy gradients on the SEAC paper's tasks (Christianos et al. 2020), with its settings
@@ -60,8 +61,10 @@ def policy_gradient_presets() -> Presets:
     for name in ("ippo", "mappo"):
         description, overrides = PG_VARIANTS[name]
         table[f"spread-{name}"] = (f"{description} [mpe2.simple_spread_v3, 3 agents]", merge(SPREAD, overrides))
-    # SUPER's Table 1 SEAC row (paper 000): Pursuit's 800k env steps with SEAC's settings
-    for name in ("ia2c", "seac"):
-        description, overrides = PG_VARIANTS[name]
-        table[f"pursuit-{name}"] = (f"{description} [pursuit]", merge(merge(PURSUIT_BASE, {"env": {"num_envs": 4}}), overrides))
+    # SUPER's Table 1 SEAC row (paper 000): each domain's team and budget (beside the frozen
+    # DQN opponents in Battle and Adversarial-Pursuit) with SEAC's settings
+    for domain, base in DOMAINS.items():
+        for name in ("ia2c", "seac"):
+            description, overrides = PG_VARIANTS[name]
+            table[f"{domain}-{name}"] = (f"{description} [{domain}]", merge(merge(base, {"env": {"num_envs": 4}}), overrides))
     return table
