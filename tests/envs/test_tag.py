@@ -3,12 +3,15 @@ observations, rewards, truncations and the state over several seeds, random acti
 kinds and starts crowded so that predators catch prey and prey leave the field, agents
 touching obstacles; and its runs through the config with a learner per group."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from mpe2_lockstep import step_both
 from relayrl.envs.tag import TagVectorEnv
 from relayrl.experiment import build_config, build_run
+from relayrl.experiment.presets import config_dict
 
 
 def _start_from(ours: TagVectorEnv, game: int, reference, start: str) -> None:
@@ -92,17 +95,18 @@ def test_a_saved_state_continues_exactly():
     np.testing.assert_array_equal(np.stack(first), np.stack(second))
 
 
-def test_a_learner_per_group_trains_through_the_config(tmp_path):
-    config = build_config({
-        "env": {"name": "simple-tag", "num_envs": 4}, "on_policy": {"algo": "ppo", "rollout_length": 25},
-        "total_steps": 400, "report_interval": 200, "eval": {"interval": 0}, "checkpoint_interval": 400,
-    })
-    run = build_run(config, tmp_path)
+def test_the_qmix_against_ppo_example_trains_both_groups(tmp_path):
+    """``examples/tag_qmix_vs_ppo.yaml``: QMIX predators, a PPO prey, each group reported."""
+    config = config_dict(str(Path(__file__).resolve().parents[2] / "examples" / "tag_qmix_vs_ppo.yaml"))
+    config.update({"total_steps": 800, "report_interval": 400, "eval": {"interval": 0}, "checkpoint_interval": 800})
+    config["qmix"].update({"batch_size": 4})
+    run = build_run(build_config(config), tmp_path)
     try:
         run.train()
     finally:
         run.close()
-    rows = (tmp_path / "metrics.csv").read_text().splitlines()
-    assert len(rows) == 3 and "adversary" in rows[0] and "agent" in rows[0]
+    assert {pid: learner.algo for pid, learner in run.learners.items()} == {"adversary": "qmix", "agent": "ppo"}
+    header, *rows = (tmp_path / "metrics.csv").read_text().splitlines()
+    assert len(rows) == 2 and "episode_reward_mean/adversary" in header and "episode_reward_mean/agent" in header
     with pytest.raises(ValueError, match="terminate_on_success.*allowed here: continuous_actions, max_cycles, num_adversaries, num_good, num_obstacles$"):
         build_config({"env": {"name": "simple-tag", "settings": {"terminate_on_success": True}}, "qmix": {}})
