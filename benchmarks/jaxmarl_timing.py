@@ -10,6 +10,9 @@ ahead of time, and the compiled call is timed apart from the compile:
     python benchmarks/jaxmarl_timing.py --jaxmarl-src PATH --algo qmix --steps 1e5
     python benchmarks/jaxmarl_timing.py --jaxmarl-src PATH --algo mappo --steps 1e6
 
+``--set KEY=VALUE`` changes a config key and ``--curve FILE`` writes the learning curve
+(what ``docs/results/mpe_spread`` compares with relayrl's run at the same settings).
+
 One JSON object goes to stdout (everything else, JaxMARL's prints included, to stderr).
 
 Stand-ins, inside this process only: the scripts import ``wandb`` at top level, so an
@@ -120,6 +123,11 @@ def timed(args: argparse.Namespace) -> dict[str, Any]:
         config["NUM_ENVS"] = args.num_envs
     if args.algo == "qmix":
         config["TEST_DURING_TRAINING"] = bool(args.test_during_training)
+    for item in args.set:  # KEY=VALUE, the value read as YAML (numbers, booleans)
+        import yaml
+
+        key, _, value = item.partition("=")
+        config[key] = yaml.safe_load(value)
 
     start = time.perf_counter()
     rng = jax.random.PRNGKey(config["SEED"])
@@ -195,6 +203,36 @@ def timed(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+class Recorder(types.ModuleType):
+    """A ``wandb`` stand-in that keeps what the script logs: QMIX's published script reports
+    its metrics only through ``wandb.log`` (a host callback per update, when WANDB_MODE is
+    not ``disabled``), so ``--curve`` sets WANDB_MODE=online with this in its place."""
+
+    def __init__(self) -> None:
+        super().__init__("wandb")
+        self.rows: list[dict[str, float]] = []
+
+    def log(self, metrics: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        self.rows.append({k: float(v) for k, v in metrics.items() if getattr(v, "size", 1) == 1})
+
+    def init(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def finish(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def write_curve(path: str, rows: list[dict[str, float]]) -> None:
+    """Per iteration: env steps, the mean return of the episodes that ended (JaxMARL's MPE
+    log: each agent's return times the number of agents, so the team's sum) and the
+    greedy test's return (refreshed every TEST_INTERVAL of the training)."""
+    columns = ["env_step", "returned_episode_returns", "test_returned_episode_returns"]
+    with open(path, "w") as handle:
+        handle.write(",".join(columns) + "\n")
+        for row in rows:
+            handle.write(",".join(f"{row.get(name, float('nan')):.6g}" for name in columns) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jaxmarl-src", default=os.environ.get("JAXMARL_SRC", ".jaxmarl"), help="root of a JaxMARL source tree (holds jaxmarl/ and baselines/)")
@@ -205,9 +243,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="timed calls of the compiled function (run_s is the first)")
     parser.add_argument("--test-during-training", action="store_true", help="qmix: keep the greedy test rollouts (published default True; off unless given)")
     parser.add_argument("--real-wandb", action="store_true", help="import the installed wandb instead of the stand-in")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key (e.g. EPS_DECAY=1.0)")
+    parser.add_argument("--curve", help="write the learning curve (env steps, training and greedy test returns) as CSV here")
     args = parser.parse_args()
 
-    if not args.real_wandb:
+    recorder = Recorder() if args.curve else None
+    if recorder is not None:
+        sys.modules["wandb"] = recorder
+        args.set.append("WANDB_MODE=online")
+    elif not args.real_wandb:
         sys.meta_path.insert(0, _StandIn(("wandb",)))
     render = _StandIn(RENDER_ONLY)
     sys.meta_path.append(render)  # last: only when the real package is not installed
@@ -223,6 +267,8 @@ def main() -> None:
 
         wandb.init(mode="disabled")
     result = timed(args)
+    if recorder is not None:
+        write_curve(args.curve, recorder.rows)
     result["stand_ins"] = sorted({n.split(".")[0] for n in render.used} | (set() if args.real_wandb else {"wandb"}))
     sys.stdout.flush()
     report.write(json.dumps(result) + "\n")
