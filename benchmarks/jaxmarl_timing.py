@@ -223,10 +223,12 @@ class Recorder(types.ModuleType):
 
 
 def write_curve(path: str, rows: list[dict[str, float]]) -> None:
-    """Per iteration: env steps, the mean return of the episodes that ended (JaxMARL's MPE
-    log: each agent's return times the number of agents, so the team's sum) and the
-    greedy test's return (refreshed every TEST_INTERVAL of the training)."""
-    columns = ["env_step", "returned_episode_returns", "test_returned_episode_returns"]
+    """Every scalar the script logged, one row per training iteration, ``env_step`` first.
+    QMIX: ``returned_episode_returns`` and the greedy test's ``test_returned_episode_returns``
+    (refreshed every TEST_INTERVAL of the training); MAPPO: ``returns``, the mean return of
+    each env's last finished episode. JaxMARL's MPE log multiplies each agent's return by
+    the number of agents and averages them: the team's sum."""
+    columns = list(dict.fromkeys(["env_step", *(name for row in rows for name in row)]))
     with open(path, "w") as handle:
         handle.write(",".join(columns) + "\n")
         for row in rows:
