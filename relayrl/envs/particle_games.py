@@ -29,6 +29,14 @@ class Landmarks:
     size: float = 0.0
 
 
+def move_group(name: str, ids: tuple[str, ...], obs_size: int, state_size: int, continuous: bool) -> GroupSpec:
+    """A group that acts with mpe2's moves: one of five, or five numbers in ``[0, 1]``."""
+    return GroupSpec(
+        name, ids, (obs_size,), np.dtype(np.float32), 0 if continuous else 5, action_shape=(5,) if continuous else (),
+        action_low=(0.0,) * 5 if continuous else (), action_high=(1.0,) * 5 if continuous else (), state_shape=(state_size,),
+    )
+
+
 class ParticleGames(ArrayGames):
     """Agents ``[E, N, 2]`` (positions and velocities, radii ``agent_size [N]``) and landmarks
     ``[E, L, 2]``; agents start uniform in ``[-1, 1]^2`` with velocity 0. The learners

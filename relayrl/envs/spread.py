@@ -25,9 +25,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from relayrl.core.specs import GroupSpec
 from relayrl.core.strict import Strict
-from relayrl.envs.particle_games import Landmarks, ParticleGames, ParticleSection
+from relayrl.envs.particle_games import Landmarks, ParticleGames, ParticleSection, move_group
 from relayrl.envs.particles import ACCEL, mpe_forces
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 
@@ -55,14 +54,7 @@ class SpreadVectorEnv(ParticleGames):
         self.s = s
         n = s.N
         self.obs_size = 4 + 2 * n + (2 + COMM) * (n - 1)
-        continuous = s.continuous_actions
-        groups = (
-            GroupSpec(
-                "agent", tuple(f"agent_{i}" for i in range(n)), (self.obs_size,), np.dtype(np.float32), 0 if continuous else 5,
-                action_shape=(5,) if continuous else (), action_low=(0.0,) * 5 if continuous else (),
-                action_high=(1.0,) * 5 if continuous else (), state_shape=(n * self.obs_size,),
-            ),
-        )
+        groups = (move_group("agent", tuple(f"agent_{i}" for i in range(n)), self.obs_size, n * self.obs_size, s.continuous_actions),)
         super().__init__(num_envs, groups, np.full(n, AGENT_SIZE), True, s.max_cycles, s.model_dump(), Landmarks(n))
 
     def observe(self) -> list[np.ndarray]:

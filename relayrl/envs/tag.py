@@ -26,9 +26,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from relayrl.core.specs import GroupSpec
 from relayrl.core.strict import Strict
-from relayrl.envs.particle_games import Landmarks, ParticleGames, ParticleSection
+from relayrl.envs.particle_games import Landmarks, ParticleGames, ParticleSection, move_group
 from relayrl.envs.particles import mpe_forces
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 
@@ -70,13 +69,8 @@ class TagVectorEnv(ParticleGames):
         own = 4 + 2 * s.num_obstacles + 2 * (n - 1)
         sizes = {"adversary": own + 2 * g, "agent": own + 2 * (g - 1)}
         state = a * sizes["adversary"] + g * sizes["agent"]
-        continuous = s.continuous_actions
         groups = tuple(
-            GroupSpec(
-                name, tuple(f"{name}_{i}" for i in range(count)), (sizes[name],), np.dtype(np.float32), 0 if continuous else 5,
-                action_shape=(5,) if continuous else (), action_low=(0.0,) * 5 if continuous else (),
-                action_high=(1.0,) * 5 if continuous else (), state_shape=(state,),
-            )
+            move_group(name, tuple(f"{name}_{i}" for i in range(count)), sizes[name], state, s.continuous_actions)
             for name, count in (("adversary", a), ("agent", g))
         )
         side = np.array([ADVERSARY] * a + [PREY] * g)  # [N, (radius, acceleration, top speed)]
