@@ -185,7 +185,7 @@ def test_a_failed_metrics_rewrite_keeps_the_file_whole(tmp_path):
     cmd = [sys.executable, "-m", "relayrl.cli", "resume", str(run_dir)]
     done = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=_limit_file_size(200), timeout=300)
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert f"could not rewrite {run_dir / 'metrics.csv'} without the 1 row(s) after the checkpoint (File too large); it is unchanged" in done.stderr
+    assert f"could not rewrite {run_dir / 'metrics.csv'} with this run's columns and without the 1 row(s) after the checkpoint (File too large); it is unchanged" in done.stderr
     assert (run_dir / "metrics.csv").read_bytes() == before
     assert not list(run_dir.glob(".tmp_*"))
 

@@ -114,7 +114,7 @@ class OnPolicyLearner(LearnerBase):
         the observations and of those after each step (in the returns' units), and for
         recurrent networks the hidden states each step began with."""
         algorithm = self.algorithm
-        critic_obs = np.ascontiguousarray(algorithm.critic_features(f["obs"], f.get("state")), np.float32)
+        critic_obs = np.ascontiguousarray(algorithm.critic_features(f["obs"], f.get("state")))
         rows = {"obs": f["obs"], "action": f["action"], "agent": self._agents(f["reward"]), "critic_obs": critic_obs,
                 "next_critic_obs": algorithm.critic_features(f["next_obs"], f.get("next_state"))}
         if "action_mask" in f:

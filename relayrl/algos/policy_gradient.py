@@ -10,7 +10,10 @@ bounds by tanh or clipped to them (the probability of a clipped action at a boun
 Gaussian's tail beyond it, so the ratio of two policies stays exact). Critic: an MLP from
 what ``critic_input`` names (``CRITIC_INPUTS``) to the value, learnt on returns scaled by
 their running mean and variance (``normalize_values``; the value normalisation of Yu et al.
-2022). Orthogonal initialisation (``relayrl.nets.mlp``).
+2022). Orthogonal initialisation (``relayrl.nets.mlp``). With ``torso: nature_cnn`` the
+observations are screens: one convolutional torso (``relayrl.nets.pixels``) feeds both the
+actor's and the critic's layers, as in PPO's Atari agents (Schulman et al. 2017), and the
+critic sees what the actor sees.
 
 Loss of each parameter set over the steps its entities took in their episodes (Schulman et
 al. 2017, eqs. 7 and 9; Yu et al. 2022 for the clipped value loss):
@@ -36,6 +39,7 @@ from relayrl.algos.sections import OnPolicyConfig
 from relayrl.core.errors import ConfigError
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.mlp import AgentNet
+from relayrl.nets.pixels import NatureTorso
 from relayrl.nets.stacked import clip_grad_norm_per_set
 
 SQUASH_EPS = 1e-6  # keeps atanh finite for actions stored at the bounds
@@ -162,9 +166,10 @@ class PolicyGradient:
         self.spec, self.config, self.n_sets, self.device = spec, config, n_sets, device
         self.n = spec.n_agents
         self.index = config.param_sharing and config.agent_id and n_sets == 1
-        own = int(np.prod(spec.obs_shape))
-        width = own + (self.n if self.index else 0)
         c = config
+        self.torso = NatureTorso(n_sets, spec.obs_shape).to(device) if c.torso == "nature_cnn" else None
+        own = int(np.prod(spec.obs_shape)) if self.torso is None else self.torso.out_features
+        width = own + (self.n if self.index else 0)
         self.box = BoxActions(spec, c.action_bounds, device) if spec.continuous else None
         outputs = int(np.prod(spec.action_shape)) if spec.continuous else spec.n_actions
         self.recurrent = c.recurrent
@@ -172,9 +177,10 @@ class PolicyGradient:
         self.log_std = nn.Parameter(torch.full((n_sets, 1, outputs), c.log_std_init, device=device)) if spec.continuous else None
         probe = np.zeros((1, self.n, *spec.obs_shape), np.float32)
         state = np.zeros((1, *spec.state_shape), np.float32) if spec.state_shape else None
-        self.critic_width = self.critic_features(probe, state).shape[-1]
+        self.critic_width = width if self.torso is not None else self.critic_features(probe, state).shape[-1]
         self.critic = AgentNet(n_sets, self.critic_width, c.hidden, 1, c.activation, 1.0, c.recurrent).to(device)
-        self.parameters = [*self.actor.parameters(), *self.critic.parameters(), *([self.log_std] if self.log_std is not None else [])]
+        torso = [*self.torso.parameters()] if self.torso is not None else []
+        self.parameters = [*torso, *self.actor.parameters(), *self.critic.parameters(), *([self.log_std] if self.log_std is not None else [])]
         self.optimizer = torch.optim.Adam(self.parameters, lr=c.lr, eps=c.adam_eps)
         self.scale = ValueScale(n_sets) if c.normalize_values else None
         self.identity = torch.eye(self.n, device=device)
@@ -182,22 +188,29 @@ class PolicyGradient:
 
     # ------------------------------------------------------------------ inputs
     def critic_features(self, obs: np.ndarray, state: np.ndarray | None) -> np.ndarray:
-        """The critic's features ``[..., N, F_c]`` from the group's observations ``[..., N, *obs]``."""
+        """The critic's inputs ``[..., N, F_c]`` from the group's observations ``[..., N, *obs]``
+        (with a torso: the observations themselves, which it shares with the actor)."""
+        if self.torso is not None:
+            return obs
         return CRITIC_INPUTS[self.config.critic_input](flat_obs(obs, self.spec), state, self.spec, self.index)
 
     def _actor_in(self, obs: torch.Tensor, agent: torch.Tensor) -> torch.Tensor:
         """Observations ``[P, ..., *obs]`` and each row's agent ``[P, ...]`` -> the actor's features."""
-        x = obs.reshape(*agent.shape, -1).float()
+        x = obs.reshape(*agent.shape, -1).float() if self.torso is None else self.torso(obs.reshape(*agent.shape, *self.spec.obs_shape))
         return torch.cat([x, self.identity[agent.long()]], dim=-1) if self.index else x
+
+    def _critic_in(self, critic_obs: torch.Tensor, agent: torch.Tensor) -> torch.Tensor:
+        """The critic's stored inputs ``[P, ..., F_c]`` (with a torso: observations) -> its features."""
+        return critic_obs.float() if self.torso is None else self._actor_in(critic_obs, agent)
 
     def _rows_agent(self, rows: int) -> torch.Tensor:
         """The agent of each row of an acting call ``[P, M]``: rows are agent-minor with one set."""
         return (torch.arange(rows, device=self.device) % self.n).expand(self.n_sets, rows)
 
-    def values(self, features: np.ndarray | torch.Tensor) -> torch.Tensor:
-        """The feed-forward critic's outputs ``[P, M]`` (in its own units: ``to_returns`` maps
-        them back)."""
-        return self.critic(torch.as_tensor(features, device=self.device))[0].squeeze(-1)
+    def values(self, critic_obs: np.ndarray | torch.Tensor, agent: torch.Tensor) -> torch.Tensor:
+        """The feed-forward critic's outputs ``[P, M]`` on its inputs ``[P, M, F_c]`` of the
+        agents ``[P, M]`` (in its own units: ``to_returns`` maps them back)."""
+        return self.critic(self._critic_in(torch.as_tensor(critic_obs, device=self.device), agent))[0].squeeze(-1)
 
     def _carry_sets(self, carry: torch.Tensor) -> torch.Tensor:
         """A hidden state per entity ``[W, N, H]`` -> per set ``[P, M, H]`` (the rows of ``act``)."""
@@ -283,10 +296,11 @@ class PolicyGradient:
         ``actor_h``, ``critic_h [P, B, H]`` with ``begins [P, L, B]`` (recurrent; R = L x B,
         and the hidden states after each step come back too)."""
         x = self._actor_in(b["obs"], b["agent"])
+        critic_x = x if self.torso is not None else b["critic_obs"].float()  # a torso's features serve both
         if not self.recurrent:
-            return self.actor(x)[0], self.critic(b["critic_obs"].float())[0].squeeze(-1), None, None
+            return self.actor(x)[0], self.critic(critic_x)[0].squeeze(-1), None, None
         out, actor_h = self.actor.unroll(x, b["actor_h"], b["begins"])
-        value, critic_h = self.critic.unroll(b["critic_obs"].float(), b["critic_h"], b["begins"])
+        value, critic_h = self.critic.unroll(critic_x, b["critic_h"], b["begins"])
         return out.flatten(1, 2), value.squeeze(-1).flatten(1, 2), actor_h, critic_h
 
     @torch.inference_mode()
@@ -304,12 +318,12 @@ class PolicyGradient:
             flat = {k: v.flatten(1, 2) for k, v in b.items()}
             out, scaled, _, _ = self._outputs(flat)
             logp = self.distribution(out, flat["action"], flat.get("action_mask"))[0]
-            next_scaled = self.values(flat["next_critic_obs"])
+            next_scaled = self.values(flat["next_critic_obs"], flat["agent"])
             return {k: v.reshape(p, steps, width) for k, v in (("logp", logp), ("scaled", scaled), ("next_scaled", next_scaled))}
         out, scaled, actor_h, critic_h = self._outputs(b)
         logp = self.distribution(out, b["action"].flatten(1, 2), b["action_mask"].flatten(1, 2) if "action_mask" in b else None)[0]
         # V(o') continues the critic's memory: one more step from the state after each step
-        following, _ = self.critic(b["next_critic_obs"].float().flatten(1, 2), critic_h.flatten(1, 2))
+        following, _ = self.critic(self._critic_in(b["next_critic_obs"].flatten(1, 2), b["agent"].flatten(1, 2)), critic_h.flatten(1, 2))
         keep = (~b["begins"]).unsqueeze(-1).float()
         started = {
             name: torch.cat([b[name].unsqueeze(1), states[:, :-1]], dim=1) * keep for name, states in (("actor_h", actor_h), ("critic_h", critic_h))
@@ -392,10 +406,16 @@ class PolicyGradient:
         return [self.optimizer]
 
     def policy_state(self) -> dict[str, Any]:
-        return {"actor": self.actor.state_dict(), **({"log_std": self.log_std.detach().clone()} if self.log_std is not None else {})}
+        return {
+            "actor": self.actor.state_dict(),
+            **({"torso": self.torso.state_dict()} if self.torso is not None else {}),
+            **({"log_std": self.log_std.detach().clone()} if self.log_std is not None else {}),
+        }
 
     def load_policy_state(self, state: dict[str, Any]) -> None:
         self.actor.load_state_dict(state["actor"])
+        if self.torso is not None:
+            self.torso.load_state_dict(state["torso"])
         if self.log_std is not None:
             with torch.no_grad():
                 self.log_std.copy_(state["log_std"])

@@ -41,7 +41,7 @@ class SEAC(PolicyGradient):
         agent = torch.zeros(p, rows, dtype=torch.long, device=self.device)  # SEAC's agents keep parameters of their own
         logp, _ = self.evaluate(expand["shared_obs"], agent, expand["shared_action"], expand.get("shared_action_mask"))
         ratio = (logp - expand["shared_logp"]).exp().detach()  # pi_i(a_k|o_k) / pi_k(a_k|o_k)
-        scaled = self.values(expand["shared_critic_obs"])
+        scaled = self.values(expand["shared_critic_obs"], agent)
         returns = expand["shared_returns"]
         advantage = (returns - self.to_returns(scaled)).detach()
         weight = b["shared_weight"] * ratio

@@ -233,7 +233,10 @@ class OnPolicyConfig(Strict):
     max_grad_norm: float = Field(10.0, gt=0, description="each parameter set's gradient norm, actor and critic together")
     normalize_advantages: bool = True
     normalize_values: bool = Field(True, description="the critic learns returns scaled by their running mean and variance")
-    hidden: list[PositiveInt] = Field([64, 64], min_length=1)
+    torso: Literal["flat", "nature_cnn"] = Field(
+        "flat", description="flat: the MLPs read the flattened observation; nature_cnn: screens H x W x C through Mnih et al.'s convolutions, one torso for actor and critic"
+    )
+    hidden: list[PositiveInt] = Field([64, 64], description="the actor's and the critic's hidden layers (after the torso)")
     activation: Literal["relu", "tanh"] = "relu"
     recurrent: bool = Field(False, description="a GRU after the MLP in the actor and the critic, its memory carried through each episode")
     chunk_length: int = Field(10, ge=1, description="recurrent: training unrolls chunks of this many steps from the hidden states they began with")
@@ -267,6 +270,10 @@ class OnPolicyConfig(Strict):
             raise ValueError("seac's agents learn from other agents' single steps: set on_policy.recurrent=false")
         if self.algo == "seac" and self.minibatches != 1:
             raise ValueError("seac adds the other agents' steps of the whole rollout to each update: set on_policy.minibatches=1")
+        if self.torso == "nature_cnn" and self.critic_input != "obs":
+            raise ValueError(f"on_policy.torso=nature_cnn feeds the actor's screens to the critic too: set on_policy.critic_input=obs (not {self.critic_input})")
+        if self.torso == "flat" and not self.hidden:
+            raise ValueError("on_policy.hidden is empty: give the MLPs at least one layer, e.g. [64, 64]")
         if self.algo != "mappo" and self.critic_input != "obs":
             raise ValueError(f"on_policy.critic_input={self.critic_input} is a centralised critic: set on_policy.algo=mappo")
         return self

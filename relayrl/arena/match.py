@@ -46,6 +46,20 @@ def match_policy_ids(matches: Sequence[Match]) -> list[str]:
     return list(found)
 
 
+def returns_by_policy(returns: Sequence[np.ndarray], copies: Sequence[int], matches: Sequence[Match], groups: Sequence[str]) -> dict[str, list[float]]:
+    """Per policy, the returns of the groups it drove alone (every entity of the group in
+    that episode's copy): ``returns[i] [n_groups]`` of episode i, which ran in copy
+    ``copies[i]`` under ``matches``."""
+    found: dict[str, list[float]] = {}
+    for episode, copy in zip(returns, copies):
+        match = matches[int(copy) % len(matches)]
+        for g, group in enumerate(groups):
+            drivers = match_policy_ids([{group: match[group]}]) if group in match else []
+            if len(drivers) == 1:
+                found.setdefault(drivers[0], []).append(float(episode[g]))
+    return found
+
+
 def check_match_syntax(matches: Sequence[Any]) -> None:
     """Shapes only (the env's groups and sizes are checked when it is built)."""
     for m, match in enumerate(matches):

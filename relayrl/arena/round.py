@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field, field_validator
 
-from relayrl.arena.match import Match, match_policy_ids
+from relayrl.arena.match import Match, match_policy_ids, returns_by_policy
 from relayrl.core.errors import HookError
 from relayrl.core.strict import Strict
 from relayrl.envs.episodes import EpisodeStats
@@ -82,13 +82,7 @@ class RoundResults:
     def policy_returns(self) -> dict[str, np.ndarray]:
         """Per policy, the returns of the groups it drove alone (every entity of the group in
         that episode's copy), episode by episode."""
-        found: dict[str, list[float]] = {}
-        for returns, copy in zip(self.returns, self.copies):
-            match = self.matches[int(copy) % len(self.matches)]
-            for g, group in enumerate(self.groups):
-                drivers = match_policy_ids([{group: match[group]}]) if group in match else []
-                if len(drivers) == 1:
-                    found.setdefault(drivers[0], []).append(float(returns[g]))
+        found = returns_by_policy(self.returns, self.copies, self.matches, self.groups)
         return {pid: np.array(values) for pid, values in found.items()}
 
     def games(self, first: str, second: str) -> list[tuple[str, str, float, float]]:

@@ -61,6 +61,8 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "hooks": {"on_round_start": [], "on_round_end": []},
     "pbt": None,
     "pbt.perturb": ["lr"],
+    "pbt.survivors": None,
+    "on_policy.torso": "flat",
     "tournament": None,
     "selfplay": None,
     "backend": {"kind": "local", "runners": 1, "address": None, "runner_cpus": 1.0, "fragment_steps": None},

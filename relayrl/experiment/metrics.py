@@ -50,10 +50,13 @@ class MetricsWriter:
 
     def _keep(self, env_steps: int, count: int | None) -> int:
         """Drops the rows written after the checkpoint (at most ``count`` rows up to
-        ``env_steps`` stay). The file is rewritten only if rows go, through a temporary file
-        and a rename, so a failed write never truncates it."""
+        ``env_steps`` stay). The file is rewritten only if rows go or its columns are not
+        this run's (a run begun by an earlier relayrl: the new columns stay empty in its old
+        rows), through a temporary file and a rename, so a failed write never truncates it."""
         with self.path.open(newline="") as handle:
-            rows = list(csv.DictReader(handle))
+            reader = csv.DictReader(handle)
+            rows = list(reader)
+            header = list(reader.fieldnames or [])
         try:
             steps = [int(float(r["env_steps"])) for r in rows]
         except (KeyError, TypeError, ValueError):
@@ -63,7 +66,7 @@ class MetricsWriter:
                 f"or move the file away (the resumed run then writes its rows from the checkpoint on), then resume"
             ) from None
         kept = [r for r, step in zip(rows, steps) if step <= env_steps][:count]
-        if len(kept) == len(rows):
+        if len(kept) == len(rows) and header == list(self.columns):
             return len(kept)
         tmp = self.path.with_name(f".tmp_{self.path.name}")
         try:
@@ -74,8 +77,8 @@ class MetricsWriter:
             tmp.replace(self.path)
         except OSError as error:
             raise RelayRLError(
-                f"could not rewrite {self.path} without the {len(rows) - len(kept)} row(s) after the checkpoint "
-                f"({error.strerror or error}); it is unchanged. Free disk space, then resume"
+                f"could not rewrite {self.path} with this run's columns and without the {len(rows) - len(kept)} row(s) after the "
+                f"checkpoint ({error.strerror or error}); it is unchanged. Free disk space, then resume"
             ) from None
         finally:
             tmp.unlink(missing_ok=True)

@@ -4,7 +4,9 @@ by metric name), written to ``metrics.csv`` and TensorBoard, and shown as a prog
 
 One policy on one group reports that learner's own columns beside the standard ones;
 several groups or policies report each group's reward, each learner's loss and the
-exchanges' columns (``relayrl.sharing.exchange``).
+exchanges' columns (``relayrl.sharing.exchange``); several learning policies also report
+each one's training reward (``policy_reward_mean/<id>``: the returns of the groups it drove
+alone, as a round's results count them), the curves of a population's members.
 """
 
 import math
@@ -15,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from relayrl.arena.match import returns_by_policy
 from relayrl.experiment.metrics import MetricsWriter
 
 
@@ -26,6 +29,7 @@ class Tally:
     episode_returns: list[np.ndarray] = field(default_factory=list)  # each [n_groups]: summed over a group
     episode_lengths: list[int] = field(default_factory=list)
     seconds: float = 0.0
+    policy_returns: dict[str, list[float]] = field(default_factory=dict)  # by learning policy
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class ReportLayout:
             *(f"episode_reward_mean/{n}" for n in self.groups),
             *(f"eval_reward_mean/{n}" for n in self.groups),
             *(f"td_loss/{n}" for n in self.learners),
+            *(f"policy_reward_mean/{n}" for n in self.learners if len(self.learners) > 1),
             *self.exchange_columns,
         )
 
@@ -80,8 +85,12 @@ class Reporter:
         self.writer = MetricsWriter(run_dir, resumed_at, rows, self.layout.columns())
         return self.writer.rows
 
-    def record(self, episodes: Any, env_steps: int) -> None:
-        """A fragment of ``env_steps`` env steps and the episodes it finished."""
+    def record(self, episodes: Any, env_steps: int, matches: list[Any]) -> None:
+        """A fragment of ``env_steps`` env steps and the episodes it finished, played under ``matches``."""
+        if len(self.layout.learners) > 1:
+            for pid, returns in returns_by_policy(episodes.returns, episodes.copies, matches, self.layout.groups).items():
+                if pid in self.layout.learners:
+                    self.tally.policy_returns.setdefault(pid, []).extend(returns)
         self.tally.episode_returns += episodes.returns
         self.tally.episode_lengths += episodes.lengths
         self.recent_returns.extend(float(r[self.layout.reported]) for r in episodes.returns)
@@ -131,6 +140,8 @@ class Reporter:
             for g, name in enumerate(layout.groups):
                 row[f"episode_reward_mean/{name}"] = float(returns[:, g].mean()) if len(returns) else nan
             row.update({f"td_loss/{pid}": reports[pid]["td_loss"] for pid in layout.learners})
+            if len(layout.learners) > 1:
+                row.update({f"policy_reward_mean/{pid}": float(np.mean(w.policy_returns[pid])) if w.policy_returns.get(pid) else nan for pid in layout.learners})
             row.update(exchanged)
         if evaluated is not None:
             row["eval_reward_mean"] = float(evaluated[:, layout.reported].mean())
@@ -176,7 +187,8 @@ class Reporter:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         w = state["tally"]
-        self.tally = Tally(w["env_steps"], list(w["episode_returns"]), list(w["episode_lengths"]), w["seconds"])
+        by_policy = w.get("policy_returns", {})  # checkpoints written before the per-policy columns have none
+        self.tally = Tally(w["env_steps"], list(w["episode_returns"]), list(w["episode_lengths"]), w["seconds"], {k: list(v) for k, v in by_policy.items()})
         self.recent_returns = deque(state["recent_returns"], maxlen=100)
 
     def close(self) -> None:

@@ -85,7 +85,7 @@ class Run:
         self.learners.end_workers(got.restarted)
         c.env_steps += got.env_steps
         self.rounds.record(c.round, c.env_steps, got.fragments, got.episodes, self.collector.cut_episodes)
-        self.reporter.record(got.episodes, got.env_steps)
+        self.reporter.record(got.episodes, got.env_steps, self.venue.matches)
         c.agent_steps += self.learners.step(got.fragments, c.env_steps)
         self.collector.sync(self.learners)
         c.iterations += 1

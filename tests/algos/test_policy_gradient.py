@@ -72,7 +72,7 @@ def test_seac_weighs_each_other_agents_steps_by_the_policies_ratio():
                 obs = torch.as_tensor(own["obs"][k, j]).expand(3, 1, -1)
                 action = torch.as_tensor(own["action"][k, j]).expand(3, 1)
                 logp = seac.evaluate(obs, torch.zeros(3, 1, dtype=torch.long), action, None)[0][i, 0].item()
-                value = seac.values(torch.as_tensor(own["critic_obs"][k, j]).expand(3, 1, -1))[i, 0].item()
+                value = seac.values(torch.as_tensor(own["critic_obs"][k, j]).expand(3, 1, -1), torch.zeros(3, 1, dtype=torch.long))[i, 0].item()
                 ratio = math.exp(logp - own["logp"][k, j])
                 y = own["returns"][k, j]
                 expected[i] += ratio * (-logp * (y - value) + 0.5 * (value - y) ** 2) / steps[k]
@@ -118,7 +118,7 @@ def test_ppo_clips_the_ratio_and_the_value_change():
     loss, parts = ppo.own_loss(b)
     with torch.no_grad():
         logp, _ = ppo.evaluate(b["obs"], b["agent"], b["action"], None)
-        value = ppo.values(b["critic_obs"])
+        value = ppo.values(b["critic_obs"], b["agent"])
     ratio, a, valid = (logp - b["logp"]).exp().numpy()[0], own["advantage"][0], own["valid"][0]
     surrogate = np.minimum(ratio * a, np.clip(ratio, 0.8, 1.2) * a)
     v, old, y = value.numpy()[0], own["scaled_value"][0], own["returns"][0]

@@ -4,6 +4,7 @@ written per round, and a run stopped inside a round resumes exactly (small Preda
 three QMIX teams, one env copy each)."""
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,53 @@ def test_a_bandwidth_perturbation_needs_members_that_relay():
     config["policies"] = {"a": {}, "b": {}, "c": {"sharing": {"select": "all"}}}
     with pytest.raises(ConfigError, match=r"pbt.perturb has 'bandwidth' but \['c'\] relay no transitions by a bandwidth"):
         build_config(config)
+
+
+PPO_HOOKS = '''
+import json, os
+
+def record(context):
+    """After the scheme: a fingerprint of each member's networks and its learning rate."""
+    entry = {}
+    for pid in ("a", "b", "c"):
+        algorithm = context.policies[pid].learner.algorithm
+        entry[pid] = {"weights": [float(p.detach().double().sum()) for p in algorithm.parameters], "lr": algorithm.optimizer.param_groups[0]["lr"]}
+    with open(os.environ["RELAYRL_TEST_HOOKS"], "a") as handle:
+        handle.write(json.dumps(entry) + "\\n")
+'''
+
+
+def test_a_generation_of_ppo_members_continues_from_the_best_one_alone(tmp_path, monkeypatch):
+    """Paper 004's evolution over PPO (survivors 1, no perturbation): after every round the
+    two lesser members hold the best one's networks and learning rate, and each member's
+    own training reward is a column of the run's metrics."""
+    log = hook_module(tmp_path, monkeypatch, "ppo_pbt_hooks", PPO_HOOKS)
+    config = {
+        "preset": "tiny-pbt-ppo",
+        "env": {"name": "corridor", "num_envs": 3, "settings": {"n_agents": 2, "length": 4, "max_steps": 10}},
+        "on_policy": {"algo": "ppo", "rollout_length": 20, "hidden": [16], "minibatches": 2, "epochs": 2},
+        "policies": {"a": {"on_policy": {"lr": 1e-3}}, "b": {"on_policy": {"lr": 3e-3}}, "c": {"on_policy": {"lr": 1e-2}}},
+        "match": [{"runner": "a"}, {"runner": "b"}, {"runner": "c"}],
+        "rounds": [{"steps": 180}] * 3,
+        "pbt": {"population": ["a", "b", "c"], "survivors": 1, "perturb": []},
+        "hooks": {"on_round_end": ["ppo_pbt_hooks:record"]},
+        "report_interval": 60, "checkpoint_interval": 180, "eval": {"interval": 0},
+    }
+    train(config, tmp_path / "run")
+    table = _lineage(tmp_path / "run")
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    for index in range(3):
+        members = {r["member"]: r for r in table if int(r["round"]) == index}
+        means = {pid: float(r["mean_return"]) for pid, r in members.items()}
+        (best,) = [pid for pid, r in members.items() if not r["copied_from"]]
+        assert means[best] == max(means.values())
+        assert all(members[pid]["copied_from"] == best for pid in members if pid != best)
+        assert all(seen[index][pid] == seen[index][best] for pid in "abc")  # networks and learning rate, copied unperturbed
+    metrics = rows(tmp_path / "run" / "metrics.csv")
+    assert {"policy_reward_mean/a", "policy_reward_mean/b", "policy_reward_mean/c"} <= set(metrics[0])
+    assert all(math.isfinite(float(r["policy_reward_mean/a"])) for r in metrics)
+
+
+def test_survivors_leave_someone_to_replace():
+    with pytest.raises(ConfigError, match=r"pbt.survivors=3 leaves no member to replace in a population of 3: choose 1 to 2"):
+        build_config(_config(pbt={"population": ["a", "b", "c"], "survivors": 3}))

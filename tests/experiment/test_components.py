@@ -2,6 +2,7 @@
 from learners' reports, the run directory's checks and records, the evaluator's greedy
 episodes against a random group, and the round schedule's end of a round."""
 
+import csv
 import math
 
 import numpy as np
@@ -15,6 +16,7 @@ from relayrl.envs.episodes import EpisodeStats
 from relayrl.experiment import build_config
 from relayrl.experiment.clock import Clock
 from relayrl.experiment.evaluation import Evaluator
+from relayrl.experiment.metrics import COLUMNS, MetricsWriter
 from relayrl.experiment.report import ReportLayout, Reporter
 from relayrl.experiment.run_dir import RunDirectory
 from relayrl.sharing.relay import RelayStats
@@ -46,12 +48,12 @@ def _report(updates: int, loss: float, sent: list[int] | None = None) -> dict:
             "q_mean": 2.0, "relay": relay}
 
 
-def test_a_reporter_row_takes_the_main_learners_metrics_and_every_learners_loss():
+def test_a_reporter_row_takes_the_main_learners_metrics_and_every_learners_loss_and_reward():
     layout = ReportLayout(["red", "blue"], 1, ["r", "b"], "b", ("q_mean",), ("relay_seconds",), False, False)
     reporter = Reporter(layout, "[test]", 1000, 0, verbose=False)
     episodes = EpisodeStats()
     episodes.returns, episodes.lengths, episodes.copies = [np.array([1.0, 3.0]), np.array([2.0, 5.0])], [10, 20], [0, 1]
-    reporter.record(episodes, 200)
+    reporter.record(episodes, 200, [{"red": "r", "blue": "b"}])
     reporter.tick(2.0)
     counters = Clock.start({"report": 1, "eval": 0, "checkpoint": 1})
     counters.env_steps, counters.agent_steps = 200, 400
@@ -60,9 +62,24 @@ def test_a_reporter_row_takes_the_main_learners_metrics_and_every_learners_loss(
     assert row["episode_reward_mean"] == 4.0 and row["episode_reward_mean/red"] == 1.5 and row["episode_len_mean"] == 15
     assert row["bandwidth_actual"] == pytest.approx(0.2) and row["transitions_relayed"] == 4 and row["relay_seconds"] == 0.25
     assert row["sps"] == 100 and row["updates_per_s"] == 2 and row["eval_reward_mean"] == 6.0 and row["eval_reward_mean/red"] == 0.0
+    assert row["policy_reward_mean/r"] == 1.5 and row["policy_reward_mean/b"] == 4.0  # the returns of the group each drove
     assert layout.columns() == ("episode_reward_mean/red", "episode_reward_mean/blue", "eval_reward_mean/red", "eval_reward_mean/blue",
-                                "td_loss/r", "td_loss/b", "relay_seconds")
+                                "td_loss/r", "td_loss/b", "policy_reward_mean/r", "policy_reward_mean/b", "relay_seconds")
     assert math.isnan(reporter.row(counters, {"r": _report(3, 0.1), "b": _report(7, 0.2)}, {}, None, 0)["episode_reward_mean"])
+
+
+def test_a_resumed_run_rewrites_metrics_begun_with_other_columns(tmp_path):
+    old = "env_steps,episode_reward_mean\n100,1.5\n200,2.5\n300,3.5\n"
+    (tmp_path / "metrics.csv").write_text(old)
+    writer = MetricsWriter(tmp_path, resume_at=200, rows=2, extra_columns=("policy_reward_mean/p0",))
+    writer.write({"env_steps": 300, "policy_reward_mean/p0": 4.0})
+    writer.close()
+    with (tmp_path / "metrics.csv").open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        rows = list(reader)
+    assert reader.fieldnames == [*COLUMNS, "policy_reward_mean/p0"]
+    assert [r["env_steps"] for r in rows] == ["100", "200", "300"] and [r["episode_reward_mean"] for r in rows[:2]] == ["1.5", "2.5"]
+    assert [r["policy_reward_mean/p0"] for r in rows] == ["", "", "4.0"]
 
 
 def _config(tmp_path, **extra):

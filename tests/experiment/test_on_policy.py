@@ -4,10 +4,13 @@ its runs resume exactly from a checkpoint inside a rollout, and LBF's masks reac
 import math
 
 import numpy as np
+import torch
 import pytest
 
 from relayrl.experiment import build_config, build_run
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
+from relayrl.experiment.presets import preset_dict
+from relayrl.experiment.presets.common import merge
 from round_runs import rows, stop_at
 
 TIMING = ("sps", "updates_per_s", "wall_s", "sample_share")
@@ -75,3 +78,31 @@ def test_seac_trains_on_lbf_within_its_masks():
     last = run.reporter.history[-1]
     assert run.venue.venv.groups[0].masked and last["updates"] == 40 and math.isfinite(last["td_loss"])
     assert 0 < last["bandwidth_actual"] < 0.5, "each agent offered about a tenth of its steps"
+
+
+def test_ppo_on_atari_screens_trains_its_torso_and_resumes_exactly_inside_an_episode(tmp_path):
+    """The Pong preset at a tiny scale: the convolutional torso the actor and critic share
+    learns, and a run stopped mid-episode (Pong's games outlast it) continues bit for bit,
+    the emulators restored from the checkpoint."""
+    pytest.importorskip("ale_py")
+    config = build_config(merge(preset_dict("pong-ppo"), {
+        "total_steps": 96, "report_interval": 32, "checkpoint_interval": 48, "keep_checkpoints": 4,
+        "eval": {"interval": 96, "episodes": 1}, "env": {"num_envs": 2, "settings": {"max_frames": 2000}},
+        "on_policy": {"rollout_length": 8, "minibatches": 2, "epochs": 2},
+    }))
+    straight = build_run(config, tmp_path / "straight", verbose=False)
+    before = [p.detach().clone() for p in straight.learners["player"].algorithm.torso.parameters()]
+    straight.train()
+    straight.close()
+    after = list(straight.learners["player"].algorithm.torso.parameters())
+    assert all(not torch.equal(a, b) for a, b in zip(before, after)), "every torso layer learnt"
+    resumed = build_run(config, tmp_path / "resumed", verbose=False)
+    resumed.train()
+    resumed.close()
+    stop_at(tmp_path / "resumed", 48)
+    again = build_run(config, tmp_path / "resumed", verbose=False)
+    again.train()
+    again.close()
+    assert rows(tmp_path / "resumed" / "metrics.csv", TIMING) == rows(tmp_path / "straight" / "metrics.csv", TIMING)
+    for p, q in zip(after, again.learners["player"].algorithm.torso.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)

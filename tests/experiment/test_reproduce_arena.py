@@ -43,6 +43,6 @@ def test_the_report_of_an_empty_grid_says_what_has_not_run(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     table = (tmp_path / "out" / "tables.md").read_text()
-    assert table.count("not run") == 10 and "predator-prey-small-pbt-qmix" in table and "pursuit-small-pbt-super" in table
+    assert table.count("not run") == 12 and "predator-prey-small-pbt-qmix" in table and "pong-pbt-ppo" in table and "pursuit-small-pbt-super" in table
     refused = subprocess.run([sys.executable, "-m", "relayrl.cli", "reproduce", "super", "--examples", "pbt", "--dry-run"], capture_output=True, text=True)
     assert refused.returncode != 0 and "--examples" in refused.stderr

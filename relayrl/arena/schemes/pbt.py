@@ -9,16 +9,18 @@ replay, exploration RNG and counters stay), its exploration scale and, where mem
 (SUPER), its sharing bandwidth. Explore: each hyperparameter in ``perturb`` (the learning
 rates; the scale of the exploration schedule, epsilon or action noise; the bandwidth b,
 kept at most 1) is multiplied by a factor drawn from ``factors`` (Jaderberg et al.'s
-perturb: 0.8 or 1.2). Learning rates live in the optimisers' state, the exploration scale
-in the learner's and the bandwidth in its selector's, so a checkpoint keeps all three; the
-lineage (who copied whom, each member's hyperparameters and return per round) is the
-scheme's table.
+perturb: 0.8 or 1.2). With ``survivors: k`` a round is a generation of paper 004's
+evolution over PPO (appendix A.1.1): the k best members continue and every other member
+takes the networks of one of them; ``perturb: []`` copies without exploring. Learning
+rates live in the optimisers' state, the exploration scale in the learner's and the
+bandwidth in its selector's, so a checkpoint keeps all three; the lineage (who copied
+whom, each member's hyperparameters and return per round) is the scheme's table.
 """
 
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from relayrl.arena.round import RoundContext
 from relayrl.core.strict import Strict
@@ -27,12 +29,18 @@ from relayrl.core.strict import Strict
 class PBTConfig(Strict):
     population: list[str] = Field(min_length=2, description="ids of the learning policies that compete (same algorithm)")
     fraction: float = Field(0.25, gt=0, le=0.5, description="bottom (replaced) and top (copied) share of the population")
+    survivors: int | None = Field(None, ge=1, description="instead of fraction: the best k continue, every other member copies one of them")
     factors: list[float] = Field(default_factory=lambda: [0.8, 1.2], min_length=1, description="perturbation factors")
     perturb: list[Literal["lr", "exploration", "bandwidth"]] = Field(
         default_factory=lambda: ["lr"],
-        min_length=1,
-        description="what explore perturbs: the learning rates, the exploration's scale, the sharing bandwidth (members that relay)",
+        description="what explore perturbs: the learning rates, the exploration's scale, the sharing bandwidth (members that relay); [] copies only",
     )
+
+    @model_validator(mode="after")
+    def _survivors(self) -> "PBTConfig":
+        if self.survivors is not None and self.survivors >= len(self.population):
+            raise ValueError(f"pbt.survivors={self.survivors} leaves no member to replace in a population of {len(self.population)}: choose 1 to {len(self.population) - 1}")
+        return self
 
 
 class PopulationBasedTraining:
@@ -54,8 +62,11 @@ class PopulationBasedTraining:
         members = self.config.population
         means = np.array([returns[m].mean() if m in returns and returns[m].size else -np.inf for m in members])
         order = np.argsort(-means, kind="stable")  # best first; a member without episodes ranks last
-        k = max(1, int(len(members) * self.config.fraction))
-        top, bottom = order[:k], order[len(members) - k :]
+        if self.config.survivors is not None:
+            top, bottom = order[: self.config.survivors], order[self.config.survivors :]
+        else:
+            k = max(1, int(len(members) * self.config.fraction))
+            top, bottom = order[:k], order[len(members) - k :]
         learners = {m: context.policies[m].learner for m in members}
         sources = {members[b]: members[int(self.rng.choice(top))] for b in bottom}
         for member, source in sources.items():

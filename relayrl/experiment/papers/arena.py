@@ -4,7 +4,10 @@ curriculum (Fig. 8 in spirit) and population-based training (Fig. 13 in spirit) 
 Predator-Prey game (QMIX) and on a small Pursuit (SUPER teams, the bandwidth among PBT's
 hyperparameters); a round-robin tournament (Fig. 5) on MAgent2 battle 2 v 2 whose baseline
 is a random team taking part in every round; self-play on battle 2 v 2 against training
-versus a frozen pretrained opponent, both evaluated against the same held-out opponent.
+versus a frozen pretrained opponent, both evaluated against the same held-out opponent;
+and the evolution over PPO on Atari Pong (paper 004, appendix A.1.1, Fig. 13): three PPO
+policies on three of nine copies each, the best one continuing alone every 250k env steps,
+against one PPO policy on all nine, drawn as the paper draws it.
 """
 
 import argparse
@@ -41,6 +44,10 @@ EXAMPLES = {
     "pbt-pursuit": (
         ("pursuit-small-pbt-super", "3 SUPER teams, PBT of lr, exploration, bandwidth"),
         ("pursuit-small-single-super", "one SUPER team on the same 3 copies"),
+    ),
+    "pbt-pong": (
+        ("pong-pbt-ppo", "3 PPO policies on 3 copies each, the best continues every 250k env steps"),
+        ("pong-ppo", "one PPO policy on all 9 copies"),
     ),
     "tournament": (("battle-2v2-round-robin", "four DDQN teams and a random one, all pairings each round"),),
     "selfplay": (
@@ -98,7 +105,7 @@ def reward_table(results: Path, seeds: int) -> str:
     return "\n".join(lines)
 
 
-PBT_EXAMPLES = ("pbt", "pbt-pursuit")
+PBT_EXAMPLES = ("pbt", "pbt-pursuit", "pbt-pong")
 HYPERPARAMETERS = {"lr": "learning rate", "exploration_scale": "exploration scale", "bandwidth": "sharing bandwidth"}  # pbt.csv columns
 
 
@@ -192,7 +199,8 @@ def lineage_figure(results: Path, example: str, out: Path) -> Path | None:
     hyperparameter the table records), a marker where it copied another member."""
     (scheme, _), _ = EXAMPLES[example]
     tables = scheme_tables(results, scheme, "pbt")
-    if not tables:
+    pbt = load_preset(scheme).pbt
+    if not tables or pbt is None or not pbt.perturb:  # a population that only copies keeps its hyperparameters
         return None
     rows = tables[0]
     shown = [key for key in HYPERPARAMETERS if key in rows[0]]
@@ -215,6 +223,44 @@ def lineage_figure(results: Path, example: str, out: Path) -> Path | None:
     return save_if_drawn(plt, fig, out, True, f"PBT lineage ({example})")
 
 
+def evolution_figure(results: Path, example: str, out: Path) -> Path | None:
+    """Paper 004's Fig. 13: each member's training return over the run's env steps, every
+    seed. In each generation the member that continued is drawn red and the ones abandoned
+    at its end as thin orange hairs; the single learner on all copies is purple."""
+    (scheme, _), (baseline, _) = EXAMPLES[example]
+    tables, members = scheme_tables(results, scheme, "pbt"), runs_of(scheme, results)
+    singles = runs_of(baseline, results)
+    if not members and not singles:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for lineage, rows in zip(tables, members):
+        for index in sorted({int(r["round"]) for r in lineage}):
+            kept = {r["member"]: not r["copied_from"] for r in lineage if int(r["round"]) == index}
+            shown = [r for r in rows if int(r["round"]) == index]
+            for member, survived in kept.items():
+                x = [r["env_steps"] for r in shown if math.isfinite(r[f"policy_reward_mean/{member}"])]
+                y = [r[f"policy_reward_mean/{member}"] for r in shown if math.isfinite(r[f"policy_reward_mean/{member}"])]
+                ax.plot(x, y, color="tab:red" if survived else "tab:orange", linewidth=1.6 if survived else 0.6, alpha=1.0 if survived else 0.7)
+    for rows in singles:
+        x = [r["env_steps"] for r in rows if math.isfinite(r["episode_reward_mean"])]
+        ax.plot(x, [r["episode_reward_mean"] for r in rows if math.isfinite(r["episode_reward_mean"])], color="tab:purple", linewidth=1.6)
+    config = load_preset(scheme)
+    reached = max((r["env_steps"] for rows in (*members, *singles) for r in rows), default=0)
+    for end in np.cumsum([r.steps for r in config.rounds])[:-1]:
+        if end < reached:  # the generations the runs have reached
+            ax.axvline(end, color="grey", linestyle=":", linewidth=0.5)
+    ax.plot([], [], color="tab:red", label=f"evolution: the member that continued ({len(members)} seed(s))")
+    ax.plot([], [], color="tab:orange", linewidth=0.6, label="members abandoned at a generation's end")
+    ax.plot([], [], color="tab:purple", label=f"one PPO policy on all copies ({len(singles)} seed(s))")
+    ax.set_xlabel("environment steps (all copies)")
+    ax.set_ylabel("training return (game score)")
+    ax.set_title(f"evolution over PPO, {config.env.env_settings().get('game', config.env.name)} (paper 004, Fig. 13)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return save_if_drawn(plt, fig, out, True, f"evolution over PPO ({example})")
+
+
 def write_report(results: Path, seeds: int) -> list[Path]:
     """Writes tables.md and the figures under ``results``; returns the files written."""
     figures = results / "figures"
@@ -230,6 +276,7 @@ def write_report(results: Path, seeds: int) -> list[Path]:
     return write_tables(results / "tables.md", text, (
         curves(results, figures / "eval_reward.png"),
         *(lineage_figure(results, e, figures / f"{e.replace('pbt', 'pbt_lineage')}.png") for e in PBT_EXAMPLES),
+        evolution_figure(results, "pbt-pong", figures / "evolution_pong.png"),
         elo_figure(results, figures / "tournament_elo.png"),
     ))
 

@@ -29,6 +29,23 @@ PBT_LEARNING_RATES = {"p0": 3e-4, "p1": 1e-3, "p2": 3e-3}
 PURSUIT_CURRICULUM_STEPS = 60_000
 PURSUIT_CATCHES = [3, 4, 5, 6]
 PURSUIT_PBT_BANDWIDTHS = {"p0": 0.03, "p1": 0.1, "p2": 0.3}
+# Evolution over PPO on Atari Pong (paper 004, appendix A.1.1, Fig. 13): nine env copies;
+# three PPO policies on three copies each, and every 250k env steps (a generation) the best
+# member's networks and optimiser state are copied to the other two (no perturbation),
+# against one PPO policy on all nine copies. The paper gives no PPO settings: these are
+# PPO's Atari ones (Schulman et al. 2017, Table 5, as CleanRL's ppo_atari runs them): the
+# Nature CNN torso shared by actor and critic, 128-step rollouts, 4 epochs of 4 minibatches,
+# Adam 2.5e-4 annealed to 0, clip 0.1 (value clip 0.1), GAE(0.95), value coefficient 0.5,
+# entropy 0.01, gradient norm 0.5, no value normalisation.
+PONG_MEMBERS = ["p0", "p1", "p2"]
+PONG_COPIES = 9
+PONG_STEPS = 5_000_000
+PONG_GENERATION = 250_000
+PONG_PPO = {
+    "algo": "ppo", "torso": "nature_cnn", "hidden": [], "agent_id": False, "rollout_length": 128, "epochs": 4, "minibatches": 4,
+    "lr": 2.5e-4, "lr_anneal": True, "adam_eps": 1e-5, "gamma": 0.99, "gae_lambda": 0.95, "clip": 0.1, "value_clip": 0.1,
+    "value_loss": "mse", "value_coef": 0.5, "entropy_coef": 0.01, "max_grad_norm": 0.5, "normalize_values": False,
+}
 # Round-robin tournament (Fig. 5): four independent-DDQN teams on MAgent2 battle 12x12 (2 v 2,
 # 200-step games) and a uniformly random team as the fixed baseline every rating is read
 # against; all 20 ordered pairings each round, 6 rounds of 20k env steps.
@@ -123,6 +140,21 @@ def arena_presets() -> Presets:
         "rounds": [{"steps": PBT_STEPS // PBT_ROUNDS}] * PBT_ROUNDS,
         "pbt": {"population": list(PURSUIT_PBT_BANDWIDTHS), "fraction": 0.34, "perturb": ["lr", "exploration", "bandwidth"]},
     }
+    pong = {
+        "env": {"name": "atari", "num_envs": PONG_COPIES, "settings": {"game": "pong"}},
+        "on_policy": PONG_PPO,
+        "total_steps": PONG_STEPS,
+        "report_interval": 50_000,
+        "eval": {"interval": PONG_GENERATION, "episodes": 3},
+        "checkpoint_interval": PONG_GENERATION,
+    }
+    pong_population = {
+        **pong,
+        "policies": {pid: {} for pid in PONG_MEMBERS},
+        "match": [{"player": pid} for pid in PONG_MEMBERS],
+        "rounds": [{"steps": PONG_GENERATION}] * (PONG_STEPS // PONG_GENERATION),
+        "pbt": {"population": PONG_MEMBERS, "survivors": 1, "perturb": []},
+    }
     return {
         "pursuit-small-curriculum-super": (
             "SUPER-quantile, small Pursuit, catches by 3, 4, 5, 6 pursuers over four rounds (curriculum)",
@@ -134,6 +166,11 @@ def arena_presets() -> Presets:
             pursuit_population,
         ),
         "pursuit-small-single-super": ("one SUPER team (bandwidth 0.1) on the three env copies of the population run (its baseline)", pursuit_three),
+        "pong-pbt-ppo": (
+            "three PPO policies on three Pong copies each; every 250k env steps the best one's networks replace the others' (paper 004, Fig. 13)",
+            pong_population,
+        ),
+        "pong-ppo": ("one PPO policy on all nine Pong copies (the evolution's baseline, paper 004, Fig. 13)", pong),
         "battle-2v2-pretrain": ("both teams independent DDQN on battle 2 v 2: the frozen and held-out reds of the self-play example", pretrain),
         "battle-2v2-selfplay": ("blue DDQN against snapshots of itself, one drawn per 20k env steps (battle 2 v 2)", selfplay),
         "battle-2v2-vs-frozen": ("blue DDQN against a frozen co-trained red (battle 2 v 2): self-play's baseline", frozen),

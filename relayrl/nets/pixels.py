@@ -1,0 +1,68 @@
+"""A torso for screens: the convolutional network of Mnih et al. 2015 ("Human-level control
+through deep reinforcement learning", methods: 32 filters 8x8 stride 4, 64 4x4 stride 2,
+64 3x3 stride 1, each with a ReLU, then a fully connected layer of 512 ReLUs), for P
+parameter sets at once. Orthogonal initialisation with gain sqrt(2), biases zero (as
+policy-gradient learners initialise their layers, ``relayrl.nets.mlp``).
+
+Inputs are channel-last screens ``[P, ..., H, W, C]`` (uint8 pixels are scaled by 1/255);
+the P sets run as one grouped convolution, each set's filters seeing only its own rows.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+from relayrl.nets.mlp import HIDDEN_GAIN, orthogonal_
+from relayrl.nets.stacked import StackedLinear
+
+# (filters, kernel, stride) of each convolution, and the width of the layer after them
+NATURE_LAYERS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
+NATURE_WIDTH = 512
+
+
+def conv_output(size: int, layers: tuple[tuple[int, int, int], ...] = NATURE_LAYERS) -> int:
+    """The side of a square map after unpadded convolutions of ``layers``."""
+    for _, kernel, stride in layers:
+        size = (size - kernel) // stride + 1
+    return size
+
+
+class NatureTorso(nn.Module):
+    """``[P, ..., H, W, C] -> [P, ..., 512]``."""
+
+    def __init__(self, n_sets: int, obs_shape: tuple[int, ...]) -> None:
+        super().__init__()
+        if len(obs_shape) != 3:
+            raise ValueError(f"the nature_cnn torso takes screens H x W x C; these observations are {obs_shape}")
+        height, width, channels = obs_shape
+        if min(conv_output(height), conv_output(width)) < 1:
+            raise ValueError(f"the nature_cnn torso needs screens of at least 36 x 36 pixels; these are {height} x {width}")
+        self.n_sets, self.obs_shape = n_sets, tuple(obs_shape)
+        convs = []
+        for filters, kernel, stride in NATURE_LAYERS:
+            conv = nn.Conv2d(n_sets * channels, n_sets * filters, kernel, stride, groups=n_sets)
+            with torch.no_grad():
+                for block in conv.weight.view(n_sets, filters, -1):  # each set's own orthogonal filters
+                    nn.init.orthogonal_(block, HIDDEN_GAIN)
+                conv.bias.zero_()
+            convs.append(conv)
+            channels = filters
+        self.convs = nn.ModuleList(convs)
+        flat = channels * conv_output(height) * conv_output(width)
+        self.linear = orthogonal_(StackedLinear(n_sets, flat, NATURE_WIDTH), HIDDEN_GAIN)
+        self.out_features = NATURE_WIDTH
+
+    def forward(self, screens: torch.Tensor) -> torch.Tensor:
+        p, lead = screens.shape[0], screens.shape[1:-3]
+        rows = math.prod(lead)
+        height, width, channels = screens.shape[-3:]
+        # [P, M, H, W, C] -> [M, P * C, H, W], the sets side by side on the channel axis, kept
+        # channel-last in memory (a view for one set), the layout the CPU's convolutions run fastest in
+        x = screens.reshape(p, rows, height, width, channels).permute(1, 2, 3, 0, 4).reshape(rows, height, width, p * channels)
+        x = x.permute(0, 3, 1, 2)
+        x = x.float() / 255.0 if screens.dtype == torch.uint8 else x.float()
+        for conv in self.convs:
+            x = torch.relu(conv(x))
+        flat = x.reshape(rows, p, -1).transpose(0, 1)
+        return torch.relu(self.linear(flat)).reshape(p, *lead, -1)
