@@ -58,8 +58,9 @@ ALGORITHMS.add("seac", AlgorithmEntry(Lazy("relayrl.algos.seac:make_seac"), no_t
 
 # centralised critics on joint transitions (``relayrl.algos.centralised``): every agent's
 # critic sees the group's observations and actions, so teammates share one replay and
-# relaying transitions to each other does not apply; MATD3's target smoothing is for Box actions
-CENTRALISED = Capabilities(frozenset({"discrete", "continuous"}), centralised=True, param_sharing=True)
+# relaying transitions to each other does not apply; a team selects joint rows for the
+# other teams of relay.between; MATD3's target smoothing is for Box actions
+CENTRALISED = Capabilities(frozenset({"discrete", "continuous"}), centralised=True, param_sharing=True, select=True, relay_between=True)
 centralised_learner, joint_plan = Lazy("relayrl.algos.centralised:CentralisedLearner"), Lazy("relayrl.algos.centralised:joint_plan")
 for name, make, capabilities in (
     ("maddpg", Lazy("relayrl.algos.maddpg:make_maddpg"), CENTRALISED),

@@ -193,9 +193,13 @@ class OffPolicyLearner(LearnerBase):
         rows["agent"] = np.broadcast_to(tags, t.valid.shape).reshape(1, -1)
         return rows, t.valid.reshape(1, -1)
 
+    def _scores(self, rows: dict[str, np.ndarray]) -> np.ndarray:
+        """What the selection ranks new rows ``[P, M]`` by: their |TD error| (SUPER)."""
+        return np.abs(self.algorithm.td_error(rows))
+
     def _relay(self, rows: dict[str, np.ndarray], mask: np.ndarray) -> None:
         assert self.relay is not None
-        td_abs = np.abs(self.algorithm.td_error(rows))
+        td_abs = self._scores(rows)
         selected = self.selector.select(td_abs, mask)
         receive = self.relay.route(selected, mask, self.bytes_per_transition)
         n, m = mask.shape

@@ -90,6 +90,18 @@ def check_exchanges(config: RunConfig) -> None:
         if silent:
             raise ValueError(f"relay.between has {silent}, which select no transitions to relay: give them a selection rule "
                              f"(sharing.select: {', '.join(bandwidth_rules())})")
+        joint = {pid: ALGORITHMS[config.recipe(pid)[0]].capabilities.centralised for pid in config.relay.between}
+        if len(set(joint.values())) > 1:
+            raise ValueError(f"relay.between mixes teams of centralised critics {[p for p, c in joint.items() if c]}, which relay joint "
+                             f"steps of their group, with per-agent learners {[p for p, c in joint.items() if not c]}: relay between one kind")
+    relaying = config.relay.between if config.relay is not None else []
+    for pid in ([pid for pid, policy in config.policies.items() if policy.learns] or [""]):
+        algo, _, sharing = config.recipe(pid)
+        if ALGORITHMS[algo].capabilities.centralised and sharing.select != "none" and pid not in relaying:
+            who = f"policy {pid!r}" if pid else "the run's team"
+            raise ValueError(f"{who} trains centralised critics: its agents already learn from one replay of joint steps, and "
+                             f"sharing.select={sharing.select} picks joint steps for other teams only: name it in relay.between "
+                             "with another team of the same task, or set sharing.select=none")
     if config.shared_replay is not None:
         _check_shared_replay(config, config.shared_replay.between)
 
@@ -231,7 +243,7 @@ def check_recipe(config: RunConfig, pid: str, algo: str, section: Any, sharing: 
         )
     if sharing.priority == "sender_td" and (capabilities.on_policy or not settings.prioritized):
         raise ValueError(f"{where}sharing.priority=sender_td sets priorities in a prioritized replay: use priority=max here")
-    if settings.param_sharing and sharing.select != "none":
+    if settings.param_sharing and sharing.select != "none" and not capabilities.centralised:
         raise ValueError(f"{where}parameter sharing has one replay: set sharing.select=none")
 
 

@@ -8,6 +8,7 @@ import torch
 
 from relayrl.algos.maddpg import MADDPG, MADDPGParams
 from relayrl.algos.masac import MASAC, MASACParams
+from relayrl.core.errors import ConfigError
 from relayrl.core.specs import GroupSpec
 from relayrl.experiment import build_config, build_run
 
@@ -142,3 +143,38 @@ def test_discrete_centralised_critics_learn_the_corridor(algo):
     MASAC's target entropy of half the uniform policy's lets its policy settle on a side."""
     run = _corridor_run(algo, 3000)
     assert run.reporter.history[-1]["eval_reward_mean"] == 2.0
+
+
+def _two_teams(**extra) -> dict:
+    """Two MADDPG teams on corridor copies of their own (two copies each), relaying the
+    quarter of their joint steps with the largest mean |TD error| to each other."""
+    section = {"algo": "maddpg", "random_steps": 200, "hidden": [16], "batch_size": 16, "buffer_size": 2000, "fragment_length": 4}
+    return {
+        "preset": "corridor-maddpg-relay", "total_steps": 600, "report_interval": 200, "eval": {"interval": 0},
+        "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 12}, "num_envs": 4}, "centralised": section,
+        "sharing": {"select": "quantile", "bandwidth": 0.25, "window": 200},
+        "policies": {"a": {}, "b": {}}, "match": [{"runner": "a"}, {"runner": "b"}], "relay": {"between": ["a", "b"]}, **extra,
+    }
+
+
+def test_two_teams_of_centralised_critics_relay_joint_steps_at_their_bandwidth():
+    run = build_run(build_config(_two_teams()), None, verbose=False)
+    run.train()
+    run.close()
+    sent = {pid: sum(row[f"relayed_out/{pid}"] for row in run.reporter.history) for pid in "ab"}
+    # each team sends at most a quarter of its 300 joint steps: the small corridor's identical steps tie at the quantile
+    assert all(0.02 * 300 < n <= 0.3 * 300 for n in sent.values()), sent
+    for pid, other in (("a", "b"), ("b", "a")):  # its own joint rows (one per env step of its two copies) and what the other sent
+        assert run.learners[pid].replay.size[0] == 300 + sent[other]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"relay": None}, r"policy 'a' trains centralised critics: .* name it in relay.between"),
+        ({"policies": {"a": {}, "b": {"dqn": {"lr": 1e-4}}}}, r"relay.between mixes teams of centralised critics \['a'\], which relay joint steps of their group, with per-agent learners \['b'\]"),
+    ],
+)
+def test_a_centralised_team_selects_only_for_other_teams_of_its_kind(change, message):
+    with pytest.raises(ConfigError, match=message):
+        build_config(_two_teams(**change))

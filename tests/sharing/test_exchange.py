@@ -6,7 +6,7 @@ them draws."""
 import numpy as np
 import torch
 
-from relayrl.algos.sections import ActorCriticConfig
+from relayrl.algos.sections import ActorCriticConfig, CentralisedConfig
 from relayrl.algos.off_policy import learner_plan, make_learner
 from relayrl.arena.collect import LocalCollector
 from relayrl.arena.policy import RandomPolicy
@@ -69,3 +69,32 @@ def test_a_shared_replay_takes_the_learners_rows_in_order_tagged_by_their_agents
     exchange.before_learn(learners)
     assert replay.size == 10
     np.testing.assert_array_equal(replay.gather(np.arange(10))["agent"], [0] * 5 + [1] * 5)
+
+
+def test_teams_of_centralised_critics_relay_their_most_surprising_joint_steps_to_each_other():
+    """Two MADDPG teams of the same task: each team is one sender of joint rows (every
+    agent's step of one env step), selects about a half of its new rows by their agents'
+    mean |TD error| and the other team stores exactly those rows, whole."""
+    where = venue(copies=2)
+    spec = where.venv.groups[0]
+    section = CentralisedConfig(algo="maddpg", random_steps=0, batch_size=4, buffer_size=200, hidden=[8])
+    sharing = SharingConfig(select="quantile", bandwidth=0.5, window=40)
+    teams = {pid: make_learner(spec, "maddpg", section, sharing, torch.device("cpu"), [s, s + 1, s + 2, s + 3], SectionTimer())
+             for pid, s in (("a", 0), ("b", 10))}
+    relay = RelayBetween(["a", "b"])
+    relay.connect(teams)
+    fragments = {"a": _fragment(where, "runner", 12), "b": _fragment(venue(copies=2), "runner", 12)}
+    for pid, team in teams.items():
+        team.observe(fragments[pid])
+    own = {pid: int(team.replay.size[0]) for pid, team in teams.items()}
+    assert own == {"a": 24, "b": 24}  # one joint row per env step of each copy
+    relay.after_learn(teams)
+    for pid, other in (("a", "b"), ("b", "a")):
+        sent = relay.sent[other]
+        assert 0 < sent < 24 and teams[other].report(24)["relay"].sent.tolist() == [sent]
+        rows = teams[pid].replay.storage()
+        received = rows["obs"][0, own[pid] : own[pid] + sent]
+        assert int(teams[pid].replay.size[0]) == own[pid] + sent
+        theirs = teams[other].replay.storage()["obs"][0, : own[other]]
+        assert all(any(np.array_equal(r, t) for t in theirs) for r in received), "whole joint rows of the other team"
+        assert received.shape[1:] == (spec.n_agents, *spec.obs_shape)
