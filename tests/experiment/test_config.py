@@ -142,7 +142,7 @@ def test_the_sharing_modes_an_algorithm_declares_are_the_ones_it_may_use(registe
     td3 = ALGORITHMS["td3"]
     register(ALGORITHMS, "td3-alone", replace(td3, capabilities=Capabilities(frozenset({"continuous"}))))
     register(ALGORITHMS, "td3-selecting", replace(td3, capabilities=Capabilities(frozenset({"continuous"}), select=True)))
-    with pytest.raises(ConfigError, match="sharing.select=quantile applies to ddpg, dqn, sac, seac, td3, td3-selecting learners, not td3-alone"):
+    with pytest.raises(ConfigError, match="sharing.select=quantile applies to ddpg, dqn, maddpg, masac, matd3, sac, seac, td3, td3-selecting learners, not td3-alone"):
         _config("halfcheetah-td3", "actor_critic.algo=td3-alone", "sharing.select=quantile")
     assert _config("halfcheetah-td3", "actor_critic.algo=td3-selecting", "sharing.select=quantile").sharing.select == "quantile"
     with pytest.raises(ConfigError, match=r"replay=shared and correction=dps apply to actor-critic learners \(ddpg, sac, td3\), not td3-selecting"):
