@@ -170,7 +170,7 @@ def curves(results: Path, out: Path) -> Path | None:
     """Greedy evaluation over env steps, scheme against baseline, one panel per example
     (round boundaries dotted)."""
     plt = pyplot()
-    shown = {e: runs for e, runs in EXAMPLES.items() if load_preset(runs[0][0]).eval.interval and any(runs_of(p, results) for p, _ in runs)}
+    shown = {e: runs for e, runs in EXAMPLES.items() if load_preset(runs[0][0]).eval.interval and any(any(runs_of(p, results)) for p, _ in runs)}
     if not shown:
         return None
     columns = min(3, len(shown))
@@ -230,7 +230,7 @@ def evolution_figure(results: Path, example: str, out: Path) -> Path | None:
     (scheme, _), (baseline, _) = EXAMPLES[example]
     tables, members = scheme_tables(results, scheme, "pbt"), runs_of(scheme, results)
     singles = runs_of(baseline, results)
-    if not members and not singles:
+    if not any(members) and not any(singles):  # no run has reported yet
         return None
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
