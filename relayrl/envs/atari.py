@@ -74,7 +74,7 @@ class AtariGame(ParallelEnv):
         full_action_space: bool = False,
     ) -> None:
         ale_py = _ale()
-        self.game, self.frame_skip, self.noop_max, self.stack, self.max_frames = game, frame_skip, noop_max, stack, max_frames
+        self.frame_skip, self.noop_max, self.max_frames = frame_skip, noop_max, max_frames
         ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # before the first game: its banner
         self.ale = ale_py.ALEInterface()
         self.ale.setFloat("repeat_action_probability", repeat_action_probability)
@@ -102,9 +102,6 @@ class AtariGame(ParallelEnv):
     def action_space(self, agent: str) -> spaces.Space:
         return self._action_space
 
-    def _screen(self) -> np.ndarray:
-        return self.ale.getScreenGrayscale()
-
     def _push(self, screen: np.ndarray) -> None:
         """The shrunk screen as the newest channel of the stack."""
         small = self.rows @ screen.astype(np.float32) @ self.columns
@@ -123,7 +120,7 @@ class AtariGame(ParallelEnv):
                     break
             if not self.ale.game_over():
                 break
-        self._push(self._screen())
+        self._push(self.ale.getScreenGrayscale())
         self.frames[..., :-1] = self.frames[..., -1:]
         self.agents = [AGENT]
         return {AGENT: self.frames.copy()}, {AGENT: {}}
@@ -134,7 +131,7 @@ class AtariGame(ParallelEnv):
         for t in range(self.frame_skip):
             reward += self.ale.act(action)
             if t >= self.frame_skip - 2 or self.ale.game_over():
-                before, last = last, self._screen()
+                before, last = last, self.ale.getScreenGrayscale()
             if self.ale.game_over():
                 break
         assert last is not None

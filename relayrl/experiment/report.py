@@ -48,6 +48,11 @@ class ReportLayout:
     one_policy: bool
     rounds: bool
 
+    @property
+    def per_policy(self) -> bool:
+        """Whether each learning policy's training reward is a column: several of them learn."""
+        return len(self.learners) > 1
+
     def columns(self) -> tuple[str, ...]:
         """The columns after the standard ones (``relayrl.experiment.metrics.COLUMNS``)."""
         rounds = ("round",) if self.rounds else ()
@@ -58,7 +63,7 @@ class ReportLayout:
             *(f"episode_reward_mean/{n}" for n in self.groups),
             *(f"eval_reward_mean/{n}" for n in self.groups),
             *(f"td_loss/{n}" for n in self.learners),
-            *(f"policy_reward_mean/{n}" for n in self.learners if len(self.learners) > 1),
+            *(f"policy_reward_mean/{n}" for n in self.learners if self.per_policy),
             *self.exchange_columns,
         )
 
@@ -87,7 +92,7 @@ class Reporter:
 
     def record(self, episodes: Any, env_steps: int, matches: list[Any]) -> None:
         """A fragment of ``env_steps`` env steps and the episodes it finished, played under ``matches``."""
-        if len(self.layout.learners) > 1:
+        if self.layout.per_policy:
             for pid, returns in returns_by_policy(episodes.returns, episodes.copies, matches, self.layout.groups).items():
                 if pid in self.layout.learners:
                     self.tally.policy_returns.setdefault(pid, []).extend(returns)
@@ -140,7 +145,7 @@ class Reporter:
             for g, name in enumerate(layout.groups):
                 row[f"episode_reward_mean/{name}"] = float(returns[:, g].mean()) if len(returns) else nan
             row.update({f"td_loss/{pid}": reports[pid]["td_loss"] for pid in layout.learners})
-            if len(layout.learners) > 1:
+            if layout.per_policy:
                 row.update({f"policy_reward_mean/{pid}": float(np.mean(w.policy_returns[pid])) if w.policy_returns.get(pid) else nan for pid in layout.learners})
             row.update(exchanged)
         if evaluated is not None:
