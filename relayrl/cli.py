@@ -268,7 +268,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         print(f"{sum(done):>11,} / {sum(j.steps for j in planned):<11,}  {len(planned)} runs in all")
         return
     if not args.report_only:
-        status = run_grid(jobs, root, args.jobs, args.backend)
+        status = run_grid(jobs, root, args.jobs, args.backend, results=results)
         failed = [j.name for j, s in status.items() if s != "complete"]
         if failed:
             print(f"{len(failed)} job(s) did not complete: {', '.join(failed)}", file=sys.stderr)

@@ -5,6 +5,11 @@ was started under) has a checkpoint at or past the job's env steps; complete job
 skipped, interrupted ones resume from their last checkpoint, a job whose frozen
 opponents come from a pretraining preset waits until that run is complete, and a run
 being trained by a process outside the grid (its run lock is held) is waited for.
+
+Run directories do not survive a change of machine; the metrics the grid kept under the
+results folder do. A job whose kept metrics reach its budget is complete (unless another
+job needs its checkpoint as frozen opponents), and a restarted run never overwrites kept
+metrics that went further than it has.
 """
 
 import csv
@@ -149,16 +154,30 @@ def with_dependencies(jobs: list[Job]) -> list[Job]:
     return ordered
 
 
-def kept_progress(job: Job, results: Path) -> int:
-    """Env steps of the job's metrics kept under ``results/runs`` (0 if none): a run whose
-    directory is gone (another machine) still counts as far as its metrics go."""
-    config = job.config()
-    path = results / "runs" / f"{config.preset}-{config.config_hash()}" / str(job.seed) / "metrics.csv"
+def metrics_steps(path: Path) -> int:
+    """The last env step in a metrics file (0 if there is none)."""
     if not path.is_file():
         return 0
     with path.open(newline="") as handle:
         steps = [int(float(row["env_steps"])) for row in csv.DictReader(handle)]
     return max(steps, default=0)
+
+
+def kept_progress(job: Job, results: Path) -> int:
+    """Env steps of the job's metrics kept under ``results/runs`` (0 if none): a run whose
+    directory is gone (another machine) still counts as far as its metrics go."""
+    config = job.config()
+    return metrics_steps(results / "runs" / f"{config.preset}-{config.config_hash()}" / str(job.seed) / "metrics.csv")
+
+
+def complete_by_kept_metrics(jobs: list[Job], root: Path, results: Path) -> list[Job]:
+    """Jobs with no checkpoint at their budget whose kept metrics reach it, and whose
+    checkpoint no unfinished job needs (frozen opponents load it)."""
+    ordered = with_dependencies(jobs)
+    kept = {j for j in ordered if progress(j, root) < j.steps <= kept_progress(j, results)}
+    unfinished = [j for j in ordered if j not in kept and progress(j, root) < j.steps]
+    needed = {n for j in unfinished for n in j.dependencies()}
+    return [j for j in ordered if j in kept and j not in needed]
 
 
 def status_table(jobs: list[Job], root: Path, results: Path) -> str:
@@ -180,9 +199,11 @@ def run_grid(
     parallel: int,
     backend: str = "processes",
     say: Callable[[str], None] = print,
+    results: Path | None = None,
 ) -> dict[Job, str]:
     """Runs the jobs (and the pretraining runs they need), ``parallel`` at a time, in the
-    given order of priority. Returns each job's final status.
+    given order of priority. Returns each job's final status. With ``results``, jobs whose
+    metrics kept there are complete do not run again.
 
     Ctrl-C or SIGTERM stops the grid: each running job gets SIGTERM, saves a checkpoint and
     exits, so running the grid again resumes everything. SIGTERM matters because a grid
@@ -191,6 +212,9 @@ def run_grid(
     status = {j: "complete" for j in ordered if progress(j, root) >= j.steps}
     for job in status:
         say(f"complete: {job.name}")
+    for job in complete_by_kept_metrics(jobs, root, results) if results is not None else []:
+        status[job] = "complete"
+        say(f"complete (kept metrics): {job.name}")
     pending = [j for j in ordered if j not in status]
     if not pending:
         return status
@@ -249,7 +273,8 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def collect(jobs: list[Job], root: Path, results: Path) -> int:
     """Copies each job's metrics, config and scheme table into ``results/runs/<run dir>/<seed>/``; returns
-    how many runs were copied."""
+    how many runs were copied. A run restarted on another machine is not copied while the
+    metrics kept from its lost directory reach further."""
     copied = 0
     seen: set[Path] = set()
     for job in jobs:
@@ -259,6 +284,8 @@ def collect(jobs: list[Job], root: Path, results: Path) -> int:
                 continue
             seen.add(run)
             dest = results / "runs" / run.parent.name / run.name
+            if metrics_steps(dest / "metrics.csv") > metrics_steps(run / "metrics.csv"):
+                continue
             dest.mkdir(parents=True, exist_ok=True)
             for name in ("metrics.csv", "config.yaml", "provenance.yaml", "pbt.csv", "tournament.csv", "selfplay.csv"):
                 if (run / name).is_file():

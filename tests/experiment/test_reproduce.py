@@ -182,3 +182,33 @@ def test_status_table_lists_pretraining_and_progress_from_checkpoints_or_kept_me
     collect(jobs[:1], tmp_path / "runs", tmp_path / "results")
     shutil.rmtree(tmp_path / "runs")  # the run directories are gone (another machine); their metrics were kept
     assert "| pursuit-ddqn | 0 | 8 | 8 | complete |" in status_table(jobs, tmp_path / "runs", tmp_path / "results")
+
+
+def test_kept_metrics_complete_a_job_after_its_directory_is_lost_and_a_shorter_restart_does_not_overwrite_them(tmp_path):
+    from relayrl.experiment.grid import collect, kept_progress
+
+    root, results = tmp_path / "runs", tmp_path / "results"
+    job = Job("pursuit-ddqn", 0, 16)
+    run_grid([job], root, 1, say=lambda _: None)
+    collect([job], root, results)
+    shutil.rmtree(root)  # another machine: the run directory is gone, its metrics were kept
+    said: list[str] = []
+    assert run_grid([job], root, 1, say=said.append, results=results) == {job: "complete"}
+    assert said == [f"complete (kept metrics): {job.name}"] and find_run(job.config(), root) is None
+    run_grid([Job("pursuit-ddqn", 0, 8)], root, 1, say=lambda _: None)  # a restart that has not caught up
+    collect([job], root, results)
+    assert kept_progress(job, results) == 16
+
+
+def test_a_pretraining_run_kept_only_as_metrics_trains_again_when_a_job_needs_its_checkpoint(tmp_path):
+    from relayrl.experiment.grid import complete_by_kept_metrics
+
+    root, results = tmp_path / "runs", tmp_path / "results"
+    job = Job("battle-ddqn", 0, 300_000)
+    (pretrain,) = job.dependencies()
+    config = pretrain.config()
+    kept = results / "runs" / f"{config.preset}-{config.config_hash()}" / str(pretrain.seed)
+    kept.mkdir(parents=True)
+    (kept / "metrics.csv").write_text(f"env_steps,reward_mean\n{pretrain.steps},1.0\n")
+    assert complete_by_kept_metrics([job], root, results) == []
+    assert complete_by_kept_metrics([pretrain], root, results) == [pretrain]
