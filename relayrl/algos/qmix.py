@@ -95,6 +95,7 @@ class ValueDecomposition:
         # the agents and mixer are clipped together, the central Q* on its own (two losses)
         self.clipped = [p for k, m in self.learned.items() if k != "central" for p in m.parameters()]
         self.identity = torch.eye(self.n, device=device)
+        self.action_one_hot = torch.eye(self.n_actions, device=device)  # indexed: a one-hot per action without F.one_hot's checks
         self.rng = np.random.default_rng(seed)
         self.metric_columns: tuple[str, ...] = ("q_taken", "central_loss", "weight_max") if self.central is not None else ("q_taken",)
 
@@ -146,7 +147,7 @@ class ValueDecomposition:
             allowed = np.ones((w, self.n, self.n_actions), bool) if mask is None else mask
             explores = self.rng.random((w, self.n)) < explore
             actions = np.where(explores, allowed_choice(allowed, self.rng), actions)
-        last = F.one_hot(torch.as_tensor(actions, device=self.device), self.n_actions).float()
+        last = self.action_one_hot[torch.as_tensor(actions, device=self.device, dtype=torch.long)]
         return actions, {"h": self._from_sets(h, (w,)), "last": last}
 
     # ------------------------------------------------------------------ learning
@@ -157,9 +158,9 @@ class ValueDecomposition:
         x = self._inputs(obs, last)  # [B, K, N, F]
         cut = cut[:, :, None].expand(b, k, self.n)
         if self.n_sets == 1:
-            sets, cuts = x.permute(1, 0, 2, 3).reshape(1, k, b * self.n, -1), cut.permute(1, 0, 2).reshape(k, b * self.n)
+            sets, cuts = x.permute(1, 0, 2, 3).reshape(1, k, b * self.n, -1), cut.permute(1, 0, 2).reshape(1, k, b * self.n)
         else:
-            sets, cuts = x.permute(2, 1, 0, 3), cut.permute(1, 2, 0).reshape(k, self.n, b)  # [N, K, B, F]; [K, N, B]
+            sets, cuts = x.permute(2, 1, 0, 3), cut.permute(2, 1, 0)  # [N, K, B, F]; [N, K, B]
         q = network.unroll(sets, network.initial(self.n_sets, sets.shape[2], self.device), cuts if cuts.any() else None)
         if self.n_sets == 1:
             return q.reshape(k, b, self.n, -1).permute(1, 0, 2, 3)
