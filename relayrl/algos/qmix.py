@@ -158,9 +158,9 @@ class ValueDecomposition:
         x = self._inputs(obs, last)  # [B, K, N, F]
         cut = cut[:, :, None].expand(b, k, self.n)
         if self.n_sets == 1:
-            sets, cuts = x.permute(1, 0, 2, 3).reshape(1, k, b * self.n, -1), cut.permute(1, 0, 2).reshape(1, k, b * self.n)
+            sets, cuts = x.permute(1, 0, 2, 3).reshape(1, k, b * self.n, -1), cut.permute(1, 0, 2).reshape(k, b * self.n)
         else:
-            sets, cuts = x.permute(2, 1, 0, 3), cut.permute(2, 1, 0)  # [N, K, B, F]; [N, K, B]
+            sets, cuts = x.permute(2, 1, 0, 3), cut.permute(1, 2, 0).reshape(k, self.n, b)  # [N, K, B, F]; [K, N, B]
         q = network.unroll(sets, network.initial(self.n_sets, sets.shape[2], self.device), cuts if cuts.any() else None)
         if self.n_sets == 1:
             return q.reshape(k, b, self.n, -1).permute(1, 0, 2, 3)

@@ -63,8 +63,8 @@ def test_a_cut_stops_the_gradient_at_that_step_for_that_row_only():
     for n_sets, rows in ((1, 4), (2, 3)):
         net = RecurrentQNetwork(n_sets, 5, 3, hidden_size=8)
         x = torch.randn(n_sets, 6, rows, 5, requires_grad=True)
-        cut = torch.zeros(n_sets, 6, rows, dtype=torch.bool)
-        cut[0, 3, 1] = True  # row 1 of set 0: hidden state detached before step 3
+        cut = torch.zeros(6, n_sets, rows, dtype=torch.bool)
+        cut[3, 0, 1] = True  # row 1 of set 0: hidden state detached before step 3
         net.unroll(x, net.initial(n_sets, rows), cut)[:, 3:].sum().backward()
         assert (x.grad[0, :3, 1] == 0).all()  # nothing reaches the earlier steps of the cut row
         assert (x.grad[0, :3, 0] != 0).any() and (x.grad[0, 3:, 1] != 0).any()

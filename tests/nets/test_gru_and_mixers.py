@@ -1,11 +1,9 @@
-"""The stacked GRU cell is torch's GRUCell per parameter set; the whole-sequence recurrence
-is the cell stepped with resets and detaches, values and gradients; VDN sums; QMIX is
-monotonic in every agent's Q-value."""
+"""The stacked GRU cell is torch's GRUCell per parameter set; the fused unroll is the cell
+stepped with resets; VDN sums; QMIX is monotonic in every agent's Q-value."""
 
-import pytest
 import torch
 
-from relayrl.nets.gru import GRUSequence, RecurrentQNetwork, StackedGRUCell
+from relayrl.nets.gru import RecurrentQNetwork, StackedGRUCell
 from relayrl.nets.mixers import QMixer, VDNMixer
 from relayrl.nets.mlp import AgentNet
 
@@ -46,59 +44,26 @@ def test_vdn_sums_and_qmix_is_monotonic():
     assert (grad >= 0).all() and (grad > 0).any()
 
 
-def _stepped(cell: StackedGRUCell, projected: torch.Tensor, h: torch.Tensor, keep: torch.Tensor, cut: torch.Tensor) -> torch.Tensor:
-    """The reference: the cell step by step under autograd, the state zeroed where ``keep``
-    is False and detached where ``cut`` is True."""
-    states = []
-    for t in range(projected.shape[1]):
-        h = h * keep[:, t].unsqueeze(-1).to(h.dtype)
-        h = torch.where(cut[:, t].unsqueeze(-1), h.detach(), h)
-        h = cell.step(projected[:, t], h)
-        states.append(h)
-    return torch.stack(states, 1)
-
-
-@pytest.mark.parametrize("n_sets", [1, 3])
-def test_the_sequence_recurrence_is_the_cell_stepped_with_resets_and_detaches(n_sets):
-    """Hidden states equal to the last bit; every gradient (input projections, initial
-    state, hidden weights and biases) to rounding, with episodes beginning mid-sequence
-    (some rows, and every row at once as fixed-length games end) and detached steps."""
+def test_the_fused_unroll_is_the_cell_step_by_step_with_resets():
+    """One parameter set unrolls in fused pieces cut where some row begins an episode: the
+    same hidden states, outputs and gradients as the cell stepped with the state zeroed."""
     torch.manual_seed(0)
-    cell = StackedGRUCell(n_sets, 7, 16)
-    projected = torch.randn(n_sets, 30, 6, 48, requires_grad=True)
-    h = torch.randn(n_sets, 6, 16, requires_grad=True)
-    keep = torch.rand(n_sets, 30, 6) > 0.1
-    keep[:, 12] = False
-    cut = torch.rand(n_sets, 30, 6) < 0.1
-    weights = torch.randn(n_sets, 30, 6, 16)
-    states = cell.unroll(projected, h, keep=keep, cut=cut)
-    ours = torch.autograd.grad((states * weights).sum(), [projected, h, cell.hidden.weight, cell.hidden.bias])
-    reference = _stepped(cell, projected, h, keep, cut)
-    theirs = torch.autograd.grad((reference * weights).sum(), [projected, h, cell.hidden.weight, cell.hidden.bias])
-    assert torch.equal(states, reference)
-    for a, b in zip(ours, theirs):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
-
-
-def test_the_sequence_recurrence_passes_gradcheck_in_double_precision():
-    """Against finite differences (a detach has none, so no cuts here)."""
-    torch.manual_seed(1)
-    projected = torch.randn(5, 2, 3, 12, dtype=torch.float64, requires_grad=True)  # time-major
-    h = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
-    weight = torch.randn(2, 4, 12, dtype=torch.float64, requires_grad=True)
-    bias = torch.randn(2, 1, 12, dtype=torch.float64, requires_grad=True)
-    keep = (torch.rand(5, 2, 3, 1) > 0.3)
-    assert torch.autograd.gradcheck(lambda *a: GRUSequence.apply(*a, keep, None), (projected, h, weight, bias))
-
-
-def test_the_agent_nets_unroll_is_its_step_with_resets():
-    torch.manual_seed(0)
-    net = AgentNet(2, 7, [16], 5, "tanh", 0.01, recurrent=True)
-    x, h = torch.randn(2, 30, 6, 7), torch.randn(2, 6, 16)
-    begins = torch.rand(2, 30, 6) < 0.1
+    net = AgentNet(1, 7, [16], 5, "tanh", 0.01, recurrent=True)
+    x, h = torch.randn(1, 30, 6, 7), torch.randn(1, 6, 16)
+    begins = torch.rand(1, 30, 6) < 0.1
+    begins[0, 12] = True  # every row at once, as fixed-length games end
     out, states = net.unroll(x, h, begins)
-    carry, stepped = h, []
+    out.square().sum().backward()
+    fused = [p.grad.clone() for p in net.parameters()]
+    net.zero_grad()
+    keep, carry, stepped = (~begins).unsqueeze(-1).float(), h, []
     for t in range(30):
-        out_t, carry = net(x[:, t], carry * (~begins[:, t]).unsqueeze(-1).float())
-        stepped.append(out_t)
-    torch.testing.assert_close(out, torch.stack(stepped, 1), rtol=1e-5, atol=1e-6)
+        carry = net.cell(net.body(x[:, t]), carry * keep[:, t])
+        stepped.append(carry)
+    reference = torch.stack(stepped, 1)
+    outputs = net.head(reference.reshape(1, 30 * 6, 16)).reshape(1, 30, 6, 5)
+    outputs.square().sum().backward()
+    torch.testing.assert_close(states, reference, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out, outputs, rtol=1e-5, atol=1e-6)
+    for a, p in zip(fused, net.parameters()):
+        torch.testing.assert_close(a, p.grad, rtol=1e-4, atol=1e-6)
