@@ -1,0 +1,121 @@
+"""Options for QMIX's update at JaxMARL's MPE config, each against relayrl's default in one
+process, interleaved (this VM's speed drifts by +-20% between processes, so separate runs
+cannot resolve a 10-20% change): CPU time per call, the median of 15 rounds of 10 calls.
+
+- ``compile``: the agent network's unroll (encoder, the GRU stepped in Python, head) under
+  ``torch.compile(fullgraph=True)``, forward and backward, against the eager unroll that
+  runs the recurrence in torch's fused GRU (relayrl's default); the compile time apart.
+- ``mixer``: QMIX's mixer with its two per-row products as multiply-and-sum instead of
+  batched matmuls of 1-row matrices (rounding differs in the last bits).
+- ``threads``: one update of the whole learner with torch's 1 and 2 intra-op threads.
+
+    python benchmarks/marl_update_options.py [--only compile,mixer,threads]
+"""
+
+import argparse
+import time
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from relayrl.nets.gru import RecurrentQNetwork
+from relayrl.nets.mixers import QMixer
+
+# JaxMARL's ql_rnn_mpe on simple_spread: 32 sequences of 26 steps, 3 agents, GRU 64; the
+# agent sees 18 observation features, its one-hot index (3) and its last action (5)
+EPISODES, STEPS, AGENTS, OBS, HIDDEN, ACTIONS, STATE = 32, 26, 3, 18 + 3 + 5, 64, 5, 54
+
+
+def interleaved(calls: dict[str, Callable[[], object]], rounds: int = 15, per_round: int = 10) -> dict[str, float]:
+    """Median CPU milliseconds per call of each callable, timed in alternation."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            start = time.process_time()
+            for _ in range(per_round):
+                call()
+            times[name].append((time.process_time() - start) / per_round * 1000)
+    return {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+
+
+def compile_case() -> str:
+    torch.manual_seed(0)
+    rows = EPISODES * AGENTS
+    net = RecurrentQNetwork(1, OBS, ACTIONS, HIDDEN)
+    x, w = torch.randn(1, STEPS, rows, OBS), torch.randn(1, STEPS, rows, ACTIONS)
+
+    def stepped(x: torch.Tensor) -> torch.Tensor:
+        p, t, b, _ = x.shape
+        projected = net.cell.inputs(torch.relu(net.encoder(x.reshape(p, t * b, -1)))).reshape(p, t, b, -1)
+        h, states = net.initial(p, b), []
+        for k in range(t):
+            h = net.cell.step(projected[:, k], h)
+            states.append(h)
+        return (net.head(torch.stack(states, 1).reshape(p, t * b, -1)).reshape(p, t, b, -1) * w).sum()
+
+    start = time.perf_counter()
+    compiled = torch.compile(stepped, fullgraph=True, dynamic=False)
+    compiled(x).backward()
+    seconds = time.perf_counter() - start
+    ms = interleaved({"eager": lambda: (net.unroll(x, net.initial(1, rows)) * w).sum().backward(), "compiled": lambda: compiled(x).backward()})
+    return (f"agent unroll forward+backward ({EPISODES} x {AGENTS} rows, {STEPS} steps, GRU {HIDDEN}): eager (fused GRU) {ms['eager']:.2f} ms, "
+            f"torch.compile {ms['compiled']:.2f} ms ({ms['eager'] / ms['compiled']:.2f}x), compiled in {seconds:.0f} s")
+
+
+def mixer_case() -> str:
+    torch.manual_seed(0)
+    mixer = QMixer(AGENTS, STATE, 32, 128)
+    q, state = torch.randn(EPISODES, STEPS, AGENTS, requires_grad=True), torch.randn(EPISODES, STEPS, STATE)
+
+    def multiply_and_sum() -> torch.Tensor:
+        s = state.reshape(-1, STATE)
+        w1 = mixer.w1(s).abs().view(-1, AGENTS, mixer.embed)
+        hidden = F.elu((q.reshape(-1, AGENTS, 1) * w1).sum(1) + mixer.b1(s))
+        return ((hidden * mixer.w2(s).abs()).sum(-1) + mixer.v(s).view(-1)).view(q.shape[:-1])
+
+    gap = (mixer(q, state) - multiply_and_sum()).abs().max().item()
+    ms = interleaved({"bmm": lambda: mixer(q, state).sum().backward(), "mul": lambda: multiply_and_sum().sum().backward()})
+    return f"QMIX mixer forward+backward: batched matmuls {ms['bmm']:.2f} ms, multiply-and-sum {ms['mul']:.2f} ms ({ms['bmm'] / ms['mul']:.2f}x; largest difference {gap:.1e})"
+
+
+def threads_case() -> str:
+    from relayrl.experiment import build_config, build_run
+    from relayrl.experiment.presets import preset_dict
+
+    config = preset_dict("spread-qmix-jaxmarl")
+    config.update({"preset": "options", "total_steps": 4000, "report_interval": 4000, "eval": {"interval": 0}, "checkpoint_interval": 10**9})
+    run = build_run(build_config(config), None, verbose=False)
+    try:
+        run.train()
+        (learner,) = [run.learners[name] for name in run.learners]
+        slots, _, reused = learner._draw()
+        span = learner.storage.spans(learner.storage.gather(slots, reused), learner.rng)
+
+        def update(threads: int) -> None:
+            torch.set_num_threads(threads)
+            learner.algorithm.update(span)
+
+        times: dict[str, list[float]] = {"1": [], "2": []}
+        for _ in range(15):  # wall time: CPU time counts both threads
+            for threads in (1, 2):
+                start = time.perf_counter()
+                for _ in range(10):
+                    update(threads)
+                times[str(threads)].append((time.perf_counter() - start) / 10 * 1000)
+        one, two = (sorted(times[k])[7] for k in ("1", "2"))
+    finally:
+        run.close()
+        torch.set_num_threads(1)
+    return f"one QMIX update (learner, 32 episodes): 1 thread {one:.1f} ms, 2 threads {two:.1f} ms ({one / two:.2f}x; wall clock)"
+
+
+CASES = {"compile": compile_case, "mixer": mixer_case, "threads": threads_case}
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default=",".join(CASES))
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    for name in args.only.split(","):
+        print(CASES[name](), flush=True)
