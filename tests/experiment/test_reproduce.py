@@ -185,7 +185,7 @@ def test_status_table_lists_pretraining_and_progress_from_checkpoints_or_kept_me
 
 
 def test_kept_metrics_complete_a_job_after_its_directory_is_lost_and_a_shorter_restart_does_not_overwrite_them(tmp_path):
-    from relayrl.experiment.grid import collect, kept_progress
+    from relayrl.experiment.grid import collect, kept_progress, status_table
 
     root, results = tmp_path / "runs", tmp_path / "results"
     job = Job("pursuit-ddqn", 0, 16)
@@ -198,6 +198,7 @@ def test_kept_metrics_complete_a_job_after_its_directory_is_lost_and_a_shorter_r
     run_grid([Job("pursuit-ddqn", 0, 8)], root, 1, say=lambda _: None)  # a restart that has not caught up
     collect([job], root, results)
     assert kept_progress(job, results) == 16
+    assert "| pursuit-ddqn | 0 | 16 | 32 | restarted from 0 (8 in this run) |" in status_table([Job("pursuit-ddqn", 0, 32)], root, results)
 
 
 def test_a_pretraining_run_kept_only_as_metrics_trains_again_when_a_job_needs_its_checkpoint(tmp_path):
