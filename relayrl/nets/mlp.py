@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from relayrl.nets.gru import StackedGRUCell, fused_unroll
+from relayrl.nets.gru import StackedGRUCell
 from relayrl.nets.stacked import StackedLinear
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
@@ -56,18 +56,10 @@ class AgentNet(nn.Module):
         """Inputs ``[P, L, B, in]`` from hidden ``h [P, B, H]``, the hidden state zeroed before
         the steps ``begins [P, L, B]`` marks (an episode's first step) -> outputs ``[P, L, B,
         out]`` and the hidden states after each step ``[P, L, B, H]``. The body and head run
-        on all steps at once; only the recurrence goes step by step (one set: in fused pieces
-        between the steps where some row begins, ``fused_unroll``)."""
+        on all steps at once; only the recurrence goes step by step, in one autograd node
+        (``GRUSequence``: these chunks are long and their rows few)."""
         assert self.cell is not None
         p, steps, b, _ = x.shape
-        if p == 1:
-            stacked = fused_unroll(self.cell, self.body(x[0].reshape(steps * b, -1).unsqueeze(0))[0].reshape(steps, b, -1), h[0], begins[0]).unsqueeze(0)
-            return self.head(stacked.reshape(1, steps * b, -1)).reshape(1, steps, b, -1), stacked
         projected = self.cell.inputs(self.body(x.reshape(p, steps * b, -1))).reshape(p, steps, b, -1)
-        keep = (~begins).unsqueeze(-1).to(h.dtype)
-        states = []
-        for t in range(steps):  # the recurrence over time: every set, copy and entity at once
-            h = self.cell.step(projected[:, t], h * keep[:, t])
-            states.append(h)
-        stacked = torch.stack(states, dim=1)
+        stacked = self.cell.unroll(projected, h, keep=~begins if bool(begins.any()) else None)
         return self.head(stacked.reshape(p, steps * b, -1)).reshape(p, steps, b, -1), stacked

@@ -1,9 +1,11 @@
-"""The stacked GRU cell is torch's GRUCell per parameter set; the fused unroll is the cell
-stepped with resets; VDN sums; QMIX is monotonic in every agent's Q-value."""
+"""The stacked GRU cell is torch's GRUCell per parameter set; the unrolls (torch's fused GRU,
+the whole-sequence node) are the cell stepped with resets, values and gradients; VDN sums;
+QMIX is monotonic in every agent's Q-value."""
 
+import pytest
 import torch
 
-from relayrl.nets.gru import RecurrentQNetwork, StackedGRUCell
+from relayrl.nets.gru import GRUSequence, RecurrentQNetwork, StackedGRUCell
 from relayrl.nets.mixers import QMixer, VDNMixer
 from relayrl.nets.mlp import AgentNet
 
@@ -44,9 +46,9 @@ def test_vdn_sums_and_qmix_is_monotonic():
     assert (grad >= 0).all() and (grad > 0).any()
 
 
-def test_the_fused_unroll_is_the_cell_step_by_step_with_resets():
-    """One parameter set unrolls in fused pieces cut where some row begins an episode: the
-    same hidden states, outputs and gradients as the cell stepped with the state zeroed."""
+def test_the_agent_nets_unroll_is_the_cell_step_by_step_with_resets():
+    """The same hidden states, outputs and gradients as the cell stepped with the state
+    zeroed where some rows (and, at step 12, every row) begin an episode."""
     torch.manual_seed(0)
     net = AgentNet(1, 7, [16], 5, "tanh", 0.01, recurrent=True)
     x, h = torch.randn(1, 30, 6, 7), torch.randn(1, 6, 16)
@@ -67,3 +69,37 @@ def test_the_fused_unroll_is_the_cell_step_by_step_with_resets():
     torch.testing.assert_close(out, outputs, rtol=1e-5, atol=1e-6)
     for a, p in zip(fused, net.parameters()):
         torch.testing.assert_close(a, p.grad, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("n_sets", [1, 3])
+def test_the_sequence_node_gives_the_gradients_of_the_cell_stepped_under_autograd(n_sets):
+    """Every gradient (input projections, initial state, hidden weights and biases) against
+    autograd through the cell stepped with resets, and the fused GRU's hidden states."""
+    torch.manual_seed(0)
+    cell = StackedGRUCell(n_sets, 7, 16)
+    projected = torch.randn(n_sets, 30, 6, 48, requires_grad=True)
+    h = torch.randn(n_sets, 6, 16, requires_grad=True)
+    keep = torch.rand(n_sets, 30, 6) > 0.1
+    keep[:, 12] = False
+    weights = torch.randn(n_sets, 30, 6, 16)
+    states = cell.unroll(projected, h, keep=keep)
+    ours = torch.autograd.grad((states * weights).sum(), [projected, h, cell.hidden.weight, cell.hidden.bias])
+    carry, stepped = h, []
+    for t in range(30):
+        carry = cell.step(projected[:, t], carry * keep[:, t].unsqueeze(-1).float())
+        stepped.append(carry)
+    reference = torch.stack(stepped, 1)
+    theirs = torch.autograd.grad((reference * weights).sum(), [projected, h, cell.hidden.weight, cell.hidden.bias])
+    torch.testing.assert_close(states, reference, rtol=1e-5, atol=1e-6)
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_the_sequence_node_passes_gradcheck_in_double_precision():
+    torch.manual_seed(1)
+    projected = torch.randn(5, 2, 3, 12, dtype=torch.float64, requires_grad=True)  # time-major
+    h = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(2, 4, 12, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(2, 1, 12, dtype=torch.float64, requires_grad=True)
+    keep = torch.rand(5, 2, 3, 1) > 0.3
+    assert torch.autograd.gradcheck(lambda *a: GRUSequence.apply(*a, keep), (projected, h, weight, bias))
