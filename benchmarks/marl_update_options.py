@@ -1,5 +1,5 @@
-"""Options for QMIX's update at JaxMARL's MPE config, each against relayrl's default in one
-process, interleaved (this VM's speed drifts by +-20% between processes, so separate runs
+"""Options for the QMIX and MAPPO updates at JaxMARL's MPE configs, each against the
+alternative in one process, interleaved (this VM's speed drifts by +-20% between processes, so separate runs
 cannot resolve a 10-20% change): CPU time per call, the median of 15 rounds of 10 calls.
 
 - ``compile``: the agent network's unroll (encoder, the GRU stepped in Python, head) under
@@ -8,8 +8,13 @@ cannot resolve a 10-20% change): CPU time per call, the median of 15 rounds of 1
 - ``mixer``: QMIX's mixer with its two per-row products as multiply-and-sum instead of
   batched matmuls of 1-row matrices (rounding differs in the last bits).
 - ``threads``: one update of the whole learner with torch's 1 and 2 intra-op threads.
+- ``gru``: the recurrence forward + backward in one autograd node with its
+  backpropagation written out (``GRUSequence``, what the policy-gradient nets use) against
+  torch's fused GRU in pieces between episode starts (what QMIX's agents use), at MAPPO's
+  chunks (12 and 4 rows of 128 steps, GRU 128, episodes of 25 steps) and at QMIX's batch
+  (96 rows of 26 steps, GRU 64).
 
-    python benchmarks/marl_update_options.py [--only compile,mixer,threads]
+    python benchmarks/marl_update_options.py [--only compile,mixer,threads,gru]
 """
 
 import argparse
@@ -110,7 +115,39 @@ def threads_case() -> str:
     return f"one QMIX update (learner, 32 episodes): 1 thread {one:.1f} ms, 2 threads {two:.1f} ms ({one / two:.2f}x; wall clock)"
 
 
-CASES = {"compile": compile_case, "mixer": mixer_case, "threads": threads_case}
+def gru_case() -> str:
+    from relayrl.nets.gru import StackedGRUCell
+
+    lines = []
+    for rows, steps, hidden, episode in ((12, 128, 128, 25), (4, 128, 128, 25), (EPISODES * AGENTS, STEPS, HIDDEN, STEPS)):
+        torch.manual_seed(0)
+        cell = StackedGRUCell(1, hidden, hidden)
+        x = torch.randn(steps, rows, hidden)  # the cell's input, before its projection
+        h, w = torch.zeros(1, rows, hidden), torch.randn(1, steps, rows, hidden)
+        begins = torch.zeros(1, steps, rows, dtype=torch.bool)
+        begins[:, ::episode] = True
+
+        def fused() -> None:
+            pieces, carry = [], h[0]
+            for lo in range(0, steps, episode):  # torch's GRU between episode starts, every row starting together
+                out, last = torch.gru(x[lo : lo + episode], torch.zeros_like(carry).unsqueeze(0), weights(), True, 1, 0.0, True, False, False)
+                pieces.append(out)
+                carry = last[0]
+            (torch.cat(pieces).unsqueeze(0) * w).sum().backward()
+
+        def weights() -> list[torch.Tensor]:
+            return [cell.inputs.weight[0].T, cell.hidden.weight[0].T, cell.inputs.bias[0, 0], cell.hidden.bias[0, 0]]
+
+        def sequence() -> None:
+            projected = cell.inputs(x.reshape(1, steps * rows, -1)).reshape(1, steps, rows, -1)
+            (cell.unroll(projected, h, keep=~begins) * w).sum().backward()
+
+        ms = interleaved({"fused": fused, "sequence": sequence}, per_round=5)
+        lines.append(f"{rows} rows x {steps} steps, GRU {hidden}: fused {ms['fused']:.1f} ms, sequence node {ms['sequence']:.1f} ms ({ms['fused'] / ms['sequence']:.2f}x)")
+    return "GRU forward+backward: " + "; ".join(lines)
+
+
+CASES = {"compile": compile_case, "mixer": mixer_case, "threads": threads_case, "gru": gru_case}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
