@@ -116,7 +116,7 @@ def threads_case() -> str:
 
 
 def gru_case() -> str:
-    from relayrl.nets.gru import StackedGRUCell
+    from relayrl.nets.gru import StackedGRUCell, fused_unroll
 
     lines = []
     for rows, steps, hidden, episode in ((12, 128, 128, 25), (4, 128, 128, 25), (EPISODES * AGENTS, STEPS, HIDDEN, STEPS)):
@@ -127,16 +127,9 @@ def gru_case() -> str:
         begins = torch.zeros(1, steps, rows, dtype=torch.bool)
         begins[:, ::episode] = True
 
-        def fused() -> None:
-            pieces, carry = [], h[0]
-            for lo in range(0, steps, episode):  # torch's GRU between episode starts, every row starting together
-                out, last = torch.gru(x[lo : lo + episode], torch.zeros_like(carry).unsqueeze(0), weights(), True, 1, 0.0, True, False, False)
-                pieces.append(out)
-                carry = last[0]
-            (torch.cat(pieces).unsqueeze(0) * w).sum().backward()
-
-        def weights() -> list[torch.Tensor]:
-            return [cell.inputs.weight[0].T, cell.hidden.weight[0].T, cell.inputs.bias[0, 0], cell.hidden.bias[0, 0]]
+        def fused() -> None:  # relayrl's fused_unroll between episode starts, every row starting together
+            states = torch.cat([fused_unroll(cell, x[lo : lo + episode], h[0]) for lo in range(0, steps, episode)])
+            (states.unsqueeze(0) * w).sum().backward()
 
         def sequence() -> None:
             projected = cell.inputs(x.reshape(1, steps * rows, -1)).reshape(1, steps, rows, -1)
