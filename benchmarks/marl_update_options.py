@@ -13,13 +13,21 @@ cannot resolve a 10-20% change): CPU time per call, the median of 15 rounds of 1
   torch's fused GRU in pieces between episode starts (what QMIX's agents use), at MAPPO's
   chunks (12 and 4 rows of 128 steps, GRU 128, episodes of 25 steps) and at QMIX's batch
   (96 rows of 26 steps, GRU 64).
+- ``update``: QMIX's whole loss (``ValueDecomposition.losses``) under ``torch.compile``
+  in the learner's update, against the eager update; the compile time apart.
+- ``pair``: MAPPO's actor and critic recurrences in one sequence node of two parameter
+  sets, against a node each (at 12 and 48 rows).
+- ``step``: one GRU step's gate arithmetic compiled on its own against eager: the cost of a
+  compiled call at this size.
 
-    python benchmarks/marl_update_options.py [--only compile,mixer,threads,gru]
+    python benchmarks/marl_update_options.py [--only compile,mixer,threads,gru,update,pair,step]
 """
 
 import argparse
+import copy
 import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -84,18 +92,24 @@ def mixer_case() -> str:
     return f"QMIX mixer forward+backward: batched matmuls {ms['bmm']:.2f} ms, multiply-and-sum {ms['mul']:.2f} ms ({ms['bmm'] / ms['mul']:.2f}x; largest difference {gap:.1e})"
 
 
-def threads_case() -> str:
+def qmix_learner() -> tuple[Any, Any, dict[str, Any]]:
+    """A run of QMIX at JaxMARL's config trained 4,000 env steps, its learner and one span
+    of its replay (32 episodes)."""
     from relayrl.experiment import build_config, build_run
     from relayrl.experiment.presets import preset_dict
 
     config = preset_dict("spread-qmix-jaxmarl")
     config.update({"preset": "options", "total_steps": 4000, "report_interval": 4000, "eval": {"interval": 0}, "checkpoint_interval": 10**9})
     run = build_run(build_config(config), None, verbose=False)
+    run.train()
+    (learner,) = [run.learners[name] for name in run.learners]
+    slots, _, reused = learner._draw()
+    return run, learner, learner.storage.spans(learner.storage.gather(slots, reused), learner.rng)
+
+
+def threads_case() -> str:
+    run, learner, span = qmix_learner()
     try:
-        run.train()
-        (learner,) = [run.learners[name] for name in run.learners]
-        slots, _, reused = learner._draw()
-        span = learner.storage.spans(learner.storage.gather(slots, reused), learner.rng)
 
         def update(threads: int) -> None:
             torch.set_num_threads(threads)
@@ -113,6 +127,28 @@ def threads_case() -> str:
         run.close()
         torch.set_num_threads(1)
     return f"one QMIX update (learner, 32 episodes): 1 thread {one:.1f} ms, 2 threads {two:.1f} ms ({one / two:.2f}x; wall clock)"
+
+
+def update_case() -> str:
+    """The learner's whole loss (``ValueDecomposition.losses``: both agent unrolls, both
+    mixers, the targets) under ``torch.compile``, backward and Adam as they are, against
+    the eager update, on a copy of the same learner."""
+    run, learner, span = qmix_learner()
+    try:
+        eager = learner.algorithm
+        compiled = copy.deepcopy(eager)
+        compiled.optimizer = torch.optim.Adam(compiled.learned.parameters(), lr=eager.config.lr)
+        compiled.optimizer.load_state_dict(eager.optimizer.state_dict())
+        compiled.clipped = [p for k, m in compiled.learned.items() if k != "central" for p in m.parameters()]
+        compiled.losses = torch.compile(compiled.losses, fullgraph=True, dynamic=False)
+        start = time.perf_counter()
+        compiled.update(span)
+        seconds = time.perf_counter() - start
+        ms = interleaved({"eager": lambda: eager.update(span), "compiled": lambda: compiled.update(span)})
+    finally:
+        run.close()
+    return (f"one QMIX update (learner, 32 episodes): eager {ms['eager']:.1f} ms, loss compiled {ms['compiled']:.1f} ms "
+            f"({ms['eager'] / ms['compiled']:.2f}x), compiled in {seconds:.0f} s")
 
 
 def gru_case() -> str:
@@ -140,7 +176,52 @@ def gru_case() -> str:
     return "GRU forward+backward: " + "; ".join(lines)
 
 
-CASES = {"compile": compile_case, "mixer": mixer_case, "threads": threads_case, "gru": gru_case}
+def pair_case() -> str:
+    """MAPPO's actor and critic recurrences (GRU 128 over 128 steps) as one sequence node
+    of two parameter sets side by side, against one node each (relayrl's default)."""
+    from relayrl.nets.gru import GRUSequence, StackedGRUCell
+
+    lines = []
+    for rows in (12, 48):
+        torch.manual_seed(0)
+        cells = [StackedGRUCell(1, 128, 128) for _ in range(2)]
+        x = [torch.randn(128, 1, rows, 384, requires_grad=True) for _ in range(2)]  # time-major input projections
+        h, w = torch.zeros(1, rows, 128), torch.randn(128, 1, rows, 128)
+        keep = torch.ones(128, 1, rows, 1, dtype=torch.bool)
+        keep[::25] = False
+
+        def apart() -> None:
+            sum((GRUSequence.apply(xi, h, c.hidden.weight, c.hidden.bias, keep) * w).sum() for xi, c in zip(x, cells)).backward()
+
+        def together() -> None:
+            weight, bias = (torch.cat([getattr(c.hidden, k) for c in cells]) for k in ("weight", "bias"))
+            states = GRUSequence.apply(torch.cat(x, dim=1), torch.cat([h, h]), weight, bias, torch.cat([keep, keep], dim=1))
+            (states * torch.cat([w, w], dim=1)).sum().backward()
+
+        ms = interleaved({"apart": apart, "together": together}, rounds=11, per_round=5)
+        lines.append(f"{rows} rows: one node each {ms['apart']:.1f} ms, one node for both {ms['together']:.1f} ms ({ms['apart'] / ms['together']:.2f}x)")
+    return "actor and critic GRU forward+backward: " + "; ".join(lines)
+
+
+def step_case() -> str:
+    """One GRU step's gate arithmetic (2 sigmoids, a tanh, the blend; MAPPO's 12 rows, GRU
+    128) compiled on its own, against eager: what a compiled call costs at this size."""
+    hidden = 128
+
+    def gates(hp: torch.Tensor, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        r = torch.sigmoid(x[..., :hidden] + hp[..., :hidden])
+        z = torch.sigmoid(x[..., hidden : 2 * hidden] + hp[..., hidden : 2 * hidden])
+        n = torch.tanh(x[..., 2 * hidden :] + r * hp[..., 2 * hidden :])
+        return (h - n) * z + n
+
+    hp, x, h = torch.randn(1, 12, 3 * hidden), torch.randn(1, 12, 3 * hidden), torch.randn(1, 12, hidden)
+    compiled = torch.compile(gates, fullgraph=True, dynamic=False)
+    compiled(hp, x, h)
+    us = {k: v * 1000 for k, v in interleaved({"eager": lambda: gates(hp, x, h), "compiled": lambda: compiled(hp, x, h)}, per_round=1000).items()}
+    return f"one GRU step's gates (12 rows, GRU 128): eager {us['eager']:.0f} us, compiled {us['compiled']:.0f} us ({us['eager'] / us['compiled']:.2f}x)"
+
+
+CASES = {"compile": compile_case, "mixer": mixer_case, "threads": threads_case, "gru": gru_case, "update": update_case, "pair": pair_case, "step": step_case}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

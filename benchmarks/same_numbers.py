@@ -47,6 +47,7 @@ CASES = [
     ("halfcheetah-dase-ddpg", "halfcheetah-dase-ddpg", GYM),
     ("halfcheetah-dase-sac", "halfcheetah-dase-sac", GYM),
     ("predator-prey-small-accmer", "predator-prey-small-accmer", EPISODES),
+    ("spread-qmix-jaxmarl", "spread-qmix-jaxmarl", ["total_steps=4000", "report_interval=800", "eval.interval=2000", "eval.episodes=4", "checkpoint_interval=4000"]),
     ("predator-prey-small-pbt-qmix", "predator-prey-small-pbt-qmix", [*EPISODES[1:], *EPISODE_ROUNDS]),
     ("pursuit-small-pbt-super", "pursuit-small-pbt-super", [*PURSUIT[1:], *ROUNDS]),
     ("battle-2v2-selfplay", "battle-2v2-selfplay", [*MAGENT[1:-1], "checkpoint_interval=400", "eval={interval: 0}", *ROUNDS]),

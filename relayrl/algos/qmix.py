@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from relayrl.algos.algorithm import allowed_choice
@@ -151,17 +150,21 @@ class ValueDecomposition:
         return actions, {"h": self._from_sets(h, (w,)), "last": last}
 
     # ------------------------------------------------------------------ learning
-    def _agent_q(self, network: RecurrentQNetwork, obs: torch.Tensor, last: torch.Tensor, cut: torch.Tensor) -> torch.Tensor:
+    def _agent_q(self, network: RecurrentQNetwork, obs: torch.Tensor, last: torch.Tensor, cut: torch.Tensor | None) -> torch.Tensor:
         """Q-values ``[B, K, N, A]`` over spans of K steps from zero hidden states, each row's
-        hidden state detached before the steps ``cut [B, K]`` marks."""
+        hidden state detached before the steps ``cut [B, K]`` marks (None: no row's)."""
         b, k = obs.shape[:2]
         x = self._inputs(obs, last)  # [B, K, N, F]
-        cut = cut[:, :, None].expand(b, k, self.n)
+        cuts = None
         if self.n_sets == 1:
-            sets, cuts = x.permute(1, 0, 2, 3).reshape(1, k, b * self.n, -1), cut.permute(1, 0, 2).reshape(k, b * self.n)
+            sets = x.permute(1, 0, 2, 3).reshape(1, k, b * self.n, -1)
+            if cut is not None:
+                cuts = cut[:, :, None].expand(b, k, self.n).permute(1, 0, 2).reshape(k, b * self.n)
         else:
-            sets, cuts = x.permute(2, 1, 0, 3), cut.permute(1, 2, 0).reshape(k, self.n, b)  # [N, K, B, F]; [K, N, B]
-        q = network.unroll(sets, network.initial(self.n_sets, sets.shape[2], self.device), cuts if cuts.any() else None)
+            sets = x.permute(2, 1, 0, 3)  # [N, K, B, F]
+            if cut is not None:
+                cuts = cut[:, :, None].expand(b, k, self.n).permute(1, 2, 0).reshape(k, self.n, b)  # [K, N, B]
+        q = network.unroll(sets, network.initial(self.n_sets, sets.shape[2], obs.device), cuts)
         if self.n_sets == 1:
             return q.reshape(k, b, self.n, -1).permute(1, 0, 2, 3)
         return q.permute(2, 1, 0, 3)
@@ -172,19 +175,39 @@ class ValueDecomposition:
         importance weights) where given; returns each row's weight (MAC-PO's mean over its
         trained steps, else its mean |td|: what AccMER's table and the priorities keep) and
         metrics."""
-        c, dev = self.config, self.device
-        span = {name: torch.as_tensor(value, device=dev) for name, value in span.items()}
+        tensors = {name: torch.as_tensor(value, device=self.device) for name, value in span.items()}
+        importance = None if weights is None else torch.as_tensor(weights, device=self.device)
+        out = self.losses(tensors, importance, bool(tensors["cut"].any()))
+        self.optimizer.zero_grad(set_to_none=True)
+        (out["loss"] + out["central_loss"] if self.central is not None else out["loss"]).backward()
+        grad_norm = nn.utils.clip_grad_norm_(self.clipped, self.config.grad_clip)
+        if self.central is not None:
+            nn.utils.clip_grad_norm_(self.central.parameters(), self.config.grad_clip)
+        self.optimizer.step()
+        metrics = {"td_loss": out["loss"].item(), "grad_norm": float(grad_norm), "q_taken": out["q_taken"].item()}
+        if self.central is not None:
+            metrics.update(central_loss=out["central_loss"].item(), weight_max=out["weight_max"].item())
+        return out["priorities"].cpu().numpy(), metrics
+
+    def losses(self, span: dict[str, torch.Tensor], importance: torch.Tensor | None, has_cut: bool) -> dict[str, torch.Tensor]:
+        """What ``update`` differentiates, as tensors: the loss (and Q*'s, ``central_loss``),
+        each row's priority and the metrics' values, from the span's tensors. ``has_cut``:
+        whether any row detaches its hidden state, decided by the caller so that this
+        computation has no data-dependent branch (it compiles whole:
+        ``benchmarks/marl_update_options.py``)."""
+        c = self.config
         obs, actions = span["obs"], span["action"].long()
         t = actions.shape[1]
-        avail = span["action_mask"] if "action_mask" in span else torch.ones(*obs.shape[:3], self.n_actions, dtype=torch.bool, device=dev)
+        avail = span["action_mask"] if "action_mask" in span else torch.ones(*obs.shape[:3], self.n_actions, dtype=torch.bool, device=obs.device)
         reward, terminated, truncated, valid = span["reward"].float(), span["terminated"], span["truncated"], span["valid"]
         exists, trained, ends = span["exists"], span["trained"], span["ends"]
         previous = span["previous"]
-        last = F.one_hot(previous.clamp(min=0), self.n_actions).float() * (previous >= 0).unsqueeze(-1)  # [B, K+1, N, A]
+        last = self.action_one_hot[previous.clamp(min=0)] * (previous >= 0).unsqueeze(-1)  # [B, K+1, N, A]
+        cuts = span["cut"] if has_cut else None
 
-        q = self._agent_q(self.agent, obs, last, span["cut"])  # [B, K+1, N, A]
+        q = self._agent_q(self.agent, obs, last, cuts)  # [B, K+1, N, A]
         with torch.no_grad():
-            target_q = self._agent_q(self.target["agent"], obs, last, span["cut"])
+            target_q = self._agent_q(self.target["agent"], obs, last, cuts)
             following = q[:, 1:] if c.double_q else target_q[:, 1:]
             following = following.masked_fill(~avail[:, 1:], -torch.inf).argmax(dim=-1, keepdim=True)
             next_q = target_q[:, 1:].gather(-1, following).squeeze(-1)  # [B, K, N]
@@ -203,7 +226,7 @@ class ValueDecomposition:
             with torch.no_grad():
                 next_tot = self.target["mixer"](next_q, state[:, 1:])
                 y = td_lambda_targets(reward.sum(dim=-1), next_tot, ends & ~cut, cut, exists, c.gamma, c.td_lambda)
-        metrics: dict[str, float] = {}
+        out: dict[str, torch.Tensor] = {}
         loss_weights = mask
         if self.central is not None:  # Q* learns its own targets, unrestricted (weighted QMIX's central Q)
             with torch.no_grad():
@@ -212,27 +235,21 @@ class ValueDecomposition:
             if c.bootstrap == "central":  # weighted QMIX: Q_tot fits Q*'s returns (Rashid et al. 2020)
                 y = y_star
             q_star = self.central(chosen.detach(), state[:, :t])
-            central_loss = (((q_star - y_star) * mask) ** 2).sum() / mask.sum()
+            out["central_loss"] = (((q_star - y_star) * mask) ** 2).sum() / mask.sum()
             pi = taken_action_probability(q[:, :t].detach(), actions, avail[:, :t])
             loss_weights = macpo_weights(q_tot.detach(), y, q_star.detach(), pi, mask)
-            metrics.update(central_loss=central_loss.item(), weight_max=loss_weights.max().item())
+            out["weight_max"] = loss_weights.max()
         td = (q_tot - y) * mask
         squared = loss_weights * td**2
-        if weights is not None:
-            squared = squared * torch.as_tensor(weights, device=dev).reshape(-1, *[1] * (squared.dim() - 1))
-        loss = squared.sum() / mask.sum()
-        self.optimizer.zero_grad(set_to_none=True)
-        (loss + central_loss if self.central is not None else loss).backward()
-        grad_norm = nn.utils.clip_grad_norm_(self.clipped, c.grad_clip)
-        if self.central is not None:
-            nn.utils.clip_grad_norm_(self.central.parameters(), c.grad_clip)
-        self.optimizer.step()
-        per_step = loss_weights if self.central is not None else td.abs()
+        if importance is not None:
+            squared = squared * importance.reshape(-1, *[1] * (squared.dim() - 1))
+        out["loss"] = squared.sum() / mask.sum()
+        per_step = (loss_weights if self.central is not None else td.abs()).detach()
         reduce = tuple(range(1, per_step.dim()))
-        priorities = (per_step.sum(dim=reduce) / mask.sum(dim=reduce).clamp(min=1)).detach().cpu().numpy()
+        out["priorities"] = per_step.sum(dim=reduce) / mask.sum(dim=reduce).clamp(min=1)
         counted = valid & trained.unsqueeze(-1)
-        metrics.update(td_loss=loss.item(), grad_norm=float(grad_norm), q_taken=float((chosen.detach() * counted).sum() / counted.sum().clamp(min=1)))
-        return priorities, metrics
+        out["q_taken"] = (chosen.detach() * counted).sum() / counted.sum().clamp(min=1)
+        return out
 
     def sync_target(self) -> None:
         self.target.load_state_dict(self.learned.state_dict())
