@@ -24,6 +24,7 @@ from relayrl.arena.policy_config import POLICY_KINDS, PolicyConfig
 from relayrl.arena.round import RoundSchedule
 from relayrl.arena.schemes import SCHEMES
 from relayrl.core.device import configure_threads, resolve_device
+from relayrl.core.memory import keep_freed_memory
 from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.resources import available_memory, human_bytes, physical_memory
@@ -213,6 +214,8 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
     if factories.env is not None and any(r.env for r in config.rounds):
         raise ConfigError("rounds change env.settings, which a given env_factory cannot apply: build the env by name, or drop the rounds' env")
     configure_threads(config.torch_threads)
+    if config.keep_freed_memory:
+        keep_freed_memory()
     device = resolve_device(config.device)
     timer = SectionTimer()  # enabled by relayrl bench's loop profile
     venues = Venues(config, factories.env)
@@ -296,7 +299,7 @@ def _backend(
         )
     collector = RayCollector(policies, b.runners, b.address, b.runner_cpus, config.seed)
     if actors:
-        return collector, RayLearnerPool(learners, found, builds, ray, b.learner_cpus, config.torch_threads)
+        return collector, RayLearnerPool(learners, found, builds, ray, b.learner_cpus, config.torch_threads, config.keep_freed_memory)
     return collector, LearnerPool(learners, found)
 
 

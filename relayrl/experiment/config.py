@@ -171,6 +171,9 @@ class RunConfig(Strict):
     keep_checkpoints: int = Field(2, ge=1)
     device: str = Field("auto", description="auto (CUDA when present), cpu, cuda or cuda:N")
     torch_threads: int = Field(1, ge=0, description="0 = torch's default")
+    keep_freed_memory: bool = Field(
+        True, description="glibc: large arrays reuse memory the process freed instead of fresh pages (faster updates; the process keeps its peak memory)"
+    )
 
     @model_validator(mode="before")
     @classmethod

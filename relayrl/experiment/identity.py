@@ -19,7 +19,7 @@ def run_dir_for(config: "RunConfig", root: Path) -> Path:
 
 
 # Keys that do not change what is learned (up to float rounding across devices/threads).
-RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "device", "checkpoint_interval", "keep_checkpoints"}
+RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "keep_freed_memory", "device", "checkpoint_interval", "keep_checkpoints"}
 # What a resume may change: the budget and how the run executes (a seed names another run).
 RESUMABLE_KEYS = tuple(sorted(RUNTIME_KEYS - {"seed"}))
 # Sections added after runs existed: hashed only when set, so older run directories keep their hashes.

@@ -90,7 +90,7 @@ def test_every_key_is_overridable_by_dotted_path():
 
 def test_config_hash_ignores_seed_budget_and_execution_only():
     base = load_preset("pursuit-ddqn")
-    runtime = {"seed": 3, "total_steps": 5, "torch_threads": 2, "device": "cuda", "checkpoint_interval": 7}
+    runtime = {"seed": 3, "total_steps": 5, "torch_threads": 2, "keep_freed_memory": False, "device": "cuda", "checkpoint_interval": 7}
     assert base.config_hash() == base.model_copy(update=runtime).config_hash()
     assert base.config_hash() != build_config(apply_overrides(preset_dict("pursuit-ddqn"), ["env.num_envs=4"])).config_hash()
     assert base.config_hash() != build_config(apply_overrides(preset_dict("pursuit-ddqn"), ["dqn.lr=1e-3"])).config_hash()

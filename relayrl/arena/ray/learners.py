@@ -39,6 +39,7 @@ from relayrl.arena.policy import LearningPolicy, PolicyBuild
 from relayrl.arena.policy_config import POLICY_KINDS
 from relayrl.arena.ray.runners import STARTUP_S
 from relayrl.core.device import configure_threads
+from relayrl.core.memory import keep_freed_memory
 from relayrl.core.errors import ConfigError
 from relayrl.replay import ReplayPlan
 from relayrl.replay.shared import SharedReplay
@@ -95,10 +96,13 @@ class LearnerActor:
     with ``state``. States travel pickled both ways: the arrays Ray hands over as they are
     are read-only views of its object store, and a learner writes into its buffers."""
 
-    def __init__(self, build: PolicyBuild, state: bytes, threads: int, exports: bool, first_agent: int | None) -> None:
-        """``exports``: it relays to other learners; ``first_agent``: its agents' first tag
-        in the replay it shares, where it shares one."""
+    def __init__(self, build: PolicyBuild, state: bytes, threads: int, keep_memory: bool, exports: bool, first_agent: int | None) -> None:
+        """``keep_memory``: the run's ``keep_freed_memory``; ``exports``: it relays to other
+        learners; ``first_agent``: its agents' first tag in the replay it shares, where it
+        shares one."""
         configure_threads(threads)
+        if keep_memory:
+            keep_freed_memory()
         policy = POLICY_KINDS[build.config.kind](build)
         assert isinstance(policy, LearningPolicy)
         self.learner = policy.learner
@@ -190,8 +194,8 @@ class RemoteLearner(HomedActor):
     ``outgoing``, ``incoming``, the shared replay's); ``home`` is the driver's copy, which
     acts (through its policy) and is what the actor starts and restarts from."""
 
-    def __init__(self, home: Learner, build: PolicyBuild, ray: Any, actor_class: Any, threads: int) -> None:
-        self.home, self.build, self.ray, self.actor_class, self.threads = home, build, ray, actor_class, threads
+    def __init__(self, home: Learner, build: PolicyBuild, ray: Any, actor_class: Any, threads: int, keep_memory: bool) -> None:
+        self.home, self.build, self.ray, self.actor_class, self.threads, self.keep_memory = home, build, ray, actor_class, threads, keep_memory
         self.name = home.name
         self.bytes_per_transition = home.bytes_per_transition
         self.exports = False  # set by the relay between learners (``export_relay``)
@@ -223,7 +227,7 @@ class RemoteLearner(HomedActor):
 
     def _start(self) -> Any:
         state = pickle.dumps(self.home.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
-        actor = self.actor_class.remote(self.build, state, self.threads, self.exports, self.first_agent)
+        actor = self.actor_class.remote(self.build, state, self.threads, self.keep_memory, self.exports, self.first_agent)
         _, waiting = self.ray.wait([actor.ready.remote()], timeout=STARTUP_S)
         if waiting:
             raise ConfigError(f"the learner actor of policy {self.home.name!r} did not start within {STARTUP_S} s: "

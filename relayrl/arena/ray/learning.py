@@ -25,17 +25,17 @@ class RayLearnerPool(LearnerPool):
     learners share, where they share one), each reserving ``learner_cpus``."""
 
     def __init__(
-        self, learners: dict[str, Learner], exchanges: list[Exchange], builds: dict[str, PolicyBuild], ray: Any, learner_cpus: float, threads: int
+        self, learners: dict[str, Learner], exchanges: list[Exchange], builds: dict[str, PolicyBuild], ray: Any, learner_cpus: float, threads: int, keep_memory: bool
     ) -> None:
         super().__init__(learners, exchanges)
-        self.builds, self.ray, self.learner_cpus, self.threads = builds, ray, learner_cpus, threads
+        self.builds, self.ray, self.learner_cpus, self.threads, self.keep_memory = builds, ray, learner_cpus, threads, keep_memory
         self.remote: dict[str, RemoteLearner] = {}  # while actors run
         self.shared_replay: RemoteSharedReplay | None = None
         self.away_now = False
 
     def _start(self) -> None:
         actor_class = self.ray.remote(num_cpus=self.learner_cpus)(LearnerActor)
-        self.remote = {pid: RemoteLearner(learner, self.builds[pid], self.ray, actor_class, self.threads) for pid, learner in self.home.items()}
+        self.remote = {pid: RemoteLearner(learner, self.builds[pid], self.ray, actor_class, self.threads, self.keep_memory) for pid, learner in self.home.items()}
         try:
             for exchange in self.exchanges:
                 exchange.connect(self.remote)
