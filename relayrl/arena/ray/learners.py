@@ -39,8 +39,8 @@ from relayrl.arena.policy import LearningPolicy, PolicyBuild
 from relayrl.arena.policy_config import POLICY_KINDS
 from relayrl.arena.ray.runners import STARTUP_S
 from relayrl.core.device import configure_threads
-from relayrl.core.memory import keep_freed_memory
 from relayrl.core.errors import ConfigError
+from relayrl.core.memory import keep_freed_memory
 from relayrl.replay import ReplayPlan
 from relayrl.replay.shared import SharedReplay
 
