@@ -136,10 +136,7 @@ def update_case() -> str:
     run, learner, span = qmix_learner()
     try:
         eager = learner.algorithm
-        compiled = copy.deepcopy(eager)
-        compiled.optimizer = torch.optim.Adam(compiled.learned.parameters(), lr=eager.config.lr)
-        compiled.optimizer.load_state_dict(eager.optimizer.state_dict())
-        compiled.clipped = [p for k, m in compiled.learned.items() if k != "central" for p in m.parameters()]
+        compiled = copy.deepcopy(eager)  # its optimizer and clipped list follow onto the copy's parameters
         compiled.losses = torch.compile(compiled.losses, fullgraph=True, dynamic=False)
         start = time.perf_counter()
         compiled.update(span)
