@@ -14,13 +14,18 @@ cannot resolve a 10-20% change): CPU time per call, the median of 15 rounds of 1
   chunks (12 and 4 rows of 128 steps, GRU 128, episodes of 25 steps) and at QMIX's batch
   (96 rows of 26 steps, GRU 64).
 - ``update``: QMIX's whole loss (``ValueDecomposition.losses``) under ``torch.compile``
-  in the learner's update, against the eager update; the compile time apart.
+  in the learner's update, against the eager update; the compile time apart. Also with
+  inductor's C++ wrapper (``cpp_wrapper``: the compiled graph's kernel calls made from C++
+  instead of Python).
+- ``act``: QMIX's acting network step (inputs, agent network, greedy actions: the tensor
+  part of ``ValueDecomposition.act`` for 8 games) compiled, plain and with the C++
+  wrapper, against eager.
 - ``pair``: MAPPO's actor and critic recurrences in one sequence node of two parameter
   sets, against a node each (at 12 and 48 rows).
 - ``step``: one GRU step's gate arithmetic compiled on its own against eager: the cost of a
   compiled call at this size.
 
-    python benchmarks/marl_update_options.py [--only compile,mixer,threads,gru,update,pair,step]
+    python benchmarks/marl_update_options.py [--only compile,mixer,threads,gru,update,act,pair,step]
 """
 
 import argparse
@@ -131,21 +136,56 @@ def threads_case() -> str:
 
 def update_case() -> str:
     """The learner's whole loss (``ValueDecomposition.losses``: both agent unrolls, both
-    mixers, the targets) under ``torch.compile``, backward and Adam as they are, against
-    the eager update, on a copy of the same learner."""
+    mixers, the targets) under ``torch.compile``, plain and with inductor's C++ wrapper,
+    backward and Adam as they are, against the eager update, on copies of the same learner."""
+    import torch._inductor.config as inductor
+
     run, learner, span = qmix_learner()
     try:
         eager = learner.algorithm
-        compiled = copy.deepcopy(eager)  # its optimizer and clipped list follow onto the copy's parameters
-        compiled.losses = torch.compile(compiled.losses, fullgraph=True, dynamic=False)
-        start = time.perf_counter()
-        compiled.update(span)
-        seconds = time.perf_counter() - start
-        ms = interleaved({"eager": lambda: eager.update(span), "compiled": lambda: compiled.update(span)})
+        learners, seconds = {"eager": eager}, {}
+        for name, options in (("compiled", {}), ("cpp wrapper", {"cpp_wrapper": True})):
+            compiled = copy.deepcopy(eager)  # its optimizer and clipped list follow onto the copy's parameters
+            with inductor.patch(options):
+                compiled.losses = torch.compile(compiled.losses, fullgraph=True, dynamic=False)
+                start = time.perf_counter()
+                compiled.update(span)
+                seconds[name] = time.perf_counter() - start
+            learners[name] = compiled
+        ms = interleaved({name: (lambda a=algorithm: a.update(span)) for name, algorithm in learners.items()})
     finally:
         run.close()
     return (f"one QMIX update (learner, 32 episodes): eager {ms['eager']:.1f} ms, loss compiled {ms['compiled']:.1f} ms "
-            f"({ms['eager'] / ms['compiled']:.2f}x), compiled in {seconds:.0f} s")
+            f"({ms['eager'] / ms['compiled']:.2f}x, compiled in {seconds['compiled']:.0f} s), with the C++ wrapper "
+            f"{ms['cpp wrapper']:.1f} ms ({ms['eager'] / ms['cpp wrapper']:.2f}x, compiled in {seconds['cpp wrapper']:.0f} s)")
+
+
+def act_case() -> str:
+    """QMIX's acting step for JaxMARL's 8 games (inputs, agent network, greedy actions: the
+    tensor part of ``ValueDecomposition.act``) compiled, plain and with the C++ wrapper,
+    against eager."""
+    import torch._inductor.config as inductor
+
+    run, learner, _ = qmix_learner()
+    try:
+        algorithm, games = learner.algorithm, 8
+        obs, last, h = torch.randn(games, AGENTS, 18), torch.zeros(games, AGENTS, ACTIONS), torch.randn(games, AGENTS, HIDDEN)
+
+        def greedy(obs: torch.Tensor, last: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            q, h = algorithm.agent(algorithm._to_sets(algorithm._inputs(obs, last)), algorithm._to_sets(h))
+            return algorithm._from_sets(q, (games,)).argmax(dim=-1), algorithm._from_sets(h, (games,))
+
+        steps = {"eager": greedy}
+        with torch.no_grad():
+            for name, options in (("compiled", {}), ("cpp wrapper", {"cpp_wrapper": True})):
+                with inductor.patch(options):
+                    steps[name] = torch.compile(lambda *a: greedy(*a), fullgraph=True, dynamic=False)  # a new function: its own cache entry
+                    steps[name](obs, last, h)
+            us = {k: v * 1000 for k, v in interleaved({name: (lambda f=f: f(obs, last, h)) for name, f in steps.items()}, per_round=200).items()}
+    finally:
+        run.close()
+    return (f"QMIX's acting network step (8 games): eager {us['eager']:.0f} us, compiled {us['compiled']:.0f} us "
+            f"({us['eager'] / us['compiled']:.2f}x), with the C++ wrapper {us['cpp wrapper']:.0f} us ({us['eager'] / us['cpp wrapper']:.2f}x)")
 
 
 def gru_case() -> str:
@@ -218,7 +258,7 @@ def step_case() -> str:
     return f"one GRU step's gates (12 rows, GRU 128): eager {us['eager']:.0f} us, compiled {us['compiled']:.0f} us ({us['eager'] / us['compiled']:.2f}x)"
 
 
-CASES = {"compile": compile_case, "mixer": mixer_case, "threads": threads_case, "gru": gru_case, "update": update_case, "pair": pair_case, "step": step_case}
+CASES = {"compile": compile_case, "mixer": mixer_case, "threads": threads_case, "gru": gru_case, "update": update_case, "act": act_case, "pair": pair_case, "step": step_case}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
