@@ -36,6 +36,7 @@ def _config_from(preset: str, overrides: list[str], seed: int | None) -> RunConf
 
 def _config_of_run(run_dir: Path, overrides: list[str] | None = None) -> RunConfig:
     from relayrl.experiment.config import build_config
+    from relayrl.experiment.run_dir import built_with, python_resume
 
     path = run_dir / "config.yaml"
     if not path.is_file():
@@ -46,6 +47,10 @@ def _config_of_run(run_dir: Path, overrides: list[str] | None = None) -> RunConf
         raise RelayRLError(f"{path} is not readable YAML ({str(error).splitlines()[0]}): restore it (its checkpoints' state.json holds the config)") from None
     if not isinstance(saved, dict):
         raise RelayRLError(f"{path} holds no config mapping: restore it (its checkpoints' state.json holds the config)")
+    made = built_with(run_dir)
+    if made:
+        raise RelayRLError(f"{run_dir} was built by Python code with {' and '.join(made)}, which the command line cannot rebuild: "
+                           f"continue it with {python_resume(run_dir, made)}")
     return build_config(apply_overrides(saved, overrides or []))
 
 

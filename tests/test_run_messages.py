@@ -37,3 +37,25 @@ def test_the_progress_line_and_a_short_runs_table_read_as_a_user_expects(tmp_pat
     assert cell.strip() == f"{in_bin:.2f}, n=1"
     assert main(["table", str(tmp_path / "run"), "--at", "10"]) == 0  # the first report came at step 28
     assert capsys.readouterr().out.splitlines()[-1].split("|")[3].strip() == "not reached"
+
+
+def test_a_run_built_by_python_factories_names_the_python_call_that_continues_it(tmp_path, capsys):
+    """The command line rebuilds a run from its config alone; a run whose env (or network)
+    a user's function built is refused there, and its stop messages name the Python call."""
+    from relayrl.envs import EnvFactory
+    from relayrl.envs.corridor import CorridorEnv
+    from relayrl.experiment import train
+
+    corridor = {"name": "corridor", "settings": {"n_agents": 2, "length": 6, "max_steps": 10}}
+    config = build_config({"preset": "factory-run", "env": corridor, "total_steps": 200, "report_interval": 100, "checkpoint_interval": 100,
+                           "eval": {"interval": 0}, "dqn": {"learning_starts": 50, "buffer_size": 500, "batch_size": 8}})
+    run = train(config, out=tmp_path, env_factory=EnvFactory(CorridorEnv, {"n_agents": 2, "length": 6, "max_steps": 10}), verbose=False)
+    run_dir = run.run_dir.path
+    assert run.run_dir.resume_hint() == f"train(<its config>, out={str(tmp_path)!r}, env_factory=...) in Python"
+    capsys.readouterr()
+    for command in (["resume", str(run_dir), "total_steps=300"], ["eval", str(run_dir), "--episodes", "1"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert f"was built by Python code with env_factory, which the command line cannot rebuild: continue it with train(<its config>, out={str(tmp_path)!r}, env_factory=...)" in err
+    by_name = train(config.model_copy(update={"preset": "by-name"}), out=tmp_path, verbose=False)
+    assert by_name.run_dir.resume_hint() == f"relayrl resume {by_name.run_dir.path}"

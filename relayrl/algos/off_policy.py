@@ -218,10 +218,11 @@ class OffPolicyLearner(LearnerBase):
     # ------------------------------------------------------------------ learning
     def learn(self, env_steps: int) -> None:
         """Step 3: the gradient steps earned since the last call (one per agent per
-        ``fragment_length`` env steps from ``learning_starts`` on), then a target sync when
+        ``fragment_length`` env steps from ``learning_starts`` on, once every agent's replay
+        holds a row: n-step rows complete n steps after they start), then a target sync when
         one is due."""
         s = self.params
-        if env_steps >= s.learning_starts:
+        if env_steps >= s.learning_starts and (self.replay is None or self.replay.can_sample):
             owed = self.updates_owed + self.unlearned_env_steps / s.fragment_length
             n_updates = int(owed)
             # the budget is spent once the batches are drawn: a shared replay that could not

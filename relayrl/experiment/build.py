@@ -210,7 +210,8 @@ def exchanges(config: RunConfig, specs: dict[str, GroupSpec]) -> list[Exchange]:
 
 def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factories = Factories(), verbose: bool = True) -> Run:
     """The run of ``config``, checkpointed in ``run_dir`` (None: in memory only)."""
-    directory = RunDirectory(run_dir, config) if run_dir is not None else None
+    made = tuple(name for name, given in (("env_factory", factories.env), ("network_factory", factories.network)) if given is not None)
+    directory = RunDirectory(run_dir, config, made) if run_dir is not None else None
     if factories.env is not None and any(r.env for r in config.rounds):
         raise ConfigError("rounds change env.settings, which a given env_factory cannot apply: build the env by name, or drop the rounds' env")
     configure_threads(config.torch_threads)

@@ -126,12 +126,12 @@ class Run:
                 print(f"warning: {line}; the run ended at env step {c.env_steps:,}", file=sys.stderr)
         except StopError as error:
             kept = self.run_dir.kept() if self.run_dir is not None else "no checkpoint was written"
-            resume = f": relayrl resume {self.run_dir.path}" if self.run_dir is not None else ""
+            resume = f": {self.run_dir.resume_hint()}" if self.run_dir is not None else ""
             raise type(error)(f"{error}, at env step {c.env_steps:,}. The run stopped there; {kept}. {error.fix}, then resume{resume}") from None
         except KeyboardInterrupt:
             if self.verbose:
                 last = self.run_dir.latest() if self.run_dir is not None else None
-                where = f"; last checkpoint {last.name}, continue with: relayrl resume {self.run_dir.path}" if last and self.run_dir else ""
+                where = f"; last checkpoint {last.name}, continue with: {self.run_dir.resume_hint()}" if last and self.run_dir else ""
                 print(f"\ninterrupted at env step {c.env_steps:,}{where}", file=sys.stderr)
             raise
         finally:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -65,9 +65,10 @@ class RunDirectory:
     0 would overwrite the metrics), and a resume may change only the runtime settings of the
     recorded config (``changes`` are those it makes)."""
 
-    def __init__(self, path: Path, config: RunConfig) -> None:
+    def __init__(self, path: Path, config: RunConfig, built_with: tuple[str, ...] = ()) -> None:
         self.path = path
         self.config = config
+        self.built_with = built_with  # the Python API's factories that built this run's env or networks
         self.checkpoints = path / "checkpoints"
         self.lock = RunLock(path)
         self.lock.check()  # before anything is built for a run another process trains
@@ -125,6 +126,8 @@ class RunDirectory:
         if resumed_at == 0 or self.changes:
             write_atomically(self.path / CONFIG_FILE, yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False))
         entry = {**provenance(), "resumed_at": resumed_at}
+        if self.built_with:
+            entry["built_with"] = list(self.built_with)
         if self.changes:
             entry["changed"] = {key: list(values) for key, values in self.changes.items()}
         if frozen_sources:
@@ -140,6 +143,11 @@ class RunDirectory:
         latest = self.latest()
         return f"the last checkpoint {latest.name} and the metrics so far are kept" if latest else "no checkpoint was written"
 
+    def resume_hint(self) -> str:
+        """How this run is continued: the CLI's resume, or, where the user's code built its
+        env or networks, the same call from Python."""
+        return python_resume(self.path, self.built_with) if self.built_with else f"relayrl resume {self.path}"
+
     def saved_at(self, env_steps: int) -> bool:
         latest = self.latest()
         return latest is not None and checkpoint_steps(latest) == env_steps
@@ -154,6 +162,22 @@ class RunDirectory:
 
     def release(self) -> None:
         self.lock.release()
+
+
+def python_resume(path: Path, built_with: Sequence[str]) -> str:
+    """The Python call that continues the run in ``path`` built with these factories."""
+    return f"train(<its config>, out={str(path.parent.parent)!r}, {', '.join(f'{name}=...' for name in built_with)}) in Python"
+
+
+def built_with(path: Path) -> list[str]:
+    """The factories from Python that built the run in ``path`` (its provenance entries'
+    ``built_with``): what the CLI cannot rebuild."""
+    try:
+        entries = yaml.safe_load((path / "provenance.yaml").read_text()) or []
+    except (OSError, yaml.YAMLError):
+        return []
+    names = [name for entry in entries if isinstance(entry, dict) for name in entry.get("built_with", [])]
+    return sorted(set(names))
 
 
 def pretrained_run(preset: str, seed: int, runs_root: Path | None) -> Path:

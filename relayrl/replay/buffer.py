@@ -149,6 +149,11 @@ class ReplayBuffer:
         return self._size.copy()
 
     @property
+    def can_sample(self) -> bool:
+        """Every buffer holds a row (``sample`` draws from each)."""
+        return self._min_size > 0
+
+    @property
     def write_position(self) -> np.ndarray:
         """[P] slot each buffer writes next (its oldest row once full)."""
         return self._ptr.copy()

@@ -89,3 +89,20 @@ def test_section_timer_profiles_the_loop_only_when_enabled():
     run.train()
     assert set(run.timer.seconds) == set(LOOP_SECTIONS)
     assert all(s > 0 for s in run.timer.seconds.values())
+
+
+@pytest.mark.parametrize("section", [
+    {"dqn": {"n_step": 5, "learning_starts": 0, "fragment_length": 1, "buffer_size": 100, "batch_size": 4}},
+    {"centralised": {"algo": "maddpg", "n_step": 5, "random_steps": 2, "fragment_length": 1, "updates_per_fragment": 1, "hidden": [8], "batch_size": 4, "buffer_size": 100}},
+])
+def test_learning_waits_until_the_replay_holds_a_row_when_n_step_rows_complete_after_learning_starts(section):
+    """An n-step row is stored n steps after it starts: a first update due before that
+    waits for it, and the run learns from the first row on."""
+    config = build_config({"preset": "early", "total_steps": 40, "report_interval": 40, "eval": {"interval": 0},
+                           "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 30, "max_steps": 50}}, **section})
+    run = build_run(config, None, verbose=False)
+    rows = run.train()
+    run.close()
+    (learner,) = run.learners.values()
+    assert learner.updates == 40 - 4  # from step 5, when the first 5-step rows are complete
+    assert rows[-1]["updates"] == learner.updates
