@@ -34,7 +34,7 @@ if __name__ == "__main__":
     config = build_config(
         {
             "preset": "corridor-example",
-            "env": {"name": "corridor", "settings": {"n_agents": 4, "length": 10, "max_steps": 30}},
+            "env": {"name": "user"},  # the env comes from env_factory below
             "sharing": {"select": "quantile", "bandwidth": 0.1},
             "dqn": {"lr": 1e-3, "learning_starts": 200, "epsilon_start": 1.0, "epsilon_end": 0.05,
                     "epsilon_steps": 3000, "target_update_interval": 200, "buffer_size": 5000, "fragment_length": 1},

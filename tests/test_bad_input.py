@@ -305,3 +305,24 @@ def test_an_optional_extra_that_is_missing_is_named_with_its_install_command(tmp
     assert done.returncode == 2
     assert "battle needs magent2, which is not installed: pip install -c constraints.txt -e '.[magent]'" in done.stderr
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("# a comment only\n", "holds no config keys: give at least the env and a learner section"),
+    ("env:\n\tname: corridor\n", "is not valid YAML"),
+])
+def test_an_empty_or_broken_yaml_file_is_refused_by_its_name(tmp_path, capsys, text, expected):
+    """Not a full default run for a file of comments; YAML's own error names the file, not a string."""
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    assert main(["train", str(path), "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path} {expected}") and "<unicode string>" not in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_plot_of_a_column_the_metrics_lack_is_one_line(tmp_path, capsys):
+    run_dir = _trained_run(tmp_path)
+    capsys.readouterr()
+    assert main(["plot", str(run_dir), "--key", "no_such_column", "--out", str(tmp_path / "p.png")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: no 'no_such_column' values in {run_dir}: pick a column of its metrics.csv"

@@ -59,3 +59,28 @@ def test_a_run_built_by_python_factories_names_the_python_call_that_continues_it
         assert f"was built by Python code with env_factory, which the command line cannot rebuild: continue it with train(<its config>, out={str(tmp_path)!r}, env_factory=...)" in err
     by_name = train(config.model_copy(update={"preset": "by-name"}), out=tmp_path, verbose=False)
     assert by_name.run_dir.resume_hint() == f"relayrl resume {by_name.run_dir.path}"
+
+
+def test_env_name_user_stands_for_the_env_factory_and_its_actions_are_checked_once_built():
+    """``env.name: user``: the config makes no claim on the env's actions, so a Box-action
+    learner trains on a user's Box-action env; a learner that cannot act on them is refused
+    once the env is built, and ``user`` without an env_factory is refused by name."""
+    import functools
+
+    import pytest
+
+    from relayrl.core.errors import ConfigError
+    from relayrl.envs import EnvFactory
+    from relayrl.envs.corridor import CorridorEnv
+    from relayrl.envs.registry import parallel_env
+    from relayrl.experiment import train
+
+    spread = EnvFactory(functools.partial(parallel_env, "mpe2.simple_spread_v3"), {"continuous_actions": True, "max_cycles": 10})
+    td3 = {"preset": "user-td3", "env": {"name": "user"}, "total_steps": 60, "report_interval": 60, "eval": {"interval": 0},
+           "actor_critic": {"algo": "td3", "random_steps": 20, "batch_size": 8, "buffer_size": 100, "hidden": [16]}}
+    run = train(build_config(td3), out=None, env_factory=spread, verbose=False)
+    assert run.reporter.history[-1]["env_steps"] == 60 and run.reporter.history[-1]["updates"] > 0
+    with pytest.raises(ConfigError, match=r"group 'runner' has 2 discrete actions; actor_critic learners need continuous \(Box\) actions"):
+        train(build_config(td3), out=None, env_factory=EnvFactory(CorridorEnv, {"n_agents": 2}), verbose=False)
+    with pytest.raises(ConfigError, match=r"env.name=user is the env that train\(config, env_factory=...\) is given in Python"):
+        build_run(build_config(td3), None, verbose=False)

@@ -9,7 +9,7 @@ from relayrl.envs.pettingzoo_adapter import ParallelEnvAdapter
 from relayrl.envs.types import GroupObs, GroupStep
 from relayrl.envs.registry import EnvFactory, make_env_factory
 from relayrl.envs.vector_env import SubprocVectorEnv, SyncVectorEnv, VectorEnv, make_vector_env
-from relayrl.envs import pursuit, predator_prey_pz, navigation, spread, tag, reference, magent, corridor, gym_copies, gym_multiagent, atari  # noqa: F401  (registration)
+from relayrl.envs import pursuit, predator_prey_pz, navigation, spread, tag, reference, magent, corridor, gym_copies, gym_multiagent, atari, user  # noqa: F401  (registration)
 
 __all__ = [
     "EnvFactory",

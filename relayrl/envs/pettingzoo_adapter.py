@@ -30,13 +30,17 @@ def _acting_space(agent: str, space: spaces.Space) -> tuple[spaces.Box, bool]:
 def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tuple[GroupSpec, ...], tuple[bool, ...]]:
     """Agents with the same name prefix (``red`` of ``red_0``: a team) and equal observation
     and action spaces form a group, in ``possible_agents`` order. Actions are Discrete
-    choices or Box vectors. Also returns whether each group's observations carry action masks."""
+    choices or Box vectors with finite bounds. Also returns whether each group's
+    observations carry action masks."""
     members: dict[tuple, list[str]] = {}
     for agent in env.possible_agents:
         obs_space, masked = _acting_space(agent, env.observation_space(agent))
         act_space = env.action_space(agent)
         if not isinstance(act_space, (spaces.Discrete, spaces.Box)) or (masked and not isinstance(act_space, spaces.Discrete)):
             raise TypeError(f"agent {agent!r}: relayrl needs Discrete or Box actions (masks for Discrete ones), got {act_space}")
+        if isinstance(act_space, spaces.Box) and not (np.isfinite(act_space.low).all() and np.isfinite(act_space.high).all()):
+            raise TypeError(f"agent {agent!r}: relayrl needs finite bounds on Box actions (its learners act within them), got {act_space}: "
+                            "give the action space the range the env accepts")
         prefix = agent.rsplit("_", 1)[0] if "_" in agent else agent
         if isinstance(act_space, spaces.Discrete):
             actions: tuple = (int(act_space.n),)
@@ -75,6 +79,8 @@ class ParallelEnvAdapter:
             groups = tuple(replace(g, state_shape=tuple(env.state_space.shape)) for g in groups)
         self.groups = groups
         self._slot = {a: (g, i) for g, spec in enumerate(self.groups) for i, a in enumerate(spec.agent_ids)}
+        # a Discrete(n, start) agent's choices 0..n-1 are start..start+n-1 to the env
+        self._start = {a: int(s.start) for a in env.possible_agents if isinstance(s := env.action_space(a), spaces.Discrete) and s.start != 0}
         self._finished: dict[str, int] = {}  # agents whose episode ended, and at which step
         self._step = 0
 
@@ -144,6 +150,9 @@ class ParallelEnvAdapter:
             if masks[g] is not None:
                 masks[g][i] = np.asarray(value["action_mask"], bool)
                 value = value["observation"]
+            if np.size(value) != arrays[g][i].size:
+                declared = self.groups[g].flattened or self.groups[g].obs_shape
+                raise self._contract(f"agent {agent!r}'s observation has shape {np.shape(value)}, its observation_space {declared}")
             arrays[g][i] = np.reshape(value, arrays[g].shape[1:])  # a flattened group's too
         for agent in self.env.agents:
             g, i = self._slot[agent]
@@ -167,7 +176,7 @@ class ParallelEnvAdapter:
         for agent in before:
             g, i = self._slot[agent]
             action = actions[g][i]
-            action_dict[agent] = action.astype(np.float32) if self.groups[g].continuous else int(action)
+            action_dict[agent] = action.astype(np.float32) if self.groups[g].continuous else int(action) + self._start.get(agent, 0)
         obs, rewards, terms, truncs, _ = self._call("step", action_dict)
         self._step += 1
         self._check_known(obs, rewards, terms, truncs, self.env.agents)

@@ -49,8 +49,9 @@ def _named_env(value: Any) -> Any:
         settings = {**value.get("settings", {}), "env_id": name}
         return {**value, "name": "gym", "settings": settings}
     raise ValueError(
-        f"unknown env {name!r}: use a built-in ({', '.join(ENVS)}), a PettingZoo Parallel env's module "
-        f"path (pettingzoo.sisl.multiwalker_v9, mpe2.simple_spread_v3) or a Gymnasium id (Pendulum-v1; multi-agent: Foraging-8x8-2p-2f-v3, rware-tiny-2ag-v2)"
+        f"unknown env {name!r}: use a built-in ({', '.join(ENVS)}; user: the env_factory given to train in Python), a PettingZoo "
+        f"Parallel env's module path, a package and its module (pettingzoo.sisl.multiwalker_v9, mpe2.simple_spread_v3) or a Gymnasium id "
+        f"(Pendulum-v1; multi-agent: Foraging-8x8-2p-2f-v3, rware-tiny-2ag-v2)"
     )
 
 

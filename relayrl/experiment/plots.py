@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from relayrl.core.errors import RelayRLError
 from relayrl.experiment.metrics import read_metrics
 
 
@@ -97,7 +98,7 @@ def plot_runs(
             raise FileNotFoundError(f"no metrics.csv under {experiment}")
         steps, mean, std, count = aggregate(runs, key, bin_size)
         if not len(steps):
-            raise ValueError(f"no {key!r} values in {experiment}: pick a column of its metrics.csv")
+            raise RelayRLError(f"no {key!r} values in {experiment}: pick a column of its metrics.csv")
         if alpha is not None:
             mean, std = smooth(mean, alpha), smooth(std, alpha)
         # <preset>-<hash>/<seed>/ or <preset>-<hash>/: label by the preset

@@ -143,3 +143,24 @@ def test_vector_env_state_round_trip():
         np.testing.assert_array_equal(x, y)
     assert episodes.lengths and venv.drain_episodes().lengths == episodes.lengths
     assert SyncVectorEnv(make_env_factory("pursuit-pz", {"max_cycles": 30}), 1).get_state() is None
+
+def test_user_spaces_discrete_start_unbounded_box_and_a_wrong_observation_shape():
+    """Discrete(n, start) actions reach the env as start..start+n-1 (a run trains on them and
+    learns the rewarded one); Box actions without finite bounds are refused before
+    training; an observation of another shape than its space names the agent and both."""
+    from relayrl.core.errors import ConfigError, EnvError
+    from relayrl.experiment import build_config, build_run
+
+    def config(**settings):
+        return build_config({"preset": "spaces", "env": {"name": "testenvs.spaces", "settings": settings, "num_envs": 2}, "total_steps": 600,
+                             "report_interval": 600, "eval": {"interval": 600, "episodes": 2}, "model": {"hiddens": [16], "head_hidden": 16},
+                             "dqn": {"learning_starts": 100, "buffer_size": 600, "batch_size": 8, "epsilon_steps": 300, "lr": 3e-3}})
+
+    run = build_run(config(), None, verbose=False)
+    rows = run.train()
+    run.close()
+    assert rows[-1]["eval_reward_mean"] == 2 * 10  # both agents take the env's action 1 at every step
+    with pytest.raises(ConfigError, match=r"relayrl needs finite bounds on Box actions .* give the action space the range the env accepts"):
+        build_run(config(actions="unbounded"), None, verbose=False)
+    with pytest.raises(EnvError, match=r"agent 'agent_0''s observation has shape \(5,\), its observation_space \(4,\)"):
+        build_run(config(wrong_obs=True), None, verbose=False).train()

@@ -49,9 +49,13 @@ def config_dict(source: str) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file {source} does not exist (a preset name has no .yaml suffix: relayrl list shows them)")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        with path.open() as handle:  # the error names the file
+            data = yaml.safe_load(handle)
     except yaml.YAMLError as error:
         raise ConfigError(f"{source} is not valid YAML: {error}") from None
+    if data is None or data == {}:
+        raise ConfigError(f"{source} holds no config keys: give at least the env and a learner section (env:, dqn:, ...), "
+                          "or train a preset by name (relayrl list shows them)")
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must hold a mapping of config keys (env:, dqn:, sharing:, ...), not a {type(data).__name__}")
     return {"preset": path.stem, **data}  # validated once the command line's overrides are applied

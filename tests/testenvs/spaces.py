@@ -1,0 +1,47 @@
+"""A PettingZoo Parallel env with the spaces users write: ``Discrete(3, start=1)`` actions
+(an action outside 1..3 is an error; reward 1 for action 1), or Box actions without bounds
+(``actions="unbounded"``), and with ``wrong_obs`` observations one number longer than its
+observation space says. Loaded by module path as ``testenvs.spaces``."""
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+
+class SpacesEnv(ParallelEnv):
+    metadata = {"name": "spaces_v0"}
+
+    def __init__(self, actions: str = "start", wrong_obs: bool = False, max_cycles: int = 10) -> None:
+        self.possible_agents = ["agent_0", "agent_1"]
+        self.actions, self.wrong_obs, self.max_cycles = actions, wrong_obs, max_cycles
+
+    def observation_space(self, agent):
+        return spaces.Box(-1, 1, (4,), np.float32)
+
+    def action_space(self, agent):
+        return spaces.Discrete(3, start=1) if self.actions == "start" else spaces.Box(-np.inf, np.inf, (2,), np.float32)
+
+    def _obs(self):
+        return {a: np.full(5 if self.wrong_obs else 4, self.t / self.max_cycles, np.float32) for a in self.agents}
+
+    def reset(self, seed=None, options=None):
+        self.agents, self.t = list(self.possible_agents), 0
+        return self._obs(), {a: {} for a in self.agents}
+
+    def step(self, actions):
+        if self.actions == "start":
+            for agent, action in actions.items():
+                if not 1 <= action <= 3:
+                    raise ValueError(f"{agent} took action {action}; Discrete(3, start=1) has 1, 2 and 3")
+        rewards = {a: float(actions[a] == 1) if self.actions == "start" else 0.0 for a in self.agents}
+        self.t += 1
+        obs = self._obs()
+        truncs = {a: self.t >= self.max_cycles for a in self.agents}
+        infos = {a: {} for a in self.agents}
+        if self.t >= self.max_cycles:
+            self.agents = []
+        return obs, rewards, {a: False for a in truncs}, truncs, infos
+
+
+def parallel_env(**kwargs) -> SpacesEnv:
+    return SpacesEnv(**kwargs)
