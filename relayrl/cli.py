@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -30,6 +31,9 @@ def _config_from(preset: str, overrides: list[str], seed: int | None) -> RunConf
 
     data = apply_overrides(config_dict(preset), overrides)
     if seed is not None:
+        given = [o for o in overrides if o.split("=", 1)[0] == "seed"]
+        if given and data.get("seed") != seed:
+            raise RelayRLError(f"the seed is given twice, as {given[-1]} and as --seed {seed}: give one of them")
         data["seed"] = seed
     return build_config(data)
 
@@ -63,7 +67,8 @@ def _train(config: RunConfig, run_dir: Path) -> None:
     RunLock(run_dir).check()
     checkpoints = list_checkpoints(run_dir / "checkpoints")
     if checkpoints and checkpoint_steps(checkpoints[-1]) >= config.total_steps:
-        print(f"{run_dir} is already complete ({config.total_steps:,} env steps); nothing to do")
+        reached = checkpoint_steps(checkpoints[-1])
+        print(f"{run_dir} is already complete: its checkpoint is at {reached:,} env steps, total_steps={config.total_steps:,}; nothing to do")
         return
     print(f"resuming {run_dir} from {checkpoints[-1].name}" if checkpoints else f"training {config.preset} seed {config.seed} -> {run_dir}")
     run = build_run(config, run_dir)
@@ -401,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     except RelayRLError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of a pipe stopped early (relayrl show ... | head): nothing is wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that Python's exit flush does not fail again
+        return 0
     except OSError as error:  # the file system refused: a path on the command line, a full disk
         where = f": {error.filename}" if error.filename else ""
         print(f"error: {error.strerror or error}{where} (check the paths given and the free disk space)", file=sys.stderr)

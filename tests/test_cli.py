@@ -187,3 +187,12 @@ def test_list_and_show_do_not_import_torch(command):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_a_seed_given_twice_is_refused_and_a_closed_pipe_is_not_an_error(capsys):
+    assert main(["show", "pursuit-ddqn", "seed=3", "--seed", "1"]) == 2
+    assert "the seed is given twice, as seed=3 and as --seed 1: give one of them" in capsys.readouterr().err
+    assert main(["show", "pursuit-ddqn", "seed=1", "--seed", "1"]) == 0
+    piped = f"{sys.executable} -m relayrl.cli show pursuit-ddqn | head -1; exit ${{PIPESTATUS[0]}}"  # show writes past what head reads
+    shown = subprocess.run(["bash", "-c", piped], capture_output=True, text=True, timeout=120)
+    assert (shown.returncode, shown.stdout, shown.stderr) == (0, "preset: pursuit-ddqn\n", "")

@@ -200,7 +200,7 @@ def test_resume_of_a_complete_or_locked_run_says_so_before_building_anything(tmp
 
     _train(_tiny(CORRIDOR, 400), tmp_path)
     assert main(["resume", str(tmp_path)]) == 0
-    assert capsys.readouterr().out.strip() == f"{tmp_path} is already complete (400 env steps); nothing to do"
+    assert capsys.readouterr().out.strip() == f"{tmp_path} is already complete: its checkpoint is at 400 env steps, total_steps=400; nothing to do"
     holder = RunLock(tmp_path)
     holder.acquire()
     try:
