@@ -1,13 +1,16 @@
 """E copies of an environment stepped together, with auto-reset and episode bookkeeping."""
 
 import multiprocessing as mp
+import pickle
+import sys
 import traceback
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from relayrl.core.errors import EnvError
+from relayrl.core.errors import ConfigError, EnvError
 from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.episodes import EpisodeStats, EpisodeTally
@@ -129,6 +132,16 @@ def _worker(conn, factory: EnvFactory, num_envs: int, first: int) -> None:
         conn.close()
 
 
+def _script_hint() -> str:
+    """Why a worker of a user's script may exit at once: worker processes import the script
+    that started them, and one without a main guard starts its run again in each worker."""
+    script = getattr(sys.modules["__main__"], "__file__", None)
+    if script is None or Path(script).resolve().is_relative_to(Path(__file__).resolve().parents[1]):
+        return ""
+    return (f". Worker processes import {Path(script).name}: if it starts the run at import, put that under "
+            "`if __name__ == \"__main__\":` (or set env.vector=sync)")
+
+
 class SubprocVectorEnv:
     """E copies spread over worker processes (each a SyncVectorEnv), for slow envs.
 
@@ -141,6 +154,13 @@ class SubprocVectorEnv:
         self.num_envs = num_envs
         num_workers = max(1, min(num_workers, num_envs))
         self._sizes = [len(c) for c in np.array_split(np.arange(num_envs), num_workers)]
+        try:  # the workers receive the factory by pickle: say so before they fail to start
+            pickle.dumps(factory)
+        except (pickle.PicklingError, AttributeError, TypeError) as error:
+            raise ConfigError(
+                f"env.vector=subproc sends the env's factory to worker processes, and it does not pickle ({error}): make the "
+                "function that builds the env a module-level function (not a lambda or a function defined inside another), or set env.vector=sync"
+            ) from None
         ctx = mp.get_context("spawn")
         self._conns, self._procs = [], []
         for size, offset in zip(self._sizes, np.cumsum([0, *self._sizes[:-1]])):
@@ -161,7 +181,7 @@ class SubprocVectorEnv:
                 status, value = conn.recv()
             except (EOFError, ConnectionResetError):
                 proc.join(timeout=5)
-                failures.append(f"env worker {k} (pid {proc.pid}) exited during {command} with code {proc.exitcode}")
+                failures.append(f"env worker {k} (pid {proc.pid}) exited during {command} with code {proc.exitcode}{_script_hint()}")
                 continue
             if status == "error":
                 failures.append(f"env worker {k} raised during {command}:\n{value.rstrip()}")

@@ -25,7 +25,7 @@ from relayrl.arena.round import RoundSchedule
 from relayrl.arena.schemes import SCHEMES
 from relayrl.core.device import configure_threads, resolve_device
 from relayrl.core.memory import keep_freed_memory
-from relayrl.core.errors import CheckpointError, ConfigError
+from relayrl.core.errors import CheckpointError, ConfigError, RelayRLError
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.resources import available_memory, human_bytes, physical_memory
 from relayrl.core.seeding import derive_seeds
@@ -69,6 +69,8 @@ class Venues:
         factory = replace(self.factory, with_state=reads_state) if self.factory else make_env_factory(section.name, section.env_settings(), reads_state)
         try:
             return factory, make_vector_env(factory, section.num_envs, section.vector)
+        except RelayRLError:  # relayrl's own refusals say what is wrong
+            raise
         except (TypeError, ValueError) as error:  # settings the environment itself refuses
             where = f"rounds[{index}].env" if self.config.rounds and self.config.rounds[index].env else "env.settings"
             raise ConfigError(f"{section.name} could not be built from {where}: {type(error).__name__}: {error}") from None

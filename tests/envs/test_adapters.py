@@ -164,3 +164,25 @@ def test_user_spaces_discrete_start_unbounded_box_and_a_wrong_observation_shape(
         build_run(config(actions="unbounded"), None, verbose=False)
     with pytest.raises(EnvError, match=r"agent 'agent_0''s observation has shape \(5,\), its observation_space \(4,\)"):
         build_run(config(wrong_obs=True), None, verbose=False).train()
+
+
+def test_subprocess_copies_say_why_their_workers_cannot_start(tmp_path):
+    """A factory that does not pickle is refused before any worker starts; a script that
+    starts its run at import (no main guard) hears why its workers exited."""
+    import subprocess
+    import sys
+
+    from relayrl.core.errors import ConfigError
+    from relayrl.envs import EnvFactory
+
+    with pytest.raises(ConfigError, match=r"env.vector=subproc sends the env's factory to worker processes, and it does not pickle .* "
+                                          r"make the function that builds the env a module-level function"):
+        SubprocVectorEnv(EnvFactory(lambda: CorridorEnv(n_agents=2), {}), 2)
+    script = tmp_path / "unguarded.py"
+    script.write_text("from relayrl.experiment import build_config, build_run\n"
+                      "config = build_config({'preset': 'u', 'env': {'name': 'corridor', 'num_envs': 2, 'vector': 'subproc'}, 'total_steps': 20})\n"
+                      "build_run(config, None, verbose=False).train()\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 1
+    assert ("exited during reset_with_seeds with code 1. Worker processes import unguarded.py: if it starts the run at import, "
+            "put that under `if __name__ == \"__main__\":`") in done.stderr
