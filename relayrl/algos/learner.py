@@ -204,7 +204,8 @@ def load_policy_state(algorithm: Any, param_sharing: bool, algo: str, state: dic
     try:
         algorithm.load_policy_state(state["networks"])
     except (RuntimeError, KeyError) as error:
-        message = str(error).splitlines()[0][:300]  # torch lists every tensor that differs
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        message = " ".join(lines[:3])[:400]  # torch's first line is a title; the next name what differs, every tensor of it
         raise CheckpointError(f"{source}: {who}'s networks do not fit this run's model ({message})") from None
 
 

@@ -235,6 +235,10 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
     for group in first.venv.groups:
         if group.flattened and verbose:
             print(f"note: {group.name}'s observations {group.flattened} are flattened to {group.obs_shape} (the networks take images HxWxC or flat vectors)")
+        if len(group.obs_shape) == 3 and group.obs_shape[0] <= 4 < group.obs_shape[2] and verbose:  # few rows, many channels: likely CxHxW
+            height, width, channels = group.obs_shape
+            print(f"note: {group.name}'s observations {group.obs_shape} are read as images of {height}x{width} with {channels} channels "
+                  "(height x width x channels): if the env puts channels first, transpose its observations")
     check_memory(config, specs, configs, verbose)
     saved = SavedPolicies(run_dir.parent.parent if run_dir is not None else None)
     # what the DQN builds its networks from; where an annealed learning rate reaches 0

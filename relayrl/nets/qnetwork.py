@@ -43,7 +43,8 @@ class QNetwork(nn.Module):
                 raise ConfigError(
                     f"model.kernel_size={kernel_size} with {len(conv_channels)} unpadded convolutions leaves nothing of "
                     f"the {self.obs_shape[0]}x{self.obs_shape[1]} observations: use model.kernel_size <= {largest} "
-                    f"or fewer model.conv_channels"
+                    f"or fewer model.conv_channels (images are read as height x width x channels: {self.obs_shape} has "
+                    f"{self.obs_shape[2]} channels; an env whose images put channels first needs them transposed)"
                 )
             features = height * width * channels
         elif len(self.obs_shape) == 1:

@@ -260,3 +260,11 @@ def test_a_frozen_policy_of_more_agents_drives_fewer_entities_where_well_defined
         run.close()
         with pytest.raises(CheckpointError, match=r"'runner' has parameter sets for agents 0 to 2; its agents key names 3"):
             build_run(build_config(_config(env=fewer, dqn=dqn, policies={"runner": {**chosen, "agents": [3, 0]}, "walker": {}})), None, verbose=False)
+
+
+def test_a_frozen_policy_whose_networks_do_not_fit_names_what_differs(tmp_path):
+    _pretrain(tmp_path)
+    config = build_config(_config(model={"hiddens": [32], "head_hidden": 16},
+                                  policies={"walker": {"kind": "frozen", "checkpoint": str(tmp_path / "pretrain")}}))
+    with pytest.raises(CheckpointError, match=r"networks do not fit this run's model \(Error\(s\) in loading state_dict for .*: size mismatch for fcs.0.weight: copying a param with shape torch.Size\(\[2, 4, 16\]\) from checkpoint"):
+        build_run(config, None, verbose=False)

@@ -186,3 +186,17 @@ def test_subprocess_copies_say_why_their_workers_cannot_start(tmp_path):
     assert done.returncode == 1
     assert ("exited during reset_with_seeds with code 1. Worker processes import unguarded.py: if it starts the run at import, "
             "put that under `if __name__ == \"__main__\":`") in done.stderr
+
+
+def test_images_are_read_height_width_channels_and_a_channels_first_shape_is_named(capsys):
+    from relayrl.core.errors import ConfigError
+    from relayrl.experiment import build_config, build_run
+
+    def config(shape):
+        return build_config({"preset": "images", "env": {"name": "testenvs.spaces", "settings": {"obs_shape": shape}}, "total_steps": 20, "eval": {"interval": 0}})
+
+    build_run(config([4, 16, 16]), None, verbose=True).close()
+    assert ("note: agent's observations (4, 16, 16) are read as images of 4x16 with 16 channels (height x width x channels): "
+            "if the env puts channels first, transpose its observations") in capsys.readouterr().out
+    with pytest.raises(ConfigError, match=r"images are read as height x width x channels: \(3, 16, 16\) has 16 channels; an env whose images put channels first needs them transposed"):
+        build_run(config([3, 16, 16]), None, verbose=False)

@@ -1,7 +1,8 @@
 """A PettingZoo Parallel env with the spaces users write: ``Discrete(3, start=1)`` actions
 (an action outside 1..3 is an error; reward 1 for action 1), or Box actions without bounds
-(``actions="unbounded"``), and with ``wrong_obs`` observations one number longer than its
-observation space says. Loaded by module path as ``testenvs.spaces``."""
+(``actions="unbounded"``), observations of ``obs_shape`` (zeros but for the first number), and
+with ``wrong_obs`` observations one number longer than its observation space says. Loaded
+by module path as ``testenvs.spaces``."""
 
 import numpy as np
 from gymnasium import spaces
@@ -11,18 +12,22 @@ from pettingzoo import ParallelEnv
 class SpacesEnv(ParallelEnv):
     metadata = {"name": "spaces_v0"}
 
-    def __init__(self, actions: str = "start", wrong_obs: bool = False, max_cycles: int = 10) -> None:
+    def __init__(self, actions: str = "start", wrong_obs: bool = False, max_cycles: int = 10, obs_shape: tuple[int, ...] = (4,)) -> None:
         self.possible_agents = ["agent_0", "agent_1"]
-        self.actions, self.wrong_obs, self.max_cycles = actions, wrong_obs, max_cycles
+        self.actions, self.wrong_obs, self.max_cycles, self.obs_shape = actions, wrong_obs, max_cycles, tuple(obs_shape)
 
     def observation_space(self, agent):
-        return spaces.Box(-1, 1, (4,), np.float32)
+        return spaces.Box(-1, 1, self.obs_shape, np.float32)
 
     def action_space(self, agent):
         return spaces.Discrete(3, start=1) if self.actions == "start" else spaces.Box(-np.inf, np.inf, (2,), np.float32)
 
     def _obs(self):
-        return {a: np.full(5 if self.wrong_obs else 4, self.t / self.max_cycles, np.float32) for a in self.agents}
+        if self.wrong_obs:
+            return {a: np.zeros(np.prod(self.obs_shape) + 1, np.float32) for a in self.agents}
+        obs = np.zeros(self.obs_shape, np.float32)
+        obs.flat[0] = self.t / self.max_cycles
+        return {a: obs.copy() for a in self.agents}
 
     def reset(self, seed=None, options=None):
         self.agents, self.t = list(self.possible_agents), 0
