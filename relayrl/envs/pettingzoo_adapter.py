@@ -1,6 +1,7 @@
 """PettingZoo Parallel API -> arrays with an agent axis, per agent group."""
 
 import traceback
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,7 @@ class ParallelEnvAdapter:
         # a Discrete(n, start) agent's choices 0..n-1 are start..start+n-1 to the env
         self._start = {a: int(s.start) for a in env.possible_agents if isinstance(s := env.action_space(a), spaces.Discrete) and s.start != 0}
         self._finished: dict[str, int] = {}  # agents whose episode ended, and at which step
+        self._warned_masks = False
         self._step = 0
 
     def _name(self) -> str:
@@ -163,10 +165,20 @@ class ParallelEnvAdapter:
     def reset(self, seed: int | None = None) -> list[GroupObs]:
         """Per group what its entities act on first: ``obs [N, ...]``, ``alive [N]``, and the
         state and action masks where the env gives them."""
-        obs, _ = self._call("reset", seed=seed)
+        obs, infos = self._call("reset", seed=seed)
         self._finished, self._step = {}, 0
+        if not self._warned_masks and isinstance(infos, dict):
+            self._warn_unread_masks(infos)
         self._check_known(obs, self.env.agents)
         return self._observed(obs)
+
+    def _warn_unread_masks(self, infos: dict[str, Any]) -> None:
+        """Once: an env that gives action masks in infos, where relayrl does not read them."""
+        unread = [a for a, info in infos.items() if a in self._slot and isinstance(info, dict) and "action_mask" in info and not self.masked[self._slot[a][0]]]
+        if unread:
+            self._warned_masks = True
+            warnings.warn(f"{self._name()} gives action_mask in infos (agents {unread[:3]}), which relayrl does not read: it reads masks from Dict "
+                          "observations of 'observation' and 'action_mask' (PettingZoo's convention); its agents act on every action", stacklevel=3)
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], bool]:
         """Steps the agents present now with ``actions[g][i]``; returns per-group steps and

@@ -200,3 +200,18 @@ def test_images_are_read_height_width_channels_and_a_channels_first_shape_is_nam
             "if the env puts channels first, transpose its observations") in capsys.readouterr().out
     with pytest.raises(ConfigError, match=r"images are read as height x width x channels: \(3, 16, 16\) has 16 channels; an env whose images put channels first needs them transposed"):
         build_run(config([3, 16, 16]), None, verbose=False)
+
+
+def test_action_masks_in_infos_are_named_once_as_unread():
+    from testenvs.spaces import SpacesEnv
+
+    adapter = ParallelEnvAdapter(SpacesEnv(mask_in_infos=True))
+    with pytest.warns(UserWarning, match=r"SpacesEnv gives action_mask in infos \(agents \['agent_0', 'agent_1'\]\), which relayrl does not read: "
+                                         r"it reads masks from Dict observations"):
+        adapter.reset(seed=0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        adapter.reset(seed=1)  # once per env
+        ParallelEnvAdapter(SpacesEnv()).reset(seed=0)

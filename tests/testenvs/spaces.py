@@ -1,8 +1,8 @@
 """A PettingZoo Parallel env with the spaces users write: ``Discrete(3, start=1)`` actions
 (an action outside 1..3 is an error; reward 1 for action 1), or Box actions without bounds
 (``actions="unbounded"``), observations of ``obs_shape`` (zeros but for the first number), and
-with ``wrong_obs`` observations one number longer than its observation space says. Loaded
-by module path as ``testenvs.spaces``."""
+with ``wrong_obs`` observations one number longer than its observation space says; with
+``mask_in_infos`` action masks in its infos. Loaded by module path as ``testenvs.spaces``."""
 
 import numpy as np
 from gymnasium import spaces
@@ -12,9 +12,11 @@ from pettingzoo import ParallelEnv
 class SpacesEnv(ParallelEnv):
     metadata = {"name": "spaces_v0"}
 
-    def __init__(self, actions: str = "start", wrong_obs: bool = False, max_cycles: int = 10, obs_shape: tuple[int, ...] = (4,)) -> None:
+    def __init__(self, actions: str = "start", wrong_obs: bool = False, max_cycles: int = 10, obs_shape: tuple[int, ...] = (4,),
+                 mask_in_infos: bool = False) -> None:
         self.possible_agents = ["agent_0", "agent_1"]
         self.actions, self.wrong_obs, self.max_cycles, self.obs_shape = actions, wrong_obs, max_cycles, tuple(obs_shape)
+        self.mask_in_infos = mask_in_infos
 
     def observation_space(self, agent):
         return spaces.Box(-1, 1, self.obs_shape, np.float32)
@@ -31,7 +33,7 @@ class SpacesEnv(ParallelEnv):
 
     def reset(self, seed=None, options=None):
         self.agents, self.t = list(self.possible_agents), 0
-        return self._obs(), {a: {} for a in self.agents}
+        return self._obs(), {a: {"action_mask": np.ones(3, np.int8)} if self.mask_in_infos else {} for a in self.agents}
 
     def step(self, actions):
         if self.actions == "start":
