@@ -3,7 +3,7 @@
 its action spaces) is checked once it is built: a learner that cannot act on its actions
 is refused then, before training."""
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -15,7 +15,7 @@ from relayrl.envs.section import EnvSection
 class UserSection(EnvSection):
     name: Literal["user"] = "user"
     settings: dict[str, Any] = Field(default_factory=dict, description="unused: the env_factory carries its own settings")
-    actions = "any"
+    actions: ClassVar[str] = "any"
 
     def group_names(self) -> None:
         return None
