@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from relayrl.core.errors import RelayRLError
 from relayrl.experiment.plots import aggregate, plot_runs, seeds_label
 
 
@@ -39,5 +40,5 @@ def test_plot_runs_draws_unequal_seeds(tmp_path):
         (experiment / str(seed) / "metrics.csv").write_text("\n".join(lines) + "\n")
     out = plot_runs([experiment], tmp_path / "curve.png", key="eval_reward_mean", alpha=None)
     assert out.stat().st_size > 0
-    with pytest.raises(ValueError, match="no 'missing' values"):
+    with pytest.raises(RelayRLError, match="no 'missing' values"):
         plot_runs([experiment], tmp_path / "none.png", key="missing")
