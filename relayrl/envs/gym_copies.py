@@ -23,6 +23,7 @@ from pydantic import Field, model_validator
 from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.episodes import EpisodeStats, EpisodeTally
+from relayrl.envs.pettingzoo_adapter import check_finite_bounds
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
 from relayrl.envs.types import GroupObs, GroupStep
@@ -36,9 +37,7 @@ def _spec(env: gym.Env, n_agents: int, name: str) -> GroupSpec:
     if isinstance(act_space, spaces.Discrete):
         return GroupSpec(name, ids, tuple(obs_space.shape), np.dtype(np.float32), int(act_space.n))
     if isinstance(act_space, spaces.Box):
-        if not (np.isfinite(act_space.low).all() and np.isfinite(act_space.high).all()):
-            raise TypeError(f"relayrl needs finite bounds on Box actions (its learners act within them), got {act_space}: "
-                            "give the action space the range the env accepts")
+        check_finite_bounds(act_space)
         low, high = (tuple(float(v) for v in bound.reshape(-1)) for bound in (act_space.low, act_space.high))
         return GroupSpec(name, ids, tuple(obs_space.shape), np.dtype(np.float32), 0, tuple(act_space.shape), low, high)
     raise TypeError(f"K-copies envs need Discrete or Box actions, got {act_space}")

@@ -28,6 +28,13 @@ def _acting_space(agent: str, space: spaces.Space) -> tuple[spaces.Box, bool]:
     return space, masked
 
 
+def check_finite_bounds(space: spaces.Box, who: str = "") -> None:
+    """Box actions need finite bounds: relayrl's learners act within them."""
+    if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
+        raise TypeError(f"{who}relayrl needs finite bounds on Box actions (its learners act within them), got {space}: "
+                        "give the action space the range the env accepts")
+
+
 def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tuple[GroupSpec, ...], tuple[bool, ...]]:
     """Agents with the same name prefix (``red`` of ``red_0``: a team) and equal observation
     and action spaces form a group, in ``possible_agents`` order. Actions are Discrete
@@ -39,9 +46,8 @@ def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tup
         act_space = env.action_space(agent)
         if not isinstance(act_space, (spaces.Discrete, spaces.Box)) or (masked and not isinstance(act_space, spaces.Discrete)):
             raise TypeError(f"agent {agent!r}: relayrl needs Discrete or Box actions (masks for Discrete ones), got {act_space}")
-        if isinstance(act_space, spaces.Box) and not (np.isfinite(act_space.low).all() and np.isfinite(act_space.high).all()):
-            raise TypeError(f"agent {agent!r}: relayrl needs finite bounds on Box actions (its learners act within them), got {act_space}: "
-                            "give the action space the range the env accepts")
+        if isinstance(act_space, spaces.Box):
+            check_finite_bounds(act_space, f"agent {agent!r}: ")
         prefix = agent.rsplit("_", 1)[0] if "_" in agent else agent
         if isinstance(act_space, spaces.Discrete):
             actions: tuple = (int(act_space.n),)
