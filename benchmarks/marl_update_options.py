@@ -8,11 +8,14 @@ cannot resolve a 10-20% change): CPU time per call, the median of 15 rounds of 1
 - ``mixer``: QMIX's mixer with its two per-row products as multiply-and-sum instead of
   batched matmuls of 1-row matrices (rounding differs in the last bits).
 - ``threads``: one update of the whole learner with torch's 1 and 2 intra-op threads.
+- ``native``: MAPPO's whole loop (rollouts and updates) with the sequence node's loops over
+  time in C++ (``relayrl.nets.native``, the default where a compiler is present) and in
+  Python (``RELAYRL_NATIVE=0``): the same values, two runs of one seed in alternation.
 - ``gru``: the recurrence forward + backward in one autograd node with its
-  backpropagation written out (``GRUSequence``, what the policy-gradient nets use) against
-  torch's fused GRU in pieces between episode starts (what QMIX's agents use), at MAPPO's
-  chunks (12 and 4 rows of 128 steps, GRU 128, episodes of 25 steps) and at QMIX's batch
-  (96 rows of 26 steps, GRU 64).
+  backpropagation written out (``GRUSequence``, what the policy-gradient nets use; its
+  loops in Python and in C++) against torch's fused GRU in pieces between episode starts
+  (what QMIX's agents use), at MAPPO's chunks (12 and 4 rows of 128 steps, GRU 128,
+  episodes of 25 steps) and at QMIX's batch (96 rows of 26 steps, GRU 64).
 - ``update``: QMIX's whole loss (``ValueDecomposition.losses``) under ``torch.compile``
   in the learner's update, against the eager update; the compile time apart. Also with
   inductor's C++ wrapper (``cpp_wrapper``: the compiled graph's kernel calls made from C++
@@ -25,11 +28,12 @@ cannot resolve a 10-20% change): CPU time per call, the median of 15 rounds of 1
 - ``step``: one GRU step's gate arithmetic compiled on its own against eager: the cost of a
   compiled call at this size.
 
-    python benchmarks/marl_update_options.py [--only compile,mixer,threads,gru,update,act,pair,step]
+    python benchmarks/marl_update_options.py [--only native,compile,mixer,threads,gru,update,act,pair,step]
 """
 
 import argparse
 import copy
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -204,13 +208,56 @@ def gru_case() -> str:
             states = torch.cat([fused_unroll(cell, x[lo : lo + episode], h[0]) for lo in range(0, steps, episode)])
             (states.unsqueeze(0) * w).sum().backward()
 
-        def sequence() -> None:
-            projected = cell.inputs(x.reshape(1, steps * rows, -1)).reshape(1, steps, rows, -1)
-            (cell.unroll(projected, h, keep=~begins) * w).sum().backward()
+        def sequence(loops: str) -> Callable[[], None]:
+            def call() -> None:
+                os.environ["RELAYRL_NATIVE"] = loops
+                projected = cell.inputs(x.reshape(1, steps * rows, -1)).reshape(1, steps, rows, -1)
+                (cell.unroll(projected, h, keep=~begins) * w).sum().backward()
 
-        ms = interleaved({"fused": fused, "sequence": sequence}, per_round=5)
-        lines.append(f"{rows} rows x {steps} steps, GRU {hidden}: fused {ms['fused']:.1f} ms, sequence node {ms['sequence']:.1f} ms ({ms['fused'] / ms['sequence']:.2f}x)")
+            return call
+
+        ms = interleaved({"fused": fused, "python": sequence("0"), "cpp": sequence("1")}, per_round=5)
+        lines.append(
+            f"{rows} rows x {steps} steps, GRU {hidden}: fused {ms['fused']:.1f} ms, sequence node with Python loops {ms['python']:.1f} ms "
+            f"({ms['fused'] / ms['python']:.2f}x), with C++ loops {ms['cpp']:.1f} ms ({ms['fused'] / ms['cpp']:.2f}x; {ms['python'] / ms['cpp']:.2f}x the Python loops)"
+        )
+    os.environ.pop("RELAYRL_NATIVE")
     return "GRU forward+backward: " + "; ".join(lines)
+
+
+def native_case() -> str:
+    """MAPPO at JaxMARL's config, whole rollouts (128 steps of 16 copies, then the update of
+    4 epochs x 4 minibatches), with the sequence node's C++ loops and with its Python loops:
+    two runs of the same seed trained in alternation, a rollout each per turn."""
+    from relayrl.experiment import build_config, build_run
+    from relayrl.experiment.presets import preset_dict
+
+    config = preset_dict("spread-mappo-jaxmarl")
+    config.update({"preset": "options", "report_interval": 10**9, "eval": {"interval": 0}, "checkpoint_interval": 10**9})
+    runs = {loops: build_run(build_config(config), None, verbose=False) for loops in ("0", "1")}
+    try:
+        for run in runs.values():
+            run.start()
+
+        def rollout(loops: str) -> Callable[[], None]:
+            def call() -> None:
+                os.environ["RELAYRL_NATIVE"] = loops
+                run, before = runs[loops], runs[loops].updates
+                while runs[loops].updates == before:
+                    run.iteration()
+
+            return call
+
+        for loops in runs:
+            rollout(loops)()  # the first update: buffers and the optimiser's state
+        ms = interleaved({"python": rollout("0"), "cpp": rollout("1")}, rounds=7, per_round=1)
+    finally:
+        os.environ.pop("RELAYRL_NATIVE", None)
+        for run in runs.values():
+            run.close()
+    steps = 16 * 128
+    return (f"MAPPO at JaxMARL's config, one rollout and its update: Python loops {ms['python']:.0f} ms ({steps / ms['python'] * 1000:.0f} env steps/s), "
+            f"C++ loops {ms['cpp']:.0f} ms ({steps / ms['cpp'] * 1000:.0f} env steps/s): {ms['python'] / ms['cpp']:.2f}x")
 
 
 def pair_case() -> str:
@@ -258,7 +305,7 @@ def step_case() -> str:
     return f"one GRU step's gates (12 rows, GRU 128): eager {us['eager']:.0f} us, compiled {us['compiled']:.0f} us ({us['eager'] / us['compiled']:.2f}x)"
 
 
-CASES = {"compile": compile_case, "mixer": mixer_case, "threads": threads_case, "gru": gru_case, "update": update_case, "act": act_case, "pair": pair_case, "step": step_case}
+CASES = {"native": native_case, "compile": compile_case, "mixer": mixer_case, "threads": threads_case, "gru": gru_case, "update": update_case, "act": act_case, "pair": pair_case, "step": step_case}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

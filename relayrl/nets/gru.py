@@ -7,9 +7,12 @@ decomposition learners: a linear layer with ReLU, the GRU cell, and a linear hea
 action values. Inputs ``[P, B, in]``, hidden states ``[P, B, hidden]``.
 """
 
+from typing import Any
+
 import torch
 from torch import nn
 
+from relayrl.nets import native
 from relayrl.nets.stacked import StackedLinear
 
 
@@ -48,15 +51,16 @@ class StackedGRUCell(nn.Module):
 
 class GRUSequence(torch.autograd.Function):
     """The GRU recurrence over a whole sequence as one autograd node, with its
-    backpropagation through time written out: per step 9 tensor operations forward and 7
-    backward (one batched matmul each way), where the autograd graph of T cell steps
-    records and replays about 30. Every coefficient of the backward pass that does not
-    depend on the incoming gradient is computed for all steps at once. The forward values
+    backpropagation through time written out: per step one batched matmul each way and the
+    gates' arithmetic, where the autograd graph of T cell steps records and replays about
+    30 operations. The weight's gradient is one product over all steps. The forward values
     are torch's GRU's (same operations in the same order); gradients differ from autograd's
-    only in the order of summation. It pays where sequences are long and rows few, as in
-    the policy-gradient learners' chunks (12 rows of 128 steps, GRU 128: 1.28x torch's
-    fused GRU forward + backward here, 1.8x at 4 rows); at QMIX's 96 rows of 26 steps it
-    ran 0.8x, so QMIX's agents keep ``fused_unroll`` (docs/results/benchmarks_marl.md).
+    only in the order of summation. The loops over time run in C++ where a compiler is
+    present (``relayrl.nets.native``: the same operations, the same values to the last bit;
+    1.4-2.3x the Python loops here), else in Python. It pays where sequences are long and
+    rows few, as in the policy-gradient learners' chunks (12 rows of 128 steps, GRU 128);
+    QMIX's agents keep ``fused_unroll``, whose gradients round differently
+    (docs/results/benchmarks_marl.md).
 
     Inputs (time-major): ``projected [T, P, B, 3H]`` (x W + b), ``h0 [P, B, H]``, the hidden
     layer's ``weight [P, H, 3H]`` and ``bias [P, 1, 3H]``, ``keep [T, P, B, 1]`` (bool, or
@@ -64,64 +68,89 @@ class GRUSequence(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, projected, h0, weight, bias, keep):  # type: ignore[override]
-        hidden = h0.shape[-1]
-        keep_f = None if keep is None else keep.to(projected.dtype)
-        states = projected.new_empty(*projected.shape[:-1], hidden)
-        gates = projected.new_empty(*projected.shape[:-1], 2 * hidden)  # r, z
-        hidden_proj = torch.empty_like(projected)  # h U + c
-        news = torch.empty_like(states)
-        # every step's views, made once (indexing inside the loop costs more than the math)
-        x_rz, x_n = projected[..., : 2 * hidden].unbind(0), projected[..., 2 * hidden :].unbind(0)
-        hp_all, hp_rz, hp_n = hidden_proj.unbind(0), hidden_proj[..., : 2 * hidden].unbind(0), hidden_proj[..., 2 * hidden :].unbind(0)
-        rz_all, r_all, z_all = gates.unbind(0), gates[..., :hidden].unbind(0), gates[..., hidden:].unbind(0)
-        keeps = [None] * len(x_rz) if keep_f is None else keep_f.unbind(0)
-        h = h0
-        for t, (n, out) in enumerate(zip(news.unbind(0), states.unbind(0))):
-            if keeps[t] is not None:
-                h = h * keeps[t]
-            torch.baddbmm(bias, h, weight, out=hp_all[t])
-            torch.add(hp_rz[t], x_rz[t], out=rz_all[t]).sigmoid_()
-            torch.mul(hp_n[t], r_all[t], out=n).add_(x_n[t]).tanh_()
-            h = torch.sub(h, n, out=out).mul_(z_all[t]).add_(n)
-        ctx.save_for_backward(h0, states, gates, hidden_proj, news, weight, keep_f)
+        keep_f = None if keep is None else keep.to(projected.dtype).contiguous()
+        ops = _native(projected)
+        loop = _forward_loop if ops is None else ops.forward
+        states, gates, hidden_proj, news, before = loop(projected.contiguous(), h0.contiguous(), weight, bias, keep_f)
+        ctx.save_for_backward(before, gates, hidden_proj, news, weight, keep_f)
         return states
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, d_states):  # type: ignore[override]
-        h0, states, gates, hidden_proj, news, weight, keep_f = ctx.saved_tensors
-        hidden = states.shape[-1]
-        before = torch.cat([h0.unsqueeze(0), states[:-1]])  # the hidden state each step starts from
-        if keep_f is not None:
-            before = before * keep_f
-        r, z = gates[..., :hidden], gates[..., hidden:]
-        dz_coef = ((before - news) * z * (1 - z)).unbind(0)  # d pre-activation of z per d h'
-        dn_coef = ((1 - z) * (1 - news * news)).unbind(0)  # d pre-activation of n per d h'
-        dr_coef = (hidden_proj[..., 2 * hidden :] * r * (1 - r)).unbind(0)  # d pre-activation of r per d pre-activation of n
-        d_hidden_proj = torch.empty_like(hidden_proj)  # its r and z parts are also the input projection's
-        d_n = torch.empty_like(news)
-        d_hp, d_r, d_z, d_hn = (d_hidden_proj[..., part].unbind(0) for part in (slice(None), slice(0, hidden), slice(hidden, 2 * hidden), slice(2 * hidden, None)))
-        r_all, z_all, d_out = r.unbind(0), z.unbind(0), d_states.unbind(0)
-        keeps = [None] * len(d_out) if keep_f is None else keep_f.unbind(0)
-        weight_t = weight.transpose(1, 2)
-        dh = d_out[-1].clone()
-        for t, dn in reversed(list(enumerate(d_n.unbind(0)))):
-            torch.mul(dh, dn_coef[t], out=dn)
-            torch.mul(dn, dr_coef[t], out=d_r[t])
-            torch.mul(dh, dz_coef[t], out=d_z[t])
-            torch.mul(dn, r_all[t], out=d_hn[t])
-            dh = torch.baddbmm(dh * z_all[t], d_hp[t], weight_t)
-            if keeps[t] is not None:
-                dh.mul_(keeps[t])
-            if t > 0:
-                dh.add_(d_out[t - 1])
-        d_projected = torch.cat([d_hidden_proj[..., : 2 * hidden], d_n], dim=-1)
-        n_sets = weight.shape[0]
+        before, gates, hidden_proj, news, weight, keep_f = ctx.saved_tensors
+        ops = _native(d_states)
+        loop = _backward_loop if ops is None else ops.backward
+        d_projected, d_hidden_proj, dh = loop(d_states.contiguous(), before, gates, hidden_proj, news, weight, keep_f)
+        n_sets, hidden = weight.shape[0], weight.shape[1]
         rows = before.transpose(0, 1).reshape(n_sets, -1, hidden)
         d_weight = torch.bmm(rows.transpose(1, 2), d_hidden_proj.transpose(0, 1).reshape(n_sets, -1, 3 * hidden))
         d_bias = d_hidden_proj.sum(dim=(0, 2)).unsqueeze(1)
         return d_projected, dh, d_weight, d_bias, None
 
+
+def _native(tensor: torch.Tensor) -> Any:
+    """The C++ loops (``relayrl.nets.native``) for float32 CPU tensors, else None."""
+    if tensor.device.type != "cpu" or tensor.dtype != torch.float32:
+        return None
+    return native.gru_ops()
+
+
+def _forward_loop(projected, h0, weight, bias, keep_f):
+    """GRUSequence's forward loop in Python (``gru_sequence.cpp`` runs the same operations)."""
+    hidden = h0.shape[-1]
+    states = projected.new_empty(*projected.shape[:-1], hidden)
+    gates = projected.new_empty(*projected.shape[:-1], 2 * hidden)  # r, z
+    hidden_proj = torch.empty_like(projected)  # h U + c
+    news = torch.empty_like(states)
+    # every step's views, made once (indexing inside the loop costs more than the math)
+    x_rz, x_n = projected[..., : 2 * hidden].unbind(0), projected[..., 2 * hidden :].unbind(0)
+    hp_all, hp_rz, hp_n = hidden_proj.unbind(0), hidden_proj[..., : 2 * hidden].unbind(0), hidden_proj[..., 2 * hidden :].unbind(0)
+    rz_all, r_all, z_all = gates.unbind(0), gates[..., :hidden].unbind(0), gates[..., hidden:].unbind(0)
+    keeps = [None] * len(x_rz) if keep_f is None else keep_f.unbind(0)
+    h = h0
+    for t, (n, out) in enumerate(zip(news.unbind(0), states.unbind(0))):
+        if keeps[t] is not None:
+            h = h * keeps[t]
+        torch.baddbmm(bias, h, weight, out=hp_all[t])
+        torch.add(hp_rz[t], x_rz[t], out=rz_all[t]).sigmoid_()
+        torch.mul(hp_n[t], r_all[t], out=n).add_(x_n[t]).tanh_()
+        h = torch.sub(h, n, out=out).mul_(z_all[t]).add_(n)
+    before = torch.cat([h0.unsqueeze(0), states[:-1]])  # the hidden state each step starts from
+    if keep_f is not None:
+        before = before * keep_f
+    return states, gates, hidden_proj, news, before
+
+
+def _backward_loop(d_states, before, gates, hidden_proj, news, weight, keep_f):
+    """GRUSequence's loop back through time in Python (``gru_sequence.cpp`` runs the same
+    operations): the gradients of the input projection, of the hidden projection and of h0.
+    Every coefficient that does not depend on the incoming gradient is computed for all
+    steps at once."""
+    hidden = d_states.shape[-1]
+    r, z = gates[..., :hidden], gates[..., hidden:]
+    dz_coef = ((before - news) * z * (1 - z)).unbind(0)  # d pre-activation of z per d h'
+    dn_coef = ((1 - z) * (1 - news * news)).unbind(0)  # d pre-activation of n per d h'
+    dr_coef = (hidden_proj[..., 2 * hidden :] * r * (1 - r)).unbind(0)  # d pre-activation of r per d pre-activation of n
+    d_hidden_proj = torch.empty_like(hidden_proj)  # its r and z parts are also the input projection's
+    d_n = torch.empty_like(d_states)
+    d_hp, d_r, d_z, d_hn = (d_hidden_proj[..., part].unbind(0) for part in (slice(None), slice(0, hidden), slice(hidden, 2 * hidden), slice(2 * hidden, None)))
+    r_all, z_all, d_out = r.unbind(0), z.unbind(0), d_states.unbind(0)
+    keeps = [None] * len(d_out) if keep_f is None else keep_f.unbind(0)
+    weight_t = weight.transpose(1, 2)
+    dh = d_out[-1].clone()
+    for t, dn in reversed(list(enumerate(d_n.unbind(0)))):
+        torch.mul(dh, dn_coef[t], out=dn)
+        torch.mul(dn, dr_coef[t], out=d_r[t])
+        torch.mul(dh, dz_coef[t], out=d_z[t])
+        torch.mul(dn, r_all[t], out=d_hn[t])
+        dh = torch.baddbmm(dh * z_all[t], d_hp[t], weight_t)
+        if keeps[t] is not None:
+            dh.mul_(keeps[t])
+        if t > 0:
+            dh.add_(d_out[t - 1])
+    d_projected = torch.cat([d_hidden_proj[..., : 2 * hidden], d_n], dim=-1)
+    return d_projected, d_hidden_proj, dh
 
 def fused_unroll(cell: StackedGRUCell, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
     """The recurrence of a one-set cell by torch's fused GRU (the same gates): inputs ``x

@@ -1,0 +1,71 @@
+"""The C++ loops of ``GRUSequence`` (``relayrl.nets.native``) give the Python loops' values
+to the last bit, and a machine that cannot build them runs the Python loops."""
+
+import shutil
+
+import pytest
+import torch
+
+from relayrl.experiment.build import build_run
+from relayrl.experiment.config import build_config
+from relayrl.nets import native
+from relayrl.nets.gru import GRUSequence
+
+needs_compiler = pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None, reason="no C++ compiler")
+
+
+def _forward_backward(steps: int, n_sets: int, rows: int, hidden: int, reset: float) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(steps * 1000 + hidden)
+    projected = torch.randn(steps, n_sets, rows, 3 * hidden, generator=generator, requires_grad=True)
+    h = torch.randn(n_sets, rows, hidden, generator=generator, requires_grad=True)
+    weight = (0.3 * torch.randn(n_sets, hidden, 3 * hidden, generator=generator)).requires_grad_()
+    bias = torch.randn(n_sets, 1, 3 * hidden, generator=generator, requires_grad=True)
+    keep = torch.rand(steps, n_sets, rows, 1, generator=generator) > reset if reset else None
+    inputs = [t.detach().clone() for t in (projected, h, weight, bias)]
+    states = GRUSequence.apply(projected, h, weight, bias, keep)
+    (states * torch.randn(states.shape, generator=generator)).sum().backward()
+    assert all(torch.equal(before, after) for before, after in zip(inputs, (projected, h, weight, bias))), "the inputs are read, never written"
+    return [states.detach(), projected.grad, h.grad, weight.grad, bias.grad]
+
+
+@needs_compiler
+@pytest.mark.parametrize("shape", [(64, 1, 12, 128, 0.05), (26, 1, 96, 64, 0.0), (7, 3, 5, 50, 0.3), (1, 2, 1, 3, 0.0)])
+def test_the_cpp_loops_give_the_python_loops_values_to_the_last_bit(shape, monkeypatch):
+    assert native.gru_ops() is not None, "a compiler is present, so the C++ loops must build"
+    cpp = _forward_backward(*shape)
+    monkeypatch.setenv("RELAYRL_NATIVE", "0")
+    python = _forward_backward(*shape)
+    for ours, theirs in zip(cpp, python):
+        assert torch.equal(ours, theirs)
+
+
+@needs_compiler
+def test_recurrent_mappo_trains_to_the_same_metrics_with_either_loops(monkeypatch):
+    config = build_config({
+        "preset": "spread-mappo-jaxmarl", "total_steps": 1024, "report_interval": 256, "eval": {"interval": 0},
+        "env": {"name": "simple-spread", "num_envs": 4},
+        "on_policy": {"algo": "mappo", "rollout_length": 64, "epochs": 2, "minibatches": 2, "hidden": [32], "activation": "tanh",
+                      "recurrent": True, "chunk_length": 32, "critic_input": "state"},
+    })
+
+    def metrics() -> list[dict[str, float]]:
+        run = build_run(config, None, verbose=False)
+        run.train()
+        run.close()
+        return [{k: v for k, v in row.items() if k not in ("sps", "updates_per_s", "wall_s")} for row in run.reporter.history]
+
+    cpp = metrics()
+    monkeypatch.setenv("RELAYRL_NATIVE", "0")
+    assert metrics() == cpp
+    assert cpp[-1]["updates"] > 0
+
+
+def test_a_failed_build_warns_once_and_runs_the_python_loops(monkeypatch, tmp_path):
+    monkeypatch.setattr(native, "_state", {})
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    monkeypatch.setenv("RELAYRL_CACHE", str(tmp_path))
+    with pytest.warns(RuntimeWarning, match="could not be built"):
+        assert native.gru_ops() is None
+    assert native.gru_ops() is None  # decided once: no second attempt, no second warning
+    states = _forward_backward(5, 1, 2, 4, 0.2)[0]
+    assert states.shape == (5, 1, 2, 4)
