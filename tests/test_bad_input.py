@@ -49,6 +49,8 @@ BAD_CONFIGS = [
     (["dqn.buffer_size=1000000000"], ["the replays need", "GB", "memory available", "lower dqn.buffer_size"]),
     # a short run fills few rows, but the buffers are allocated whole
     (["dqn.buffer_size=100000000", "dqn.prioritized=false"], ["the replays allocate 242.4 GB", "more than this machine's", "lower dqn.buffer_size"]),
+    # a run trains whole fragments: this budget would have trained 1,000 env steps and shown 100%
+    (["backend.fragment_steps=1000"], ["total_steps=400 is less than one fragment", "1,000 steps of each of 1 env copies", "at least 1,000"]),
 ]
 
 

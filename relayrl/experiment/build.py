@@ -263,8 +263,9 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
             seeds = derive_seeds(config.seed, 4, f"eval/{pid}")
             build = PolicyBuild(compiled[pid].spec, policy, config.recipe(pid), device, seeds, timer, options, lambda pid=pid, policy=policy: saved(pid, policy))
             held_out[pid] = POLICY_KINDS[policy.kind](build)
-    collector, pool = _backend(config, factories, policies, learners, exchanges(config, specs), builds, timer)
     n_steps = config.backend.fragment_steps or min(learner.fragment_steps(first.venv.num_envs) for learner in learners.values())
+    _check_budget(config, n_steps, first.venv.num_envs)
+    collector, pool = _backend(config, factories, policies, learners, exchanges(config, specs), builds, timer)
     reported = _reported_group(config, first, learners)
     main = names[reported] if names[reported] in learners else next(iter(learners))
     layout = ReportLayout(
@@ -308,6 +309,19 @@ def _backend(
     if actors:
         return collector, RayLearnerPool(learners, found, builds, ray, b.learner_cpus, config.torch_threads, config.keep_freed_memory)
     return collector, LearnerPool(learners, found)
+
+
+def _check_budget(config: RunConfig, n_steps: int, num_envs: int) -> None:
+    """A run trains whole fragments: a budget below one would train a whole fragment anyway
+    (and an on-policy learner's fragment is its rollout, which it must fill to learn)."""
+    fragment = n_steps * num_envs
+    if config.total_steps < fragment:
+        raise ConfigError(
+            f"total_steps={config.total_steps:,} is less than one fragment of this run ({n_steps:,} steps of each of "
+            f"{num_envs} env copies = {fragment:,} env steps), and a run trains whole fragments: set total_steps to at "
+            f"least {fragment:,}, or shorten the fragment (on_policy.rollout_length, the learner's fragment_length, or "
+            "backend.fragment_steps) or use fewer env copies (env.num_envs)"
+        )
 
 
 def _reported_group(config: RunConfig, first: Venue, learners: dict[str, Any]) -> int:
