@@ -18,6 +18,7 @@ from relayrl.algos.algorithm import Weights
 from relayrl.algos.obs_normalizer import ObsNormalizer
 from relayrl.core.errors import ConfigError
 from relayrl.core.specs import GroupSpec
+from relayrl.nets.observations import network_input, network_input_array
 from relayrl.nets.stacked import StackedLinear
 from relayrl.replay import FieldSpec
 
@@ -87,8 +88,10 @@ class DeterministicActor:
         device: torch.device,
         seed: int,
         normalize_obs: bool = False,
+        pixels: bool = False,
     ) -> None:
         self.n_sets = n_sets
+        self.pixels = pixels
         self.obs_dim = obs_dim
         self.device = device
         self.exploration_noise = exploration_noise
@@ -108,9 +111,12 @@ class DeterministicActor:
         """Each agent's newly collected observations ``[P, N, ...]`` (rows where ``mask``
         ``[P, N]`` holds), for the running normalisation; a no-op without it."""
         if self.obs_normalizer is not None:
-            self.obs_normalizer.update(obs.reshape(*obs.shape[:2], -1), mask)
+            self.obs_normalizer.update(network_input_array(obs.reshape(*obs.shape[:2], -1), self.pixels), mask)
 
     def normalized(self, obs: torch.Tensor) -> torch.Tensor:
+        """What the networks read: 8-bit intensities scaled (``relayrl.nets.observations``),
+        then normalised where the learner normalises."""
+        obs = network_input(obs, self.pixels)
         return obs if self.obs_normalizer is None else self.obs_normalizer(obs)
 
     def squash(self, raw: torch.Tensor) -> torch.Tensor:

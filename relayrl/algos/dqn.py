@@ -27,6 +27,7 @@ from relayrl.core.errors import ConfigError
 from relayrl.core.specs import GroupSpec
 from relayrl.algos.sections import DQNConfig
 from relayrl.nets.model_config import ModelConfig
+from relayrl.nets.observations import network_input
 from relayrl.nets.qnetwork import QNetwork
 from relayrl.nets.stacked import clip_grad_norm_per_set
 from relayrl.replay import FieldSpec
@@ -57,8 +58,10 @@ class DQN:
         device: torch.device,
         seed: int,
         network_factory: NetworkFactory | None = None,
+        pixels: bool = False,
     ) -> None:
         self.n_sets = n_sets
+        self.pixels = pixels  # the networks read 8-bit intensities divided by 255 (relayrl.nets.observations)
         self.n_actions = n_actions
         self.params = params
         self.device = device
@@ -79,7 +82,7 @@ class DQN:
     def act(self, obs: np.ndarray, carry: None, explore: float, mask: np.ndarray | None = None) -> tuple[np.ndarray, None]:
         """Epsilon-greedy actions ``[P, M]`` for observations ``[P, M, ...]`` with
         epsilon = ``explore``, among the actions ``mask [P, M, A]`` allows."""
-        q = self.online(_to_tensor(obs, self.device))
+        q = self.online(self._observations(_to_tensor(obs, self.device)))
         if mask is not None:
             q = q.masked_fill(~_to_tensor(mask, self.device), -torch.inf)
         actions = q.argmax(dim=-1).cpu().numpy()
@@ -127,9 +130,17 @@ class DQN:
             y = batch["reward"].float() + batch["discount"].float() * next_value
         return q - y
 
+    def _observations(self, obs: torch.Tensor) -> torch.Tensor:
+        """What the networks read: the stored observations, 8-bit intensities scaled."""
+        return network_input(obs, True) if self.pixels else obs
+
     def _tensors(self, batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
         keys = ("obs", "action", "reward", "next_obs", "discount", "next_action_mask")
-        return {k: _to_tensor(batch[k], self.device) for k in keys if k in batch}
+        tensors = {k: _to_tensor(batch[k], self.device) for k in keys if k in batch}
+        for k in ("obs", "next_obs"):
+            if k in tensors:
+                tensors[k] = self._observations(tensors[k])
+        return tensors
 
     @torch.inference_mode()
     def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
@@ -205,5 +216,5 @@ def make_dqn(
 ) -> DQN:
     """``model``: the Q-network's shape (the run's ``model`` section), or a user's
     ``network_factory`` in its place."""
-    return DQN(n_sets, spec.obs_shape, spec.n_actions, config, model, device, seed, network_factory)
+    return DQN(n_sets, spec.obs_shape, spec.n_actions, config, model, device, seed, network_factory, spec.pixels)
 

@@ -27,6 +27,7 @@ from torch import nn
 from relayrl.algos.actor_critic import StackedMLP
 from relayrl.algos.algorithm import Weights, allowed_choice
 from relayrl.core.specs import GroupSpec
+from relayrl.nets.observations import network_input
 from relayrl.nets.stacked import clip_grad_norm_per_set
 from relayrl.replay import FieldSpec
 
@@ -62,6 +63,7 @@ class JointCritics:
         self.n_agents = n = spec.n_agents
         self.device = device
         self.discrete = not spec.continuous
+        self.pixels = spec.pixels  # the networks read 8-bit intensities divided by 255
         self.obs_dim = int(np.prod(spec.obs_shape))
         self.action_dim = spec.n_actions if self.discrete else int(np.prod(spec.action_shape))
         if not self.discrete:
@@ -112,7 +114,7 @@ class JointCritics:
         t = {k: torch.as_tensor(batch[k][0], device=self.device) for k in ("obs", "action", "reward", "next_obs", "discount", "alive")}
         b = t["obs"].shape[0]
         for key in ("obs", "next_obs"):
-            t[key] = t[key].reshape(b, self.n_agents, -1).float()
+            t[key] = network_input(t[key].reshape(b, self.n_agents, -1), self.pixels)
         if self.discrete:
             t["action"] = F.one_hot(t["action"].long(), self.action_dim).float()
         else:
@@ -158,7 +160,7 @@ class JointCritics:
     def act(self, obs: np.ndarray, carry: None, explore: float, mask: np.ndarray | None = None) -> tuple[np.ndarray, None]:
         """Actions ``[P, M, ...]`` for the actor's rows ``obs [P, M, ...]``."""
         with torch.inference_mode():
-            flat = torch.as_tensor(obs.reshape(*obs.shape[:2], -1), dtype=torch.float32, device=self.device)
+            flat = network_input(torch.as_tensor(obs.reshape(*obs.shape[:2], -1), device=self.device), self.pixels)
             out = self.actor(flat)
             if mask is not None:
                 out = out.masked_fill(~torch.as_tensor(mask, device=self.device), -1e9)

@@ -39,6 +39,7 @@ from relayrl.algos.sections import OnPolicyConfig
 from relayrl.core.errors import ConfigError
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.mlp import AgentNet
+from relayrl.nets.observations import network_input, network_input_array
 from relayrl.nets.pixels import NatureTorso
 from relayrl.nets.stacked import clip_grad_norm_per_set
 
@@ -88,8 +89,8 @@ def categorical(logits: torch.Tensor, action: torch.Tensor, mask: torch.Tensor |
 
 
 def flat_obs(obs: np.ndarray, spec: GroupSpec) -> np.ndarray:
-    """``[..., N, *obs_shape]`` -> float32 ``[..., N, F]``."""
-    return obs.reshape(*obs.shape[: obs.ndim - len(spec.obs_shape)], -1).astype(np.float32, copy=False)
+    """``[..., N, *obs_shape]`` -> float32 ``[..., N, F]`` as the networks read them."""
+    return network_input_array(obs.reshape(*obs.shape[: obs.ndim - len(spec.obs_shape)], -1), spec.pixels)
 
 
 def _flat_state(state: np.ndarray | None, spec: GroupSpec, n: int) -> np.ndarray:
@@ -167,7 +168,7 @@ class PolicyGradient:
         self.n = spec.n_agents
         self.index = config.param_sharing and config.agent_id and n_sets == 1
         c = config
-        self.torso = NatureTorso(n_sets, spec.obs_shape).to(device) if c.torso == "nature_cnn" else None
+        self.torso = NatureTorso(n_sets, spec.obs_shape, spec.pixels).to(device) if c.torso == "nature_cnn" else None
         own = int(np.prod(spec.obs_shape)) if self.torso is None else self.torso.out_features
         width = own + (self.n if self.index else 0)
         self.box = BoxActions(spec, c.action_bounds, device) if spec.continuous else None
@@ -196,7 +197,7 @@ class PolicyGradient:
 
     def _actor_in(self, obs: torch.Tensor, agent: torch.Tensor) -> torch.Tensor:
         """Observations ``[P, ..., *obs]`` and each row's agent ``[P, ...]`` -> the actor's features."""
-        x = obs.reshape(*agent.shape, -1).float() if self.torso is None else self.torso(obs.reshape(*agent.shape, *self.spec.obs_shape))
+        x = network_input(obs.reshape(*agent.shape, -1), self.spec.pixels) if self.torso is None else self.torso(obs.reshape(*agent.shape, *self.spec.obs_shape))
         return torch.cat([x, self.identity[agent.long()]], dim=-1) if self.index else x
 
     def _critic_in(self, critic_obs: torch.Tensor, agent: torch.Tensor) -> torch.Tensor:

@@ -41,6 +41,7 @@ from relayrl.algos.sections import ValueDecompositionConfig
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.gru import RecurrentQNetwork
 from relayrl.nets.mixers import QMixer, VDNMixer
+from relayrl.nets.observations import network_input
 from relayrl.replay import ReplayPlan
 
 
@@ -81,6 +82,7 @@ class ValueDecomposition:
         self.n, self.n_actions = spec.n_agents, spec.n_actions
         self.obs_size = int(np.prod(spec.obs_shape))
         self.obs_rank = len(spec.obs_shape)
+        self.pixels = spec.pixels
         self.n_sets = 1 if c.param_sharing else self.n
         self.state_size = int(np.prod(spec.state_shape)) if spec.state_shape else 0
         inputs = self.obs_size + (self.n if c.agent_id and c.param_sharing else 0) + (self.n_actions if c.last_action else 0)
@@ -103,7 +105,7 @@ class ValueDecomposition:
         """``obs [..., N, *obs_shape]`` and the previous actions' one-hots ``[..., N, A]`` ->
         agent inputs ``[..., N, F]``."""
         lead = obs.shape[: obs.dim() - self.obs_rank]  # [..., N]
-        parts = [obs.reshape(*lead, self.obs_size).float()]
+        parts = [network_input(obs.reshape(*lead, self.obs_size), self.pixels)]
         if self.config.agent_id and self.config.param_sharing:
             parts.append(self.identity.expand(*lead, self.n))
         if self.config.last_action:

@@ -43,6 +43,7 @@ class DeterministicSACParams:
     exploration_noise: float = 0.1
     reward_scale: float = 5.0
     normalize_obs: bool = False
+    pixels: bool = False  # the env's observations are 8-bit intensities (GroupSpec.pixels)
 
 
 class DeterministicSAC(DeterministicActor):
@@ -59,7 +60,8 @@ class DeterministicSAC(DeterministicActor):
         seed: int,
     ) -> None:
         super().__init__(
-            n_sets, obs_dim, action_low, action_high, params.hidden, params.exploration_noise, device, seed, params.normalize_obs
+            n_sets, obs_dim, action_low, action_high, params.hidden, params.exploration_noise, device, seed, params.normalize_obs,
+            params.pixels,
         )
         self.params = params
         sizes = [obs_dim + self.action_dim, *params.hidden, 1]
@@ -123,7 +125,7 @@ class DeterministicSAC(DeterministicActor):
 
 def make_sac(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch.device, seed: int, **_: object) -> DeterministicSAC:
     c = config
-    params = DeterministicSACParams(c.critic_lr, tuple(c.hidden), c.tau, c.exploration_noise, c.reward_scale, c.normalize_obs)
+    params = DeterministicSACParams(c.critic_lr, tuple(c.hidden), c.tau, c.exploration_noise, c.reward_scale, c.normalize_obs, spec.pixels)
     return DeterministicSAC(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, params, device, seed)
 
 

@@ -54,6 +54,7 @@ class TD3Params:
     twin_critics: bool = True
     reward_scale: float = 1.0
     normalize_obs: bool = False
+    pixels: bool = False  # the env's observations are 8-bit intensities (GroupSpec.pixels)
 
 
 class TD3(DeterministicActor):
@@ -70,7 +71,8 @@ class TD3(DeterministicActor):
         seed: int,
     ) -> None:
         super().__init__(
-            n_sets, obs_dim, action_low, action_high, params.hidden, params.exploration_noise, device, seed, params.normalize_obs
+            n_sets, obs_dim, action_low, action_high, params.hidden, params.exploration_noise, device, seed, params.normalize_obs,
+            params.pixels,
         )
         self.params = params
         n_critics = 2 if params.twin_critics else 1
@@ -157,6 +159,7 @@ def make_td3(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: to
         twin_critics=td3,
         reward_scale=c.reward_scale,
         normalize_obs=c.normalize_obs,
+        pixels=spec.pixels,
     )
     return TD3(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, params, device, seed)
 

@@ -1,6 +1,7 @@
 """Specs of agent groups: agents with equal observation and action spaces."""
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,10 @@ class GroupSpec:
     says which discrete actions each entity may take at each step (action masks).
     Observations the networks take are images ``HxWxC`` or flat vectors; an env's other
     shapes (a ``[27, 5]`` table of entities) are flattened, their shape kept in ``flattened``.
+    ``pixels``: the env declares its observations as 8-bit intensities (a uint8 Box from 0 to
+    255: screens, Atari RAM); every network reads them divided by 255, while storage keeps
+    the bytes (``pixels_of`` tells them from other uint8 observations, such as Pursuit's
+    counts, which are read as they are).
     """
 
     name: str
@@ -30,6 +35,7 @@ class GroupSpec:
     state_shape: tuple[int, ...] = ()
     state_dtype: np.dtype = np.dtype(np.float32)
     flattened: tuple[int, ...] = ()  # the env's observation shape, where it was neither HxWxC nor flat
+    pixels: bool = False
 
     @property
     def continuous(self) -> bool:
@@ -38,3 +44,10 @@ class GroupSpec:
     @property
     def n_agents(self) -> int:
         return len(self.agent_ids)
+
+
+def pixels_of(space: Any) -> bool:
+    """Whether a Gymnasium observation space declares 8-bit intensities: a uint8 Box whose
+    bounds are 0 and 255 everywhere (the convention of image and Atari RAM envs)."""
+    low, high, dtype = getattr(space, "low", None), getattr(space, "high", None), getattr(space, "dtype", None)
+    return dtype == np.uint8 and low is not None and high is not None and bool((np.asarray(low) == 0).all() and (np.asarray(high) == 255).all())

@@ -21,7 +21,7 @@ from gymnasium import spaces
 from pydantic import Field, model_validator
 
 from relayrl.core.strict import Strict
-from relayrl.core.specs import GroupSpec
+from relayrl.core.specs import GroupSpec, pixels_of
 from relayrl.envs.episodes import EpisodeStats, EpisodeTally
 from relayrl.envs.pettingzoo_adapter import check_finite_bounds
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
@@ -34,12 +34,13 @@ def _spec(env: gym.Env, n_agents: int, name: str) -> GroupSpec:
     if not isinstance(obs_space, spaces.Box):
         raise TypeError(f"K-copies envs need Box observations, got {obs_space}")
     ids = tuple(f"{name}_{k}" for k in range(n_agents))
+    pixels = pixels_of(obs_space)  # handed on as float32 (below), still read divided by 255
     if isinstance(act_space, spaces.Discrete):
-        return GroupSpec(name, ids, tuple(obs_space.shape), np.dtype(np.float32), int(act_space.n))
+        return GroupSpec(name, ids, tuple(obs_space.shape), np.dtype(np.float32), int(act_space.n), pixels=pixels)
     if isinstance(act_space, spaces.Box):
         check_finite_bounds(act_space)
         low, high = (tuple(float(v) for v in bound.reshape(-1)) for bound in (act_space.low, act_space.high))
-        return GroupSpec(name, ids, tuple(obs_space.shape), np.dtype(np.float32), 0, tuple(act_space.shape), low, high)
+        return GroupSpec(name, ids, tuple(obs_space.shape), np.dtype(np.float32), 0, tuple(act_space.shape), low, high, pixels=pixels)
     raise TypeError(f"K-copies envs need Discrete or Box actions, got {act_space}")
 
 

@@ -31,6 +31,7 @@ from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 from pydantic import Field, model_validator
 
+from relayrl.core.specs import pixels_of
 from relayrl.core.strict import Strict
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
@@ -141,9 +142,15 @@ def _float_box(low: np.ndarray, high: np.ndarray) -> spaces.Box:
 
 
 def _converter(space: spaces.Space) -> tuple[spaces.Box, Any]:
-    """The float32 Box an agent's observations are handed on in, and the conversion to it."""
+    """The float32 Box an agent's observations are handed on in, and the conversion to it;
+    8-bit intensities stay uint8 (``pixels_of``: the networks read them divided by 255)."""
     if isinstance(space, spaces.Box) and len(space.shape) == 3:
-        return _float_box(np.moveaxis(space.low, 0, -1), np.moveaxis(space.high, 0, -1)), lambda o: np.moveaxis(np.asarray(o, np.float32), 0, -1)
+        dtype = np.uint8 if pixels_of(space) else np.float32
+        low, high = np.moveaxis(space.low, 0, -1), np.moveaxis(space.high, 0, -1)
+        box = spaces.Box(low.astype(dtype), high.astype(dtype), dtype=dtype)
+        return box, lambda o: np.moveaxis(np.asarray(o, dtype), 0, -1)
+    if isinstance(space, spaces.Box) and pixels_of(space):
+        return space, lambda o: np.asarray(o, np.uint8)
     if isinstance(space, spaces.Box):
         return _float_box(space.low, space.high), lambda o: np.asarray(o, np.float32)
     flat = spaces.flatten_space(space)
@@ -193,10 +200,13 @@ class GymMultiAgentEnv(ParallelEnv):
                 self._observation_spaces[agent] = spaces.Dict({"observation": box, "action_mask": mask})
             else:
                 self._observation_spaces[agent] = box
+        # the state: every agent's observation side by side, as float32 (8-bit intensities divided by 255)
+        self._state_divisor = np.concatenate([np.full(int(np.prod(b.shape)), 255 if pixels_of(b) else 1, np.float32) for b in boxes])
         self.state_space = _float_box(
-            np.concatenate([b.low.reshape(-1) for b in boxes]), np.concatenate([b.high.reshape(-1) for b in boxes])
+            np.concatenate([b.low.reshape(-1) for b in boxes]) / self._state_divisor,
+            np.concatenate([b.high.reshape(-1) for b in boxes]) / self._state_divisor,
         )
-        self._last: list[np.ndarray] = [np.zeros(b.shape, np.float32) for b in boxes]
+        self._last: list[np.ndarray] = [np.zeros(b.shape, b.dtype) for b in boxes]
 
     def observation_space(self, agent: str) -> spaces.Space:
         return self._observation_spaces[agent]
@@ -264,7 +274,7 @@ class GymMultiAgentEnv(ParallelEnv):
         )
 
     def state(self) -> np.ndarray:
-        return np.concatenate([o.reshape(-1) for o in self._last])
+        return np.concatenate([o.reshape(-1) for o in self._last]).astype(np.float32) / self._state_divisor
 
     def render(self) -> Any:
         return self.env.render()

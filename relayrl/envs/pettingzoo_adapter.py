@@ -11,7 +11,7 @@ from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 
 from relayrl.core.errors import EnvError, RelayRLError
-from relayrl.core.specs import GroupSpec
+from relayrl.core.specs import GroupSpec, pixels_of
 from relayrl.envs.types import GroupObs, GroupStep
 
 
@@ -53,16 +53,16 @@ def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tup
             actions: tuple = (int(act_space.n),)
         else:
             actions = (0, act_space.shape, tuple(act_space.low.reshape(-1).tolist()), tuple(act_space.high.reshape(-1).tolist()))
-        key = (prefix, obs_space.shape, str(obs_space.dtype), actions, masked)
+        key = (prefix, obs_space.shape, str(obs_space.dtype), pixels_of(obs_space), actions, masked)
         members.setdefault(key, []).append(agent)
     groups, masks = [], []
-    for (name, shape, dtype, actions, masked), agents in members.items():
+    for (name, shape, dtype, pixels, actions, masked), agents in members.items():
         if any(g.name == name for g in groups):
             name = f"{name}{len(groups)}"
         chosen = np.dtype((obs_dtypes or {}).get(name, dtype))
         flat = len(shape) not in (1, 3)  # the networks take images HxWxC or flat vectors
         kept = (int(np.prod(shape)),) if flat else tuple(shape)
-        groups.append(GroupSpec(name, tuple(agents), kept, chosen, *actions, masked=masked, flattened=tuple(shape) if flat else ()))
+        groups.append(GroupSpec(name, tuple(agents), kept, chosen, *actions, masked=masked, flattened=tuple(shape) if flat else (), pixels=pixels))
         masks.append(masked)
     return tuple(groups), tuple(masks)
 

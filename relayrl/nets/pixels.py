@@ -4,7 +4,8 @@ through deep reinforcement learning", methods: 32 filters 8x8 stride 4, 64 4x4 s
 parameter sets at once. Orthogonal initialisation with gain sqrt(2), biases zero (as
 policy-gradient learners initialise their layers, ``relayrl.nets.mlp``).
 
-Inputs are channel-last screens ``[P, ..., H, W, C]`` (uint8 pixels are scaled by 1/255);
+Inputs are channel-last screens ``[P, ..., H, W, C]`` (8-bit intensities are divided by 255:
+``relayrl.nets.observations``);
 the P sets run as one grouped convolution, each set's filters seeing only its own rows.
 """
 
@@ -14,6 +15,7 @@ import torch
 from torch import nn
 
 from relayrl.nets.mlp import HIDDEN_GAIN, orthogonal_
+from relayrl.nets.observations import network_input
 from relayrl.nets.stacked import StackedLinear
 
 # (filters, kernel, stride) of each convolution, and the width of the layer after them
@@ -31,14 +33,14 @@ def conv_output(size: int, layers: tuple[tuple[int, int, int], ...] = NATURE_LAY
 class NatureTorso(nn.Module):
     """``[P, ..., H, W, C] -> [P, ..., 512]``."""
 
-    def __init__(self, n_sets: int, obs_shape: tuple[int, ...]) -> None:
+    def __init__(self, n_sets: int, obs_shape: tuple[int, ...], pixels: bool) -> None:
         super().__init__()
         if len(obs_shape) != 3:
             raise ValueError(f"the nature_cnn torso takes screens H x W x C; these observations are {obs_shape}")
         height, width, channels = obs_shape
         if min(conv_output(height), conv_output(width)) < 1:
             raise ValueError(f"the nature_cnn torso needs screens of at least 36 x 36 pixels; these are {height} x {width}")
-        self.n_sets, self.obs_shape = n_sets, tuple(obs_shape)
+        self.n_sets, self.obs_shape, self.pixels = n_sets, tuple(obs_shape), pixels
         convs = []
         for filters, kernel, stride in NATURE_LAYERS:
             conv = nn.Conv2d(n_sets * channels, n_sets * filters, kernel, stride, groups=n_sets)
@@ -61,7 +63,7 @@ class NatureTorso(nn.Module):
         # channel-last in memory (a view for one set), the layout the CPU's convolutions run fastest in
         x = screens.reshape(p, rows, height, width, channels).permute(1, 2, 3, 0, 4).reshape(rows, height, width, p * channels)
         x = x.permute(0, 3, 1, 2)
-        x = x.float() / 255.0 if screens.dtype == torch.uint8 else x.float()
+        x = network_input(x, self.pixels)
         for conv in self.convs:
             x = torch.relu(conv(x))
         flat = x.reshape(rows, p, -1).transpose(0, 1)

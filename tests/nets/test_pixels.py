@@ -1,5 +1,5 @@
 """The screens torso: P parameter sets in one grouped convolution, each set computing what
-a torso of its own would, over any leading axes, uint8 pixels scaled to [0, 1]."""
+a torso of its own would, over any leading axes, 8-bit intensities scaled to [0, 1]."""
 
 import pytest
 import torch
@@ -9,12 +9,12 @@ from relayrl.nets.pixels import NATURE_WIDTH, NatureTorso
 
 def test_each_set_computes_what_a_torso_of_its_own_would():
     torch.manual_seed(0)
-    sets = NatureTorso(3, (84, 84, 4))
+    sets = NatureTorso(3, (84, 84, 4), pixels=True)
     screens = torch.randint(0, 256, (3, 5, 84, 84, 4), dtype=torch.uint8)
     out = sets(screens)
     assert out.shape == (3, 5, NATURE_WIDTH)
     for k in range(3):
-        alone = NatureTorso(1, (84, 84, 4))
+        alone = NatureTorso(1, (84, 84, 4), pixels=True)
         taken = {}
         for i, conv in enumerate(sets.convs):
             rows = conv.weight.shape[0] // 3
@@ -26,16 +26,19 @@ def test_each_set_computes_what_a_torso_of_its_own_would():
 
 def test_leading_axes_and_pixel_scaling():
     torch.manual_seed(0)
-    torso = NatureTorso(2, (40, 44, 2))
+    torso = NatureTorso(2, (40, 44, 2), pixels=True)
     screens = torch.randint(0, 256, (2, 3, 4, 40, 44, 2), dtype=torch.uint8)
     out = torso(screens)
     assert out.shape == (2, 3, 4, NATURE_WIDTH)
-    torch.testing.assert_close(out, torso(screens.float() / 255.0))
+    as_read = NatureTorso(2, (40, 44, 2), pixels=False)  # other observations are read as they are
+    as_read.load_state_dict(torso.state_dict())
+    assert torch.equal(out, as_read(screens.float() / 255.0))
+    assert not torch.allclose(out, as_read(screens))
     torch.testing.assert_close(out[:, 1], torso(screens[:, 1]))
 
 
 def test_screens_too_small_or_flat_are_refused():
     with pytest.raises(ValueError, match="at least 36 x 36 pixels; these are 30 x 84"):
-        NatureTorso(1, (30, 84, 4))
+        NatureTorso(1, (30, 84, 4), pixels=True)
     with pytest.raises(ValueError, match=r"screens H x W x C; these observations are \(16,\)"):
-        NatureTorso(1, (16,))
+        NatureTorso(1, (16,), pixels=True)
