@@ -186,7 +186,10 @@ class RunConfig(Strict):
         if not steps or not all(isinstance(s, int) for s in steps):
             return data  # the round validation names what is missing
         if data.get("total_steps") not in (None, sum(steps)):
-            raise ValueError(f"total_steps={data['total_steps']} but the rounds add up to {sum(steps)}: change a round's steps, or drop total_steps")
+            raise ValueError(
+                f"total_steps={data['total_steps']} but the rounds add up to {sum(steps)}: change a round's steps, or drop "
+                f"total_steps; to train more rounds, append them (rounds.{len(steps)}={{steps: N}}: a resume may add rounds)"
+            )
         return {**data, "total_steps": sum(steps)}
 
     @model_validator(mode="before")

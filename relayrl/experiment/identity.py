@@ -115,12 +115,18 @@ def check_resumable(saved: dict[str, Any], config: "RunConfig", source: str) -> 
     """The changes from ``saved`` (a run's recorded config) to ``config`` if a resume may make
     them; else ConfigError listing the changes and the keys a resume may change."""
     changes = config_changes(saved, config.model_dump(mode="json"))
-    refused = {k: v for k, v in changes.items() if k not in RESUMABLE_KEYS and not (k == "env.name" and _same_env(*v))}
+    refused = {k: v for k, v in changes.items() if k not in RESUMABLE_KEYS and not (k == "env.name" and _same_env(*v)) and not (k == "rounds" and _appended(*v))}
     if refused:
         shown = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in sorted(refused.items()))
         raise ConfigError(
             f"{source} was trained with other settings ({shown}). A resume may change only "
-            f"{', '.join(RESUMABLE_KEYS)}; to train with new settings start a new run "
+            f"{', '.join(RESUMABLE_KEYS)}, and add rounds after the run's; to train with new settings start a new run "
             f"(relayrl train {config.preset} KEY=VALUE ... makes its own run directory)"
         )
     return changes
+
+
+def _appended(before: Any, after: Any) -> bool:
+    """Rounds added after a run's rounds, which stay as they were: a resume trains them on
+    (the run directory keeps its name)."""
+    return isinstance(before, list) and isinstance(after, list) and len(after) > len(before) > 0 and after[: len(before)] == before

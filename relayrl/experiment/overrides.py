@@ -20,8 +20,9 @@ def _parse_value(text: str) -> Any:
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Applies ``dotted.key=value`` overrides to a nested dict (a copy); a number indexes a
-    list (``rounds.0.steps=1000``); ``total_steps=N`` sets the budget, and where rounds change
-    without it, it follows their sum. Unknown keys are caught by validation afterwards."""
+    list (``rounds.0.steps=1000``), the list's length appends to it (``rounds.3={steps:
+    1000}``); ``total_steps=N`` sets the budget, and where rounds change without it, it
+    follows their sum. Unknown keys are caught by validation afterwards."""
     result = json.loads(json.dumps(data))
     keys = [item.split("=", 1)[0] for item in overrides]
     if any(key.split(".")[0] == "rounds" for key in keys) and "total_steps" not in keys:
@@ -40,9 +41,12 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         for depth, part in enumerate(parts):
             last = depth == len(parts) - 1
             if isinstance(node, list):
-                if not part.isdigit() or int(part) >= len(node):
-                    raise ConfigError(f"override {key!r}: {'.'.join(parts[:depth])} is a list of {len(node)}: index it 0..{len(node) - 1}")
+                if not part.isdigit() or int(part) > len(node):
+                    raise ConfigError(f"override {key!r}: {'.'.join(parts[:depth])} is a list of {len(node)}: index it 0..{len(node) - 1}, "
+                                      f"or {len(node)} to append")
                 index: Any = int(part)
+                if index == len(node):  # appends (a resume may add rounds: rounds.3={steps: 1000} or rounds.3.steps=1000)
+                    node.append(None if last else {})
             elif isinstance(node, dict):
                 index = part
                 if not last and node.get(part) is None:

@@ -74,7 +74,12 @@ class Run:
                 self.rounds.begin(0, self.counters.env_steps, self.policies, self.venue.matches)
             self.collector.reset(self.config.seed)
             self.started = True
-        self.learners.away()
+        if self.rounds and resumed_at and self.clock.due("round") and self.counters.round + 1 < len(self.config.rounds):
+            # resumed at the end of what was its last round, with rounds added since: that
+            # round ended (its schemes and hooks ran) before the checkpoint; the next begins
+            self._next_round()  # and sends the learners away
+        else:
+            self.learners.away()
         return resumed_at
 
     def iteration(self) -> None:

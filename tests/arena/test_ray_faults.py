@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from relayrl.experiment import Run, build_run, build_config
-from relayrl.experiment.checkpoint import list_checkpoints
+from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from round_runs import rows, shared_replay_config
 
 ray = pytest.importorskip("ray")
@@ -117,6 +117,7 @@ def test_a_lost_node_takes_its_runner_with_it_and_a_free_node_runs_the_new_one(c
     assert len(alive) == 2
 
 
+@pytest.mark.slow  # about 100 s; a killed learner actor of a shared replay (below) restarts the same way in the default run
 def test_a_killed_learner_actor_restarts_from_its_last_checkpoint(cluster, tmp_path, capsys):
     config = _config(
         3000,
@@ -174,7 +175,8 @@ def _kill(actor) -> None:
             time.sleep(0.05)
 
 
-@pytest.mark.parametrize(("when", "held"), [("between fragments", 1000), ("while the learners draw", 990)])
+# the kill between fragments is the easier case of the two (slow: run on demand)
+@pytest.mark.parametrize(("when", "held"), [pytest.param("between fragments", 1000, marks=pytest.mark.slow), ("while the learners draw", 990)])
 def test_a_killed_shared_replay_actor_restarts_from_its_last_checkpoint(cluster, tmp_path, capsys, when, held):
     run = build_run(build_config(_shared_replay_config()), tmp_path / "run", verbose=False)
     iteration = run.iteration
@@ -207,7 +209,7 @@ def test_a_killed_shared_replay_actor_restarts_from_its_last_checkpoint(cluster,
 
 def test_a_killed_driver_resumes_from_its_last_checkpoint_and_ends_as_an_uninterrupted_run(cluster, tmp_path):
     made, _ = cluster
-    config = _config(3000, backend={"kind": "ray", "runners": 2, "runner_cpus": 1, "address": made.address})
+    config = _config(1200, backend={"kind": "ray", "runners": 2, "runner_cpus": 1, "address": made.address})
     straight = build_run(build_config(config), tmp_path / "straight", verbose=False)
     straight.train()
     straight.close()
@@ -223,7 +225,7 @@ def test_a_killed_driver_resumes_from_its_last_checkpoint_and_ends_as_an_uninter
     proc.wait(timeout=60)
     (run_dir,) = list((tmp_path / "crashed").glob("*/0"))
     (checkpoint,) = list_checkpoints(run_dir / "checkpoints")
-    assert checkpoint.name != "step_3000"
+    assert checkpoint_steps(checkpoint) == 600  # killed between its first checkpoint and its last
     resumed = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert rows(run_dir / "metrics.csv", TIMING) == rows(tmp_path / "straight" / "metrics.csv", TIMING)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from relayrl.arena.round import end_episodes
 from relayrl.arena.schemes.curriculum import curriculum
@@ -99,6 +100,27 @@ def test_a_run_stopped_inside_a_round_resumes_exactly(tmp_path, hooks):
     seen = [json.loads(line) for line in hooks.read_text().splitlines()]
     assert [e["round"] for e in seen] == [0, 1, 2, 0, 1, 2, 1, 2]  # a, b, then b's resume: rounds 1 and 2 end once more
     assert seen[-2] == seen[1] and seen[-1] == seen[2]  # with the same results as the uninterrupted run
+
+
+def test_rounds_added_at_a_resume_train_on_as_if_the_run_had_had_them_from_the_start(tmp_path, hooks):
+    extra = {"hooks": {"on_round_end": ["round_hooks:record"]}}
+    train(_config(ROUNDS, **extra), tmp_path / "a")
+    shorter = train(_config(ROUNDS[:2], **extra), tmp_path / "b")
+    assert shorter.counters.env_steps == 800
+    resumed = train(_config(ROUNDS, **extra), tmp_path / "b")  # the same run directory, one round more
+    assert resumed.counters.env_steps == 1200 and resumed.venue.venv.settings["miscapture"] == -0.5
+    assert _rows(tmp_path / "a") == _rows(tmp_path / "b")
+    seen = [json.loads(line) for line in hooks.read_text().splitlines()]
+    assert [e["round"] for e in seen] == [0, 1, 2, 0, 1, 2]  # b's rounds 0 and 1 end once; round 2 after the resume
+    assert seen[3:] == seen[:3]
+    changed = [entry["changed"] for entry in yaml.safe_load((tmp_path / "b" / "provenance.yaml").read_text()) if "changed" in entry]
+    assert [sorted(c) for c in changed] == [["rounds", "total_steps"]]
+
+
+def test_a_resume_may_add_rounds_but_not_change_the_runs_own(tmp_path):
+    train(_config(ROUNDS[:2]), tmp_path / "run")
+    with pytest.raises(ConfigError, match="add rounds after the run's"):
+        build_run(build_config(_config([ROUNDS[0], ROUNDS[2], ROUNDS[1]])), tmp_path / "run")
 
 
 def test_a_round_shorter_than_an_episode_counts_its_episodes_in_flight(tmp_path, hooks, capsys):

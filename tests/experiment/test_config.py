@@ -182,6 +182,9 @@ def test_overrides_index_lists_and_the_budget_follows_the_rounds():
     assert config.rounds[0].steps == 1000 and config.total_steps == sum(r.steps for r in config.rounds) != data["total_steps"]
     with pytest.raises(ConfigError, match=r"override 'rounds\.9\.steps': rounds is a list of 4: index it 0\.\.3"):
         apply_overrides(data, ["rounds.9.steps=1"])
+    appended = build_config(apply_overrides(data, ["rounds.4.steps=500", "rounds.5={steps: 700, env: {n_evaders: 1}}"]))  # the length appends
+    assert [r.steps for r in appended.rounds[4:]] == [500, 700] and appended.rounds[5].env == {"n_evaders": 1}
+    assert appended.total_steps == sum(r["steps"] for r in data["rounds"]) + 1200
     with pytest.raises(ConfigError, match=r"override 'dqn\.lr\.x': dqn\.lr is a value, not a section"):
         apply_overrides(data, ["dqn.lr.x=1"])
 
