@@ -11,8 +11,10 @@ cannot resolve a 10-20% change): CPU time per call, the median of 15 rounds of 1
 - ``native``: MAPPO's whole loop (rollouts and updates) with the sequence node's loops over
   time in C++ (``relayrl.nets.native``, the default where a compiler is present) and in
   Python (``RELAYRL_NATIVE=0``): the same values, two runs of one seed in alternation.
-- ``qnode``: QMIX's whole update with its agents' recurrence on that node instead of
-  torch's fused GRU (same forward values, gradients rounded differently: an option).
+- ``fused``: QMIX's whole update with its agents' recurrence in ``FusedOrderGRU`` (the C++
+  loops in the order torch's GRU computes and sums: relayrl's default where a compiler is
+  present) and in torch's GRU (``RELAYRL_NATIVE=0``); the parameters after 5 updates each
+  way are compared bit for bit.
 - ``gru``: the recurrence forward + backward in one autograd node with its
   backpropagation written out (``GRUSequence``, what the policy-gradient nets use; its
   loops in Python and in C++) against torch's fused GRU in pieces between episode starts
@@ -30,7 +32,7 @@ cannot resolve a 10-20% change): CPU time per call, the median of 15 rounds of 1
 - ``step``: one GRU step's gate arithmetic compiled on its own against eager: the cost of a
   compiled call at this size.
 
-    python benchmarks/marl_update_options.py [--only native,qnode,compile,mixer,threads,gru,update,act,pair,step]
+    python benchmarks/marl_update_options.py [--only native,fused,compile,mixer,threads,gru,update,act,pair,step]
 """
 
 import argparse
@@ -119,44 +121,32 @@ def qmix_learner() -> tuple[Any, Any, dict[str, Any]]:
 
 
 
-def qnode_case() -> str:
-    """QMIX's whole update with its agents' recurrence on the GRU sequence node (C++ loops)
-    instead of torch's fused GRU: the forward values are the same, the gradients round
-    differently (checked here on one batch), so it is an option measured, not relayrl's
-    default."""
-    import relayrl.nets.gru as gru
-
+def fused_case() -> str:
     run, learner, span = qmix_learner()
-    fused = gru.fused_unroll
 
-    def sequence_unroll(cell: Any, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-        steps, rows, _ = x.shape
-        return cell.unroll(cell.inputs(x.reshape(1, steps * rows, -1)).reshape(1, steps, rows, -1), h.unsqueeze(0))[0]
+    def native(on: bool, call: Callable[[], object]) -> Callable[[], None]:
+        def switched() -> None:
+            os.environ["RELAYRL_NATIVE"] = "1" if on else "0"
+            try:
+                call()
+            finally:
+                os.environ.pop("RELAYRL_NATIVE", None)
 
-    def gradients(unroll: Callable[..., torch.Tensor]) -> tuple[float, list[torch.Tensor]]:
-        gru.fused_unroll = unroll
-        tensors = {k: torch.as_tensor(v) for k, v in span.items()}
-        learner.algorithm.optimizer.zero_grad(set_to_none=True)
-        out = learner.algorithm.losses(tensors, None, bool(tensors["cut"].any()))
-        out["loss"].backward()
-        return float(out["loss"].detach()), [p.grad.clone() for p in learner.algorithm.agent.parameters()]
-
-    def update(unroll: Callable[..., torch.Tensor]) -> Callable[[], None]:
-        def call() -> None:
-            gru.fused_unroll = unroll
-            learner.algorithm.update(span)
-
-        return call
+        return switched
 
     try:
-        (loss_a, grads_a), (loss_b, grads_b) = gradients(fused), gradients(sequence_unroll)
-        largest = max(float((a - b).abs().max()) for a, b in zip(grads_a, grads_b))
-        ms = interleaved({"fused": update(fused), "node": update(sequence_unroll)}, rounds=15, per_round=5)
+        torchs, ours = copy.deepcopy(learner.algorithm), copy.deepcopy(learner.algorithm)
+        for _ in range(5):
+            native(False, lambda: torchs.update(span))()
+            native(True, lambda: ours.update(span))()
+        same = all(torch.equal(a, b) for a, b in zip(torchs.agent.parameters(), ours.agent.parameters()))
+        update = learner.algorithm.update
+        ms = interleaved({"torch": native(False, lambda: update(span)), "fused": native(True, lambda: update(span))}, rounds=15, per_round=5)
     finally:
-        gru.fused_unroll = fused
         run.close()
-    return (f"QMIX update (32 episodes): fused GRU {ms['fused']:.1f} ms, sequence node with C++ loops {ms['node']:.1f} ms "
-            f"({ms['fused'] / ms['node']:.2f}x); same loss: {loss_a == loss_b}, gradients differ by up to {largest:.1e}")
+    return (f"QMIX update (32 episodes): torch's GRU {ms['torch']:.1f} ms, FusedOrderGRU {ms['fused']:.1f} ms "
+            f"({ms['torch'] / ms['fused']:.2f}x); parameters after 5 updates identical: {same}")
+
 
 def threads_case() -> str:
     run, learner, span = qmix_learner()
@@ -347,7 +337,7 @@ def step_case() -> str:
     return f"one GRU step's gates (12 rows, GRU 128): eager {us['eager']:.0f} us, compiled {us['compiled']:.0f} us ({us['eager'] / us['compiled']:.2f}x)"
 
 
-CASES = {"native": native_case, "qnode": qnode_case, "compile": compile_case, "mixer": mixer_case, "threads": threads_case, "gru": gru_case, "update": update_case, "act": act_case, "pair": pair_case, "step": step_case}
+CASES = {"native": native_case, "fused": fused_case, "compile": compile_case, "mixer": mixer_case, "threads": threads_case, "gru": gru_case, "update": update_case, "act": act_case, "pair": pair_case, "step": step_case}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -10,6 +10,7 @@ action values. Inputs ``[P, B, in]``, hidden states ``[P, B, hidden]``.
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from relayrl.nets import native
@@ -59,8 +60,8 @@ class GRUSequence(torch.autograd.Function):
     present (``relayrl.nets.native``: the same operations, the same values to the last bit;
     1.4-2.3x the Python loops here), else in Python. It pays where sequences are long and
     rows few, as in the policy-gradient learners' chunks (12 rows of 128 steps, GRU 128);
-    QMIX's agents keep ``fused_unroll``, whose gradients round differently
-    (docs/results/benchmarks_marl.md).
+    value decomposition's agents keep torch's GRU's values and gradients (``fused_unroll``,
+    whose node is ``FusedOrderGRU``; docs/results/benchmarks_marl.md).
 
     Inputs (time-major): ``projected [T, P, B, 3H]`` (x W + b), ``h0 [P, B, H]``, the hidden
     layer's ``weight [P, H, 3H]`` and ``bias [P, 1, 3H]``, ``keep [T, P, B, 1]`` (bool, or
@@ -152,9 +153,42 @@ def _backward_loop(d_states, before, gates, hidden_proj, news, weight, keep_f):
     d_projected = torch.cat([d_hidden_proj[..., : 2 * hidden], d_n], dim=-1)
     return d_projected, d_hidden_proj, dh
 
+class FusedOrderGRU(torch.autograd.Function):
+    """The recurrence of one parameter set as one node whose values and gradients are torch's
+    own GRU's (``torch.gru`` on the CPU) to the last bit: the forward loop of
+    ``GRUSequence`` in C++ (the same operations as torch's GRU cell), and a backward loop
+    that computes and sums in the order torch's autograd graph of that GRU does
+    (``backward_fused_order`` in ``gru_sequence.cpp``). Inputs ``projected [T, B, 3H]`` (the
+    input projection, computed as torch's GRU computes it), ``h0 [B, H]``, the hidden
+    layer's ``weight [H, 3H]`` and ``bias [3H]``; output ``[T, B, H]``."""
+
+    @staticmethod
+    def forward(ctx, projected, h0, weight, bias):  # type: ignore[override]
+        ops = native.gru_ops()
+        states, gates, hidden_proj, news, before = ops.forward_fused_order(
+            projected.unsqueeze(1).contiguous(), h0.unsqueeze(0).contiguous(), weight.unsqueeze(0), bias.reshape(1, 1, -1)
+        )
+        ctx.save_for_backward(before, gates, hidden_proj, news, weight)
+        return states.squeeze(1)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, d_states):  # type: ignore[override]
+        before, gates, hidden_proj, news, weight = ctx.saved_tensors
+        d_projected, d_weight, d_bias, dh = native.gru_ops().backward_fused_order(
+            d_states.unsqueeze(1).contiguous(), before, gates, hidden_proj, news, weight.unsqueeze(0)
+        )
+        return d_projected.squeeze(1), dh[0], d_weight, d_bias
+
+
 def fused_unroll(cell: StackedGRUCell, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
     """The recurrence of a one-set cell by torch's fused GRU (the same gates): inputs ``x
-    [T, B, in]`` from ``h [B, H]`` -> the hidden state after each step ``[T, B, H]``."""
+    [T, B, in]`` from ``h [B, H]`` -> the hidden state after each step ``[T, B, H]``. On the
+    CPU with relayrl's C++ loops, ``FusedOrderGRU`` computes the same values and gradients
+    (1.2-1.5x faster: docs/results/benchmarks_marl.md)."""
+    if _native(x) is not None:
+        projected = F.linear(x, cell.inputs.weight[0].T, cell.inputs.bias[0, 0])  # the call torch's GRU makes for its input projection
+        return FusedOrderGRU.apply(projected, h, cell.hidden.weight[0], cell.hidden.bias[0, 0])
     weights = [cell.inputs.weight[0].T, cell.hidden.weight[0].T, cell.inputs.bias[0, 0], cell.hidden.bias[0, 0]]
     if x.is_cuda:  # cuDNN flattens the weights into one buffer and refuses transposed views
         weights = [w.contiguous() for w in weights]

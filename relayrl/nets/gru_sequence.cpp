@@ -13,6 +13,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -39,9 +40,13 @@ struct StepView {
 // Forward: the hidden states [T, P, B, H] and what the backward pass needs: the gates r, z
 // after their sigmoid [T, P, B, 2H], the hidden projection h U + c [T, P, B, 3H], the
 // candidate n [T, P, B, H] and the state each step starts from [T, P, B, H].
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> forward(
+// With ``fused_order`` (one parameter set, no keep), the hidden projection is addmm's and
+// each sigmoid runs on its gate's [B, H] slice, as torch's own GRU cell computes them: ATen
+// takes a slice's row tail through its scalar path and a contiguous block's through its
+// vector path, which round apart where H is not a multiple of 16.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> forward_impl(
     const at::Tensor& projected, const at::Tensor& h0, const at::Tensor& weight,
-    const at::Tensor& bias, const std::optional<at::Tensor>& keep) {
+    const at::Tensor& bias, const std::optional<at::Tensor>& keep, bool fused_order) {
   check_float_cpu(projected, "projected");
   check_float_cpu(h0, "h0");
   if (keep.has_value()) check_float_cpu(*keep, "keep");
@@ -55,8 +60,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> forward(
   auto befores = at::empty_like(states);  // after the episode-start zeroing
   // every step's h U + c starts as the bias (what baddbmm copies into its output first)
   auto hidden_proj = at::empty_like(projected);
-  hidden_proj.copy_(bias.unsqueeze(0).expand_as(projected));
+  if (!fused_order) hidden_proj.copy_(bias.unsqueeze(0).expand_as(projected));  // addmm copies it itself
   StepView before_t(befores), hp_t(hidden_proj), rz_t(gates), n_t(news);
+  TORCH_CHECK(!fused_order || (weight.size(0) == 1 && !keep.has_value()), "relayrl gru_sequence: the fused order takes one parameter set and no keep");
+  const auto bias_row = bias.reshape({-1});
+  const auto weight_one = weight[0];
   const float* __restrict__ previous = h0.data_ptr<float>();
   for (int64_t t = 0; t < steps; ++t) {
     float* __restrict__ start = befores.data_ptr<float>() + t * step_size;
@@ -67,13 +75,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> forward(
     } else {
       std::copy(previous, previous + step_size, start);
     }
-    at::baddbmm_out(hp_t.at(t), hp_t.at(t), before_t.at(t), weight);
+    if (fused_order) {
+      at::Tensor out = hp_t.at(t)[0];
+      at::addmm_out(out, bias_row, before_t.at(t)[0], weight_one);
+    } else
+      at::baddbmm_out(hp_t.at(t), hp_t.at(t), before_t.at(t), weight);
     const float* __restrict__ x = projected.data_ptr<float>() + t * rows * 3 * hidden;
     const float* __restrict__ hp = hidden_proj.data_ptr<float>() + t * rows * 3 * hidden;
     float* __restrict__ rz = gates.data_ptr<float>() + t * rows * 2 * hidden;
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < 2 * hidden; ++j) rz[i * 2 * hidden + j] = hp[i * 3 * hidden + j] + x[i * 3 * hidden + j];
-    rz_t.at(t).sigmoid_();
+    if (fused_order) {
+      auto step = rz_t.at(t);
+      step.narrow(-1, 0, hidden).sigmoid_();
+      step.narrow(-1, hidden, hidden).sigmoid_();
+    } else {
+      rz_t.at(t).sigmoid_();
+    }
     float* __restrict__ n = news.data_ptr<float>() + t * step_size;
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < hidden; ++j) {
@@ -91,6 +109,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> forward(
     previous = out;
   }
   return {states, gates, hidden_proj, news, befores};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> forward(
+    const at::Tensor& projected, const at::Tensor& h0, const at::Tensor& weight,
+    const at::Tensor& bias, const std::optional<at::Tensor>& keep) {
+  return forward_impl(projected, h0, weight, bias, keep, false);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> forward_fused_order(
+    const at::Tensor& projected, const at::Tensor& h0, const at::Tensor& weight, const at::Tensor& bias) {
+  return forward_impl(projected, h0, weight, bias, std::nullopt, true);
 }
 
 // Backward through time: from the gradient of every hidden state [T, P, B, H] -> the
@@ -159,9 +188,86 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(
   return {d_projected, d_hidden_proj, after};
 }
 
+// Backward through time of one parameter set in the order torch's own GRU (torch.gru on the
+// CPU) has its autograd graph compute and sum, so that its gradients come out to the last
+// bit: per step, the cell's operations' backward formulas (ATen's sigmoid_backward
+// a * (1 - b) * b and tanh_backward a * fma(-b, b, 1), as its kernel rounds); the gradient of a hidden state summed
+// as its three uses deliver it (the output first, then the blend's h - n, then the hidden
+// projection's product); the weight's and the bias's gradients one product and one row sum
+// per step, added up from the last step to the first. Same layouts as forward with P = 1;
+// returns the gradients of the input projection [T, 1, B, 3H], the weight [H, 3H], the bias
+// [3H] and h0 [1, B, H].
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_fused_order(
+    const at::Tensor& d_states, const at::Tensor& befores, const at::Tensor& gates,
+    const at::Tensor& hidden_proj, const at::Tensor& news, const at::Tensor& weight) {
+  for (const auto& [t, name] : {std::pair{&d_states, "d_states"}, {&befores, "befores"}, {&gates, "gates"},
+                                {&hidden_proj, "hidden_proj"}, {&news, "news"}})
+    check_float_cpu(*t, name);
+  TORCH_CHECK(weight.size(0) == 1, "relayrl gru_sequence: backward_fused_order takes one parameter set");
+  const int64_t steps = d_states.size(0);
+  const int64_t hidden = d_states.size(-1);
+  const int64_t rows = d_states[0].numel() / hidden;
+  const int64_t step_size = rows * hidden;
+  auto d_projected = at::empty_like(hidden_proj);
+  auto d_hgates = at::empty({rows, 3 * hidden}, hidden_proj.options());
+  auto blend = at::empty({rows, hidden}, hidden_proj.options());  // d h from h - n: the output's gradient times z
+  auto weight_t = weight[0].t();
+  at::Tensor d_weight, d_bias;
+  // d h_t as its uses summed it, in two buffers: the step's (read) and the one before (written)
+  at::Tensor gh = d_states[steps - 1].reshape({rows, hidden}).clone(), earlier = at::empty_like(gh);
+  for (int64_t t = steps - 1; t >= 0; --t) {
+    const float* __restrict__ g = gh.data_ptr<float>();
+    const float* __restrict__ before = befores.data_ptr<float>() + t * step_size;
+    const float* __restrict__ n = news.data_ptr<float>() + t * step_size;
+    const float* __restrict__ rz = gates.data_ptr<float>() + t * rows * 2 * hidden;
+    const float* __restrict__ hp = hidden_proj.data_ptr<float>() + t * rows * 3 * hidden;
+    float* __restrict__ dp = d_projected.data_ptr<float>() + t * rows * 3 * hidden;
+    float* __restrict__ dhp = d_hgates.data_ptr<float>();
+    float* __restrict__ b = blend.data_ptr<float>();
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < hidden; ++j) {
+        const int64_t k = i * hidden + j, r3 = i * 3 * hidden + j, r2 = i * 2 * hidden + j;
+        const float r = rz[r2], z = rz[r2 + hidden];
+        const float through_z = g[k] * z;  // (h - n) * z: to h - n
+        const float d_z = g[k] * (before[k] - n[k]);  // and to z
+        const float d_n = g[k] + (-through_z);  // n's two uses: the sum, then h - n
+        const float d_new = d_n * std::fma(-n[k], n[k], 1.0f);  // tanh_backward (ATen's kernel fuses 1 - b * b)
+        const float d_hn = d_new * r;  // (h U_n + c_n) * r
+        const float d_r = d_new * hp[r3 + 2 * hidden];
+        const float d_pre_z = d_z * (1.0f - z) * z;  // sigmoid_backward
+        const float d_pre_r = d_r * (1.0f - r) * r;
+        dhp[r3] = d_pre_r;
+        dhp[r3 + hidden] = d_pre_z;
+        dhp[r3 + 2 * hidden] = d_hn;
+        dp[r3] = d_pre_r;
+        dp[r3 + hidden] = d_pre_z;
+        dp[r3 + 2 * hidden] = d_new;
+        b[k] = through_z;
+      }
+    const auto h_before = befores[t].reshape({rows, hidden});
+    auto step_weight = at::mm(h_before.t(), d_hgates);  // addmm's backward for its second matrix
+    auto step_bias = at::sum(d_hgates, {0});
+    d_weight = t == steps - 1 ? step_weight : d_weight.add_(step_weight);
+    d_bias = t == steps - 1 ? step_bias : d_bias.add_(step_bias);
+    auto product = at::mm(d_hgates, weight_t);  // and for its first
+    float* __restrict__ out = earlier.data_ptr<float>();
+    const float* __restrict__ m = product.data_ptr<float>();
+    if (t > 0) {  // the output's gradient arrives first, then the blend's, then the product's
+      const float* __restrict__ d = d_states.data_ptr<float>() + (t - 1) * step_size;
+      for (int64_t k = 0; k < step_size; ++k) out[k] = (d[k] + b[k]) + m[k];
+    } else {
+      for (int64_t k = 0; k < step_size; ++k) out[k] = b[k] + m[k];
+    }
+    std::swap(gh, earlier);
+  }
+  return {d_projected, d_weight, d_bias, gh.reshape({1, rows, hidden})};
+}
+
 }  // namespace
 
 TORCH_LIBRARY(relayrl_gru, m) {
   m.def("forward", &forward);
   m.def("backward", &backward);
+  m.def("forward_fused_order", &forward_fused_order);
+  m.def("backward_fused_order", &backward_fused_order);
 }

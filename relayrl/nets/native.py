@@ -3,11 +3,12 @@
 ``GRUSequence``'s loops over time run in C++ when a C++ compiler is present
 (``gru_sequence.cpp``: the same operations in the same order as the Python loop, so the
 same values to the last bit; 1.9x the Python loops at recurrent MAPPO's chunks, 1.28-1.42x
-on its whole loop, docs/results/benchmarks_marl.md). The library is built once per source, torch and
+on its whole loop, docs/results/benchmarks_marl.md), and so do ``FusedOrderGRU``'s (torch's
+GRU's values and gradients to the last bit; QMIX's update 1.16-1.20x). The library is built once per source, torch and
 compiler (about 20 s) into ``$RELAYRL_CACHE`` or ``~/.cache/relayrl/native`` and loaded
 with ``torch.ops.load_library``; every later process loads it in milliseconds. Without a
-compiler, or when the build fails, relayrl warns once and runs the Python loops (the same
-values). ``RELAYRL_NATIVE=0`` turns the C++ loops off.
+compiler, or when the build fails, relayrl warns once and runs the Python loops and torch's
+GRU (the same values). ``RELAYRL_NATIVE=0`` turns the C++ loops off.
 """
 
 import hashlib
