@@ -80,7 +80,8 @@ def test_the_opponent_plays_a_snapshot_of_the_learner_per_round(tmp_path, hooks)
 
 
 def test_self_play_stopped_inside_a_round_resumes_exactly(tmp_path):
-    config = _config(selfplay={"learner": "blue", "opponent": "red", "groups": ["blue", "red"], "keep": 2, "sampling": "wins"})
+    config = _config(selfplay={"learner": "blue", "opponent": "red", "groups": ["blue", "red"], "keep": 2, "sampling": "wins"},
+                     rounds=[{"steps": 240}] * 3)
     straight = train(config, tmp_path / "a")
     train(config, tmp_path / "b")
     stop_at(tmp_path / "b", 360)  # inside round 1
