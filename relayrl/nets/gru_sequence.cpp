@@ -37,6 +37,21 @@ struct StepView {
   }
 };
 
+// What the forward pass saved for step t, as pointers into the step: the state it started
+// from, its candidate n, its gates r and z, and its hidden projection h U + c.
+struct SavedStep {
+  const float* before;
+  const float* n;
+  const float* rz;
+  const float* hp;
+  SavedStep(const at::Tensor& befores, const at::Tensor& news, const at::Tensor& gates, const at::Tensor& hidden_proj,
+            int64_t t, int64_t rows, int64_t hidden)
+      : before(befores.data_ptr<float>() + t * rows * hidden),
+        n(news.data_ptr<float>() + t * rows * hidden),
+        rz(gates.data_ptr<float>() + t * rows * 2 * hidden),
+        hp(hidden_proj.data_ptr<float>() + t * rows * 3 * hidden) {}
+};
+
 // Forward: the hidden states [T, P, B, H] and what the backward pass needs: the gates r, z
 // after their sigmoid [T, P, B, 2H], the hidden projection h U + c [T, P, B, 3H], the
 // candidate n [T, P, B, H] and the state each step starts from [T, P, B, H].
@@ -148,10 +163,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward(
   at::Tensor after = d_states[steps - 1].clone(), current = at::empty_like(after);
   for (int64_t t = steps - 1; t >= 0; --t) {
     const float* __restrict__ g = after.data_ptr<float>();
-    const float* __restrict__ before = befores.data_ptr<float>() + t * step_size;
-    const float* __restrict__ n = news.data_ptr<float>() + t * step_size;
-    const float* __restrict__ rz = gates.data_ptr<float>() + t * rows * 2 * hidden;
-    const float* __restrict__ hp = hidden_proj.data_ptr<float>() + t * rows * 3 * hidden;
+    const SavedStep saved(befores, news, gates, hidden_proj, t, rows, hidden);
+    const float *__restrict__ before = saved.before, *__restrict__ n = saved.n, *__restrict__ rz = saved.rz, *__restrict__ hp = saved.hp;
     float* __restrict__ dp = d_projected.data_ptr<float>() + t * rows * 3 * hidden;
     float* __restrict__ dhp = d_hidden_proj.data_ptr<float>() + t * rows * 3 * hidden;
     float* __restrict__ s = current.data_ptr<float>();
@@ -217,10 +230,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_fused_order(
   at::Tensor gh = d_states[steps - 1].reshape({rows, hidden}).clone(), earlier = at::empty_like(gh);
   for (int64_t t = steps - 1; t >= 0; --t) {
     const float* __restrict__ g = gh.data_ptr<float>();
-    const float* __restrict__ before = befores.data_ptr<float>() + t * step_size;
-    const float* __restrict__ n = news.data_ptr<float>() + t * step_size;
-    const float* __restrict__ rz = gates.data_ptr<float>() + t * rows * 2 * hidden;
-    const float* __restrict__ hp = hidden_proj.data_ptr<float>() + t * rows * 3 * hidden;
+    const SavedStep saved(befores, news, gates, hidden_proj, t, rows, hidden);
+    const float *__restrict__ before = saved.before, *__restrict__ n = saved.n, *__restrict__ rz = saved.rz, *__restrict__ hp = saved.hp;
     float* __restrict__ dp = d_projected.data_ptr<float>() + t * rows * 3 * hidden;
     float* __restrict__ dhp = d_hgates.data_ptr<float>();
     float* __restrict__ b = blend.data_ptr<float>();
