@@ -101,6 +101,7 @@ def test_a_killed_runner_is_replaced_and_the_run_goes_on(cluster, tmp_path, caps
     assert run.counters.env_steps == 3000
 
 
+@pytest.mark.slow  # a runner replaced after its node is gone; a killed runner is replaced the same way in the default run
 def test_a_lost_node_takes_its_runner_with_it_and_a_free_node_runs_the_new_one(cluster, tmp_path, capsys):
     made, nodes = cluster
 

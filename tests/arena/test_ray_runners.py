@@ -80,6 +80,7 @@ def test_two_runners_step_their_slices_and_resume_exactly(tmp_path):
     _same_networks(straight, resumed)
 
 
+@pytest.mark.slow  # that runners draw their own exploration; the default run checks that K runners resume exactly
 def test_two_runners_explore_apart_from_the_local_backend(tmp_path):
     _train(_config(2), tmp_path / "local")
     _train(_config(2, backend={"kind": "ray", "runners": 2}), tmp_path / "ray")

@@ -54,15 +54,22 @@ def local_ray():
     ray.shutdown()
 
 
+# learners whose Ray path another default test runs with a resume: SUPER's DQN learner actors
+# under population-based training (tests/arena/test_ray_runners.py)
+RAY_ELSEWHERE = {"dqn"}
+
+
 def _cases() -> list:
     """Every algorithm in every pool; on Ray, the algorithms after the first of each learner
-    kind, section and sharing are marked slow (their Ray path is that learner's, already run)."""
+    kind, section and sharing are marked slow (their Ray path is that learner's, already run),
+    and so are those of ``RAY_ELSEWHERE``."""
     cases, seen = [], set()
     for algo in ALGORITHMS:
         entry = ALGORITHMS[algo]
         kind = (entry.section, entry.learner, entry.capabilities.select)
         cases.append(pytest.param(algo, "local", id=f"{algo}-local"))
-        cases.append(pytest.param(algo, "ray", id=f"{algo}-ray", marks=[pytest.mark.slow] if kind in seen else []))
+        slow = kind in seen or algo in RAY_ELSEWHERE
+        cases.append(pytest.param(algo, "ray", id=f"{algo}-ray", marks=[pytest.mark.slow] if slow else []))
         seen.add(kind)
     return cases
 
