@@ -153,6 +153,7 @@ def _backward_loop(d_states, before, gates, hidden_proj, news, weight, keep_f):
     d_projected = torch.cat([d_hidden_proj[..., : 2 * hidden], d_n], dim=-1)
     return d_projected, d_hidden_proj, dh
 
+
 class FusedOrderGRU(torch.autograd.Function):
     """The recurrence of one parameter set as one node whose values and gradients are torch's
     own GRU's (``torch.gru`` on the CPU) to the last bit: the forward loop of
@@ -185,7 +186,7 @@ def fused_unroll(cell: StackedGRUCell, x: torch.Tensor, h: torch.Tensor) -> torc
     """The recurrence of a one-set cell by torch's fused GRU (the same gates): inputs ``x
     [T, B, in]`` from ``h [B, H]`` -> the hidden state after each step ``[T, B, H]``. On the
     CPU with relayrl's C++ loops, ``FusedOrderGRU`` computes the same values and gradients
-    (1.2-1.5x faster: docs/results/benchmarks_marl.md)."""
+    (QMIX's update 1.12-1.20x: docs/results/benchmarks_marl.md)."""
     if _native(x) is not None:
         projected = F.linear(x, cell.inputs.weight[0].T, cell.inputs.bias[0, 0])  # the call torch's GRU makes for its input projection
         return FusedOrderGRU.apply(projected, h, cell.hidden.weight[0], cell.hidden.bias[0, 0])
