@@ -1,5 +1,5 @@
-"""Helpers of the round, scheme and Ray tests: a run trained to its end, a CSV's rows, a run
-cut back to a step (as if it had stopped there), a hook module the run imports, and a
+"""Helpers of the round, scheme and Ray tests: a run trained to its end, a CSV's rows, a run's
+copy cut back to a step (as if it had stopped there), a hook module the run imports, and a
 config of DASE between learners."""
 
 import csv
@@ -24,9 +24,12 @@ def rows(path: Path, drop: tuple[str, ...] = ()) -> list[dict[str, str]]:
         return [{k: v for k, v in r.items() if k not in drop} for r in csv.DictReader(handle)]
 
 
-def stop_at(run_dir: Path, step: int) -> None:
-    """Removes the checkpoints after ``step``: the run resumes as if it had stopped there."""
-    for late in (run_dir / "checkpoints").glob("step_*"):
+def cut_copy(run_dir: Path, into: Path, step: int) -> None:
+    """A copy of a finished run's directory at ``into`` without the checkpoints after ``step``:
+    it resumes as if the run had stopped there (and as a run directory moved to another
+    machine does), without training the same steps twice."""
+    shutil.copytree(run_dir, into)
+    for late in (into / "checkpoints").glob("step_*"):
         if int(late.name.removeprefix("step_")) > step:
             shutil.rmtree(late)
 

@@ -148,7 +148,7 @@ def test_discrete_centralised_critics_learn_the_corridor(algo):
 def _two_teams(**extra) -> dict:
     """Two MADDPG teams on corridor copies of their own (two copies each), relaying the
     quarter of their joint steps with the largest mean |TD error| to each other."""
-    section = {"algo": "maddpg", "random_steps": 200, "hidden": [16], "batch_size": 16, "buffer_size": 2000, "fragment_length": 4}
+    section = {"algo": "maddpg", "random_steps": 200, "hidden": [16], "batch_size": 16, "buffer_size": 2000, "fragment_length": 4, "updates_per_fragment": 20}
     return {
         "preset": "corridor-maddpg-relay", "total_steps": 600, "report_interval": 200, "eval": {"interval": 0},
         "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 12}, "num_envs": 4}, "centralised": section,

@@ -12,7 +12,7 @@ import torch
 
 from relayrl.core.errors import ConfigError
 from relayrl.experiment import build_config
-from round_runs import hook_module, rows, stop_at, train
+from round_runs import cut_copy, hook_module, rows, train
 
 HOOKS = '''
 import json, os
@@ -63,8 +63,7 @@ def _straight_and_resumed(config: dict, tmp_path: Path, stop: int) -> tuple:
     """The runs of an uninterrupted run and of one cut back to ``stop`` and resumed,
     after checking that both wrote the same lineage."""
     straight = train(config, tmp_path / "a")
-    train(config, tmp_path / "b")
-    stop_at(tmp_path / "b", stop)
+    cut_copy(tmp_path / "a", tmp_path / "b", stop)
     resumed = train(config, tmp_path / "b")
     assert _lineage(tmp_path / "a") == _lineage(tmp_path / "b")
     return straight, resumed

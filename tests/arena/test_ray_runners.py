@@ -11,7 +11,7 @@ import torch
 from relayrl.arena.ray.runners import rotated, slices
 from relayrl.core.errors import ConfigError
 from relayrl.experiment import Run, build_run, build_config
-from round_runs import rows, shared_replay_config, stop_at
+from round_runs import cut_copy, rows, shared_replay_config
 
 ray = pytest.importorskip("ray")
 TIMING = ("sps", "updates_per_s", "wall_s")
@@ -73,8 +73,7 @@ def test_two_runners_step_their_slices_and_resume_exactly(tmp_path):
     table = rows(tmp_path / "a" / "metrics.csv", TIMING)
     assert [int(r["env_steps"]) for r in table] == [201, 402, 600, 801]  # 3 copies (2 + 1 over the runners) a step
     assert all(int(r["episodes"]) > 0 for r in table)
-    _train(config, tmp_path / "b")
-    stop_at(tmp_path / "b", 402)
+    cut_copy(tmp_path / "a", tmp_path / "b", 402)
     resumed = _train(config, tmp_path / "b")
     assert rows(tmp_path / "b" / "metrics.csv", TIMING) == table
     _same_networks(straight, resumed)
@@ -116,11 +115,25 @@ def test_rounds_on_one_runner_equal_the_local_backend(tmp_path):
         assert rows(tmp_path / "local" / name, TIMING) == rows(tmp_path / "ray" / name, TIMING)
 
 
+def test_the_runners_of_a_round_play_the_next_rounds_venue_in_their_processes():
+    run = build_run(build_config(_build(_population(backend={"kind": "ray", "runners": 2}))), None, verbose=False)
+    try:
+        collector = run.collector
+        collector.reset(0)
+        actors = list(collector.runners.actors)
+        collector.open(run.venues(1))
+        collector.reset(1)
+        assert all(new is old for new, old in zip(collector.runners.actors, actors, strict=True)), "no new runner started"
+        got = collector.collect(4, 0)
+        assert sorted(got.fragments) == ["a", "b", "c"] and got.env_steps == 12
+    finally:
+        run.close()
+
+
 def test_rounds_on_two_runners_resume_inside_a_round_exactly(tmp_path):
     config = _build(_population(backend={"kind": "ray", "runners": 2}))
     _train(config, tmp_path / "a")
-    _train(config, tmp_path / "b")
-    stop_at(tmp_path / "b", 450)  # inside round 1
+    cut_copy(tmp_path / "a", tmp_path / "b", 450)  # inside round 1
     _train(config, tmp_path / "b")
     for name in ("metrics.csv", "pbt.csv"):
         assert rows(tmp_path / "a" / name, TIMING) == rows(tmp_path / "b" / name, TIMING)
@@ -171,8 +184,7 @@ def test_learner_actors_under_population_based_training_equal_the_drivers_and_re
     _train(_build(_population(backend={"kind": "ray", "runners": 1, **fragments})), tmp_path / "driver")
     config = _build(_population(backend={**ACTORS, **fragments}))
     _train(config, tmp_path / "actors")
-    _train(config, tmp_path / "resumed")
-    stop_at(tmp_path / "resumed", 450)  # inside round 1
+    cut_copy(tmp_path / "actors", tmp_path / "resumed", 450)  # inside round 1
     _train(config, tmp_path / "resumed")
     for name in ("metrics.csv", "pbt.csv"):
         table = rows(tmp_path / "driver" / name, TIMING)
@@ -228,8 +240,7 @@ def test_a_shared_replay_is_the_same_in_the_driver_and_between_learner_actors_an
     for pid in ("a", "b"):
         for p, q in zip(driver.learners[pid].algorithm.actor.parameters(), actors.learners[pid].algorithm.actor.parameters()):
             torch.testing.assert_close(p, q, rtol=0, atol=0)
-    _train(_shared_replay(backend={**ACTORS, **fragments}), tmp_path / "resumed")
-    stop_at(tmp_path / "resumed", 400)
+    cut_copy(tmp_path / "actors", tmp_path / "resumed", 400)
     _train(_shared_replay(backend={**ACTORS, **fragments}), tmp_path / "resumed")
     assert rows(tmp_path / "resumed" / "metrics.csv", timing) == table
     apart = _shared_replay(shared_replay=None, backend={"kind": "ray", "runners": 1, **fragments})

@@ -11,7 +11,7 @@ import torch
 
 from relayrl.core.errors import ConfigError
 from relayrl.experiment import build_config
-from round_runs import hook_module, rows, stop_at, train
+from round_runs import cut_copy, hook_module, rows, train
 
 pytest.importorskip("magent2")
 
@@ -83,8 +83,7 @@ def test_self_play_stopped_inside_a_round_resumes_exactly(tmp_path):
     config = _config(selfplay={"learner": "blue", "opponent": "red", "groups": ["blue", "red"], "keep": 2, "sampling": "wins"},
                      rounds=[{"steps": 240}] * 3)
     straight = train(config, tmp_path / "a")
-    train(config, tmp_path / "b")
-    stop_at(tmp_path / "b", 360)  # inside round 1
+    cut_copy(tmp_path / "a", tmp_path / "b", 360)  # inside round 1
     resumed = train(config, tmp_path / "b")
     assert _table(tmp_path / "a") == _table(tmp_path / "b")
     for pid in ("blue", "red"):

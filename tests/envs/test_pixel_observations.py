@@ -21,7 +21,7 @@ def _sections(algo: str) -> dict:
     if entry.capabilities.on_policy:
         return {entry.section: {"algo": algo, "rollout_length": 16, "hidden": [16], **({"critic_input": "joint_obs"} if algo == "mappo" else {})}}
     if entry.section == "centralised":
-        return {entry.section: {"algo": algo, "random_steps": 60, "hidden": [16], "batch_size": 16, "buffer_size": 500, "fragment_length": 4}}
+        return {entry.section: {"algo": algo, "random_steps": 60, "hidden": [16], "batch_size": 16, "buffer_size": 500, "fragment_length": 4, "updates_per_fragment": 1}}
     if entry.capabilities.centralised:
         return {entry.section: {"algo": algo, "max_episode_length": 12, "batch_size": 2, "buffer_size": 20, "target_update_episodes": 5}}
     if entry.section == "actor_critic":

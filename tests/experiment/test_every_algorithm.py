@@ -10,10 +10,10 @@ import pytest
 from relayrl.algos import ALGORITHMS
 from relayrl.experiment import build_config, build_run
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
-from round_runs import rows, stop_at
+from round_runs import cut_copy, rows
 
 TIMING = ("sps", "updates_per_s", "wall_s", "sample_share")
-POOLS = {"local": {"kind": "local"}, "ray": {"kind": "ray", "runners": 1, "learners": "actors", "learner_cpus": 0.5}}
+POOLS = {"local": {"kind": "local"}, "ray": {"kind": "ray", "runners": 1, "learners": "actors", "learner_cpus": 0.5, "fragment_steps": 4}}
 
 
 def _config(algo: str, backend: dict) -> dict:
@@ -89,10 +89,7 @@ def test_every_algorithm_acts_learns_checkpoints_and_resumes_exactly(algo, pool,
     saved = [checkpoint_steps(path) for path in list_checkpoints(tmp_path / "straight" / "checkpoints")]
     assert len(saved) == 2 and saved[-1] >= 400, "a checkpoint every 200 env steps (at the fragment that reaches them)"
 
-    resumed = build_run(config, tmp_path / "resumed", verbose=False)
-    resumed.train()
-    resumed.close()
-    stop_at(tmp_path / "resumed", saved[0])  # as if it had stopped there
+    cut_copy(tmp_path / "straight", tmp_path / "resumed", saved[0])  # as if it had stopped there
     again = build_run(config, tmp_path / "resumed", verbose=False)
     again.train()
     again.close()

@@ -11,7 +11,7 @@ from relayrl.experiment import build_config, build_run
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.presets import preset_dict
 from relayrl.experiment.presets.common import merge
-from round_runs import rows, stop_at
+from round_runs import cut_copy, rows
 
 TIMING = ("sps", "updates_per_s", "wall_s", "sample_share")
 
@@ -55,10 +55,7 @@ def test_a_recurrent_run_resumes_exactly_from_inside_a_rollout(tmp_path):
     assert last["updates"] > 0 and math.isfinite(last["td_loss"])
     saved = [checkpoint_steps(p) for p in list_checkpoints(tmp_path / "straight" / "checkpoints")]
     assert (saved[0] // 2) % 16 != 0, "the first checkpoint falls inside a rollout"
-    resumed = build_run(config, tmp_path / "resumed", verbose=False)
-    resumed.train()
-    resumed.close()
-    stop_at(tmp_path / "resumed", saved[0])
+    cut_copy(tmp_path / "straight", tmp_path / "resumed", saved[0])
     again = build_run(config, tmp_path / "resumed", verbose=False)
     again.train()
     again.close()
@@ -96,10 +93,7 @@ def test_ppo_on_atari_screens_trains_its_torso_and_resumes_exactly_inside_an_epi
     straight.close()
     after = list(straight.learners["player"].algorithm.torso.parameters())
     assert all(not torch.equal(a, b) for a, b in zip(before, after)), "every torso layer learnt"
-    resumed = build_run(config, tmp_path / "resumed", verbose=False)
-    resumed.train()
-    resumed.close()
-    stop_at(tmp_path / "resumed", 48)
+    cut_copy(tmp_path / "straight", tmp_path / "resumed", 48)
     again = build_run(config, tmp_path / "resumed", verbose=False)
     again.train()
     again.close()

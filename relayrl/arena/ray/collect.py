@@ -2,8 +2,9 @@
 protocol (``relayrl.arena.collect``).
 
 Runners start with acting copies of the policies as they are when the venue's copies are
-reset or restored (a round's runners once its schemes and hooks have run), and get the
-learners' acting networks after every fragment (``sync``). With one runner a run equals the
+reset or restored, and get the learners' acting networks after every fragment (``sync``).
+At a round's start the same runners take the round's venue and acting copies (once its
+schemes and hooks have run) in their processes. With one runner a run equals the
 local collector's for the same seed: its copies reset with the run's seed, its policies
 continue the driver's exploration streams, and when it stops the driver's policies take the
 streams back, so the next runners continue them.
@@ -29,20 +30,29 @@ class RayCollector:
         self.venue: Venue | None = None
         self.runners: RayRunners | None = None
         self.networks: dict[str, dict[str, Any]] = {}  # the learners' acting networks for the next fragment
+        self.on_venue = False  # the runners play the venue (False: the last one's, until a reset or restore)
 
     def open(self, venue: Venue) -> None:
-        self._stop()
+        """Plays ``venue`` from the next reset or restore on, with the same runners where its
+        copies split as the last venue's did."""
+        self._take_streams()
         self.venue = venue
+        self.on_venue = False
 
     def _start(self) -> RayRunners:
+        """The runners over the venue, with the policies as they are now."""
         assert self.venue is not None, "open a venue first"
-        self._stop()
-        self.runners = RayRunners(self.venue.env, self.venue.factory.with_state, self.venue.matches, self.policies, self.n_runners, self.address, self.runner_cpus, self.seed)
-        self.networks = {}  # new runners act with the policies as they are now
+        self.networks = {}
+        if self.runners is not None and not self.runners.reopen(self.venue.env, self.venue.factory.with_state, self.venue.matches):
+            self.runners.close()  # their streams were taken at ``open``
+            self.runners = None
+        if self.runners is None:
+            self.runners = RayRunners(self.venue.env, self.venue.factory.with_state, self.venue.matches, self.policies, self.n_runners, self.address, self.runner_cpus, self.seed)
+        self.on_venue = True
         return self.runners
 
     def reset(self, seed: int) -> None:
-        (self.runners or self._start()).reset(seed)
+        (self.runners if self.runners is not None and self.on_venue else self._start()).reset(seed)
 
     def collect(self, n_steps: int, env_steps: int) -> Collected:
         assert self.runners is not None and self.venue is not None, "reset or load the collector first"
@@ -74,17 +84,21 @@ class RayCollector:
             return None
         return f"the runners' env states of this checkpoint cannot be restored ({len(saved)} saved for {self.n_runners} runners)"
 
-    def _stop(self) -> None:
-        """Closes the runners; with one, the driver's policies take over its exploration
-        streams first (so that the next runners continue them, as the local collector does)."""
-        if self.runners is None:
-            return
-        if len(self.runners.actors) == 1:
+    def _take_streams(self) -> None:
+        """With one runner, the driver's policies take over its exploration streams (so that
+        the runners' next policies continue them, as the local collector's do)."""
+        if self.runners is not None and len(self.runners.actors) == 1:
             (state,) = self.runners.get_state()
             for pid, rng_state in state["rngs"].items():
                 self.policies[pid].acting_rng.bit_generator.state = rng_state
+
+    def _stop(self) -> None:
+        """Closes the runners, their exploration streams taken over first."""
+        if self.runners is None:
+            return
+        self._take_streams()
         self.runners.close()
-        self.runners = None
+        self.runners, self.on_venue = None, False
 
     def close(self) -> None:
         self._stop()

@@ -166,6 +166,16 @@ class LearnerActor:
         self.learner.load_state_dict(pickle.loads(state))
 
 
+def wait_started(ray: Any, ready: dict[str, Any]) -> None:
+    """Waits for the learner actors of the policies in ``ready`` (their ``ready`` calls),
+    which start in parallel: each imports torch and builds its learner."""
+    _, waiting = ray.wait(list(ready.values()), num_returns=len(ready), timeout=STARTUP_S)
+    if waiting:
+        late = [pid for pid, ref in ready.items() if ref in waiting]
+        raise ConfigError(f"the learner actors of policies {late} did not start within {STARTUP_S} s: "
+                          f"free CPUs of the cluster: {ray.available_resources().get('CPU', 0.0):g}; lower backend.learner_cpus")
+
+
 class HomedActor:
     """An actor started from a home copy on the driver, and started again from it where it
     dies (``_restart``)."""
@@ -220,19 +230,16 @@ class RemoteLearner(HomedActor):
         draws from the replay actor (``RemoteSharedReplay``) given at ``start``."""
         self.first_agent = first_agent
 
-    def start(self, shared_replay: "RemoteSharedReplay | None") -> None:
-        """Starts the actor from the home copy (after the exchanges connected)."""
+    def start(self, shared_replay: "RemoteSharedReplay | None") -> Any:
+        """Starts the actor from the home copy (after the exchanges connected); returns the
+        reference that is ready once it is (``wait_started``), so that actors start together."""
         self.shared_replay = shared_replay if self.first_agent is not None else None
-        self.actor = self._start()
+        self.actor = self._launch()
+        return self.actor.ready.remote()
 
-    def _start(self) -> Any:
+    def _launch(self) -> Any:
         state = pickle.dumps(self.home.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
-        actor = self.actor_class.remote(self.build, state, self.threads, self.keep_memory, self.exports, self.first_agent)
-        _, waiting = self.ray.wait([actor.ready.remote()], timeout=STARTUP_S)
-        if waiting:
-            raise ConfigError(f"the learner actor of policy {self.home.name!r} did not start within {STARTUP_S} s: "
-                              f"free CPUs of the cluster: {self.ray.available_resources().get('CPU', 0.0):g}; lower backend.learner_cpus")
-        return actor
+        return self.actor_class.remote(self.build, state, self.threads, self.keep_memory, self.exports, self.first_agent)
 
     def _restart(self, error: Exception) -> None:
         """A new actor from the home copy; the episodes in flight at its checkpoint end there
@@ -240,7 +247,8 @@ class RemoteLearner(HomedActor):
         print(f"warning: the learner actor of policy {self.home.name!r} died ({type(error).__name__}): a new one starts from its "
               "last checkpoint (or its round's start); what it learned and stored since is lost", file=sys.stderr)
         self.ray.kill(self.actor)
-        self.actor = self._start()
+        self.actor = self._launch()
+        wait_started(self.ray, {self.home.name: self.actor.ready.remote()})
         workers = self.n_workers if self.home_workers is None else self.home_workers
         if workers:
             self.actor.end_workers.remote(np.arange(workers))

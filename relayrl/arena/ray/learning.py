@@ -16,7 +16,7 @@ import numpy as np
 from relayrl.algos.algorithm import Learner
 from relayrl.arena.learning import LearnerPool
 from relayrl.arena.policy import PolicyBuild
-from relayrl.arena.ray.learners import LearnerActor, RemoteLearner, RemoteSharedReplay
+from relayrl.arena.ray.learners import LearnerActor, RemoteLearner, RemoteSharedReplay, wait_started
 from relayrl.sharing.exchange import Exchange, SharedReplayBetween
 
 
@@ -42,8 +42,7 @@ class RayLearnerPool(LearnerPool):
                 if isinstance(exchange, SharedReplayBetween):  # its replay goes to an actor of its own
                     self.shared_replay = RemoteSharedReplay(exchange.replay, self.ray)
                     exchange.host = self.shared_replay
-            for remote in self.remote.values():
-                remote.start(self.shared_replay)
+            wait_started(self.ray, {pid: remote.start(self.shared_replay) for pid, remote in self.remote.items()})
         except BaseException:
             self.close()
             raise

@@ -62,10 +62,19 @@ class EnvRunner:
 
     def __init__(self, env: str, settings: dict[str, Any], with_state: bool, vector: str, first: int, copies: int, matches: list[Match], policies: dict[str, Policy]) -> None:
         configure_threads(1)
+        self._open(env, settings, with_state, vector, first, copies, matches, policies)
+
+    def _open(self, env: str, settings: dict[str, Any], with_state: bool, vector: str, first: int, copies: int, matches: list[Match], policies: dict[str, Policy]) -> None:
         self.venv = make_vector_env(make_env_factory(env, settings, with_state), copies, vector, first=first)
         self.first = first
         self.policies = policies
         self.rollout = Rollout(self.venv, policies, matches, None, env_check(self.venv.groups, first))
+
+    def reopen(self, env: str, settings: dict[str, Any], with_state: bool, vector: str, first: int, copies: int, matches: list[Match], policies: dict[str, Policy]) -> None:
+        """Closes its copies and opens the next round's (its env, matches and acting
+        policies) in this process: a new runner would import torch again."""
+        self.venv.close()
+        self._open(env, settings, with_state, vector, first, copies, matches, policies)
 
     def ready(self) -> bool:
         return True
@@ -193,8 +202,25 @@ class RayRunners:
         self._wait_ready(self.actors)
 
     def _start(self, first: int, copies: int) -> Any:
+        return self.actor.remote(*self._arguments(first, copies))
+
+    def _arguments(self, first: int, copies: int) -> tuple[Any, ...]:
         acting = {pid: p.acting_copy() for pid, p in self.policies.items()}
-        return self.actor.remote(*self.arguments, first, copies, rotated(self.matches, first), acting)
+        return (*self.arguments, first, copies, rotated(self.matches, first), acting)
+
+    def reopen(self, env: Any, with_state: bool, matches: list[Match]) -> bool:
+        """The same runners over the next round's venue (its env settings, matches and the
+        policies as they are now); False where its copies split otherwise (a new set of
+        runners is due)."""
+        if slices(env.num_envs, len(self.actors)) != self.slices:
+            return False
+        self.arguments = (env.name, env.env_settings(), with_state, env.vector)
+        self.matches = matches
+        try:
+            self.ray.get([actor.reopen.remote(*self._arguments(first, copies)) for actor, (first, copies) in zip(self.actors, self.slices)])
+        except self.ray.exceptions.RayActorError:
+            return False  # a runner died between the rounds: new runners start over the venue
+        return True
 
     def _wait_ready(self, actors: list[Any]) -> None:
         _, waiting = self.ray.wait([a.ready.remote() for a in actors], num_returns=len(actors), timeout=STARTUP_S)
