@@ -26,6 +26,7 @@ al. 2017, eqs. 7 and 9; Yu et al. 2022 for the clipped value loss):
 and each set's gradient is clipped to its own norm.
 """
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +48,7 @@ SQUASH_EPS = 1e-6  # keeps atanh finite for actions stored at the bounds
 # what a recurrent update's chunks hold besides per-step rows: the inputs it unrolls over and
 # the hidden states it starts from
 UNROLLED = ("obs", "agent", "critic_obs", "actor_h", "critic_h", "begins")
+FLAT_SCREEN_INPUTS = 16_384  # screens larger than 128 x 128 x 1 (or 74 x 74 x 3) read flat get a warning
 
 
 class BoxActions:
@@ -170,6 +172,10 @@ class PolicyGradient:
         c = config
         self.torso = NatureTorso(n_sets, spec.obs_shape, spec.pixels).to(device) if c.torso == "nature_cnn" else None
         own = int(np.prod(spec.obs_shape)) if self.torso is None else self.torso.out_features
+        if self.torso is None and spec.pixels and own > FLAT_SCREEN_INPUTS:
+            warnings.warn(f"{spec.name}'s observations are {'x'.join(map(str, spec.obs_shape))} screens, read flat: the actor's first layer alone "
+                          f"has {own * c.hidden[0]:,} weights per parameter set, and training will crawl; set on_policy.torso=nature_cnn "
+                          "to read them through convolutions", stacklevel=2)
         width = own + (self.n if self.index else 0)
         self.box = BoxActions(spec, c.action_bounds, device) if spec.continuous else None
         outputs = int(np.prod(spec.action_shape)) if spec.continuous else spec.n_actions

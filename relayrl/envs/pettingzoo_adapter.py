@@ -91,6 +91,7 @@ class ParallelEnvAdapter:
         self._finished: dict[str, int] = {}  # agents whose episode ended, and at which step
         self._warned_masks = False
         self._step = 0
+        self._last_state: np.ndarray | None = None  # what the env's state() last gave
 
     def _name(self) -> str:
         return type(self.env.unwrapped if hasattr(self.env, "unwrapped") else self.env).__name__
@@ -113,12 +114,17 @@ class ParallelEnvAdapter:
                 f"({Path(frame.filename).name}:{frame.lineno}, in {frame.name})"
             ) from error
 
-    def _state(self) -> np.ndarray:
+    def _state(self, terminated: bool = False) -> np.ndarray:
         """The env's global state, or the error that says whose ``state()`` failed and why
-        the run asks for it."""
+        the run asks for it. After a step that terminated every agent left (``terminated``)
+        the state before it stands in where ``state()`` fails (multiwalker's does once its
+        walkers fell): no learner bootstraps from a terminal state."""
         try:
-            return np.asarray(self.env.state(), np.float32)
+            self._last_state = np.asarray(self.env.state(), np.float32)
+            return self._last_state
         except Exception as error:
+            if terminated and self._last_state is not None:
+                return self._last_state
             raise EnvError(
                 f"{self._name()}.state() raised {type(error).__name__}: {error}, at step {self._step} of its episode (agents left: "
                 f"{list(self.env.agents)}). This run's learners read the env's global state (relayrl list: 'reads the global "
@@ -149,7 +155,9 @@ class ParallelEnvAdapter:
     def _empty_obs(self) -> list[np.ndarray]:
         return [np.zeros((g.n_agents, *g.obs_shape), g.obs_dtype) for g in self.groups]
 
-    def _observed(self, obs: dict[str, Any]) -> list[GroupObs]:
+    def _observed(self, obs: dict[str, Any], terminated: bool = False) -> list[GroupObs]:
+        """Per group the arrays of ``obs``; ``terminated``: the step ended the episode with
+        every agent that was left terminated (none truncated)."""
         arrays = self._empty_obs()
         alive = [np.zeros(g.n_agents, bool) for g in self.groups]
         masks = [np.ones((g.n_agents, g.n_actions), bool) if m else None for g, m in zip(self.groups, self.masked)]
@@ -165,7 +173,7 @@ class ParallelEnvAdapter:
         for agent in self.env.agents:
             g, i = self._slot[agent]
             alive[g][i] = True
-        state = self._state() if self.has_state else None
+        state = self._state(terminated) if self.has_state else None
         return [GroupObs(o, a, state, m) for o, a, m in zip(arrays, alive, masks)]
 
     def reset(self, seed: int | None = None) -> list[GroupObs]:
@@ -200,7 +208,8 @@ class ParallelEnvAdapter:
         self._check_known(obs, rewards, terms, truncs, self.env.agents)
         self._check_step(before, terms, truncs)
         steps = []
-        for g, (spec, seen) in enumerate(zip(self.groups, self._observed(obs))):
+        terminated_all = not self.env.agents and not any(truncs.values())
+        for g, (spec, seen) in enumerate(zip(self.groups, self._observed(obs, terminated_all))):
             reward = np.zeros(spec.n_agents, np.float32)
             terminated = np.zeros(spec.n_agents, bool)
             truncated = np.zeros(spec.n_agents, bool)

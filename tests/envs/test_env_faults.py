@@ -41,6 +41,20 @@ def test_multiwalker_trains_past_fallen_walkers_without_its_state():
     assert sum(r["episodes"] for r in rows) > 0 and np.isfinite(rows[-1]["td_loss"])
 
 
+def test_mappo_reads_multiwalkers_state_up_to_the_fall_that_ends_the_episode():
+    """A fall ends multiwalker's episode (every walker terminates) and its state() fails from
+    then on: the state before the fall stands in as the terminal state, which no learner
+    bootstraps from, and MAPPO's critic trains on."""
+    pytest.importorskip("Box2D")
+    config = build_config({"preset": "walkers-mappo", "env": {"name": "pettingzoo.sisl.multiwalker_v9", "num_envs": 2}, **SHORT,
+                           "on_policy": {"algo": "mappo", "rollout_length": 32, "hidden": [32]}})
+    run = build_run(config, None, verbose=False)
+    rows = run.train()
+    run.close()
+    assert run.venue.venv.groups[0].state_shape and not run.venue.venv.groups[0].flattened
+    assert sum(r["episodes"] for r in rows) > 0 and np.isfinite(rows[-1]["td_loss"])
+
+
 def test_a_failing_state_is_named_where_a_learner_reads_it():
     """QMIX's mixer reads the global state: the env's failing state() stops the run with the
     env's name, the step and the fix."""

@@ -100,3 +100,15 @@ def test_ppo_on_atari_screens_trains_its_torso_and_resumes_exactly_inside_an_epi
     assert rows(tmp_path / "resumed" / "metrics.csv", TIMING) == rows(tmp_path / "straight" / "metrics.csv", TIMING)
     for p, q in zip(after, again.learners["player"].algorithm.torso.parameters()):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
+
+
+def test_ppo_warns_where_it_would_read_large_screens_flat(recwarn):
+    """Atari's 84 x 84 x 4 screens through flat MLPs: a warning names the fix; the preset's
+    convolutions give none."""
+    pytest.importorskip("ale_py")
+    flat = merge(preset_dict("pong-ppo"), {"on_policy": {"torso": "flat", "hidden": [64]}})
+    with pytest.warns(UserWarning, match=r"84x84x4 screens, read flat: the actor's first layer alone has 1,806,336 weights .* set on_policy\.torso=nature_cnn"):
+        build_run(build_config(flat), None, verbose=False).close()
+    recwarn.clear()
+    build_run(build_config(preset_dict("pong-ppo")), None, verbose=False).close()
+    assert not [w for w in recwarn if "read flat" in str(w.message)]
