@@ -1,7 +1,7 @@
 """MAPPO env steps/s: relayrl against BenchMARL, on the same task and batch settings, in one run.
 
-What it measures, at one of two configs (``--config``), one process and one torch thread
-each, CPU:
+What it measures, at one of two configs (``--config``), one process each and ``--threads``
+torch threads each (default one), CPU:
 
 ``mappo-paper`` (default)
     MAPPO (one actor network shared by the agents, a centralised critic on the global
@@ -42,12 +42,12 @@ from benchmarl_timing import benchmarl_rate, relayrl_rate, report
 BENCHMARL = r"""
 import json, sys, time
 import torch
-torch.set_num_threads(1)
+a = json.loads(sys.argv[1])
+torch.set_num_threads(a["threads"])
 from benchmarl.algorithms import MappoConfig
 from benchmarl.environments import PettingZooTask, VmasTask
 from benchmarl.experiment import Experiment, ExperimentConfig
 from benchmarl.models import GruConfig, MlpConfig, SequenceModelConfig
-a = json.loads(sys.argv[1])
 cfg = ExperimentConfig.get_from_yaml()
 if a["config"] != "defaults":
     cfg.on_policy_collected_frames_per_batch = a["envs"] * a["rollout"]
@@ -85,12 +85,12 @@ print(json.dumps({"frames": experiment.total_frames, "wall_s": wall, "batches": 
 """
 
 
-def relayrl_config(envs: int, rollout: int, epochs: int, steps: int) -> dict:
+def relayrl_config(envs: int, rollout: int, epochs: int, steps: int, threads: int) -> dict:
     """relayrl's MAPPO on mpe2's simple_spread, one batch per metrics row."""
     batch = envs * rollout
     return {
         "preset": "bench-mappo", "total_steps": steps + batch, "report_interval": batch, "eval": {"interval": 0},
-        "checkpoint_interval": 10**9,
+        "checkpoint_interval": 10**9, "torch_threads": threads,
         "env": {"name": "mpe2.simple_spread_v3", "settings": {"N": 3, "max_cycles": 25, "continuous_actions": False}, "num_envs": envs},
         "on_policy": {"algo": "mappo", "rollout_length": rollout, "epochs": epochs, "minibatches": 1, "hidden": [64, 64], "activation": "relu"},
     }
@@ -104,23 +104,24 @@ def main() -> None:
     parser.add_argument("--rollout", type=int, default=50, help="mappo-paper only")
     parser.add_argument("--epochs", type=int, default=10, help="mappo-paper only")
     parser.add_argument("--steps", type=int, default=96_000)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads of each side")
     parser.add_argument("--out", help="write the result as JSON here")
     a = parser.parse_args()
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(a.threads)
     if a.config == "jaxmarl":
         from relayrl.bench.marl import relayrl_rate as bench_rate
 
-        ours = bench_rate("mappo", a.steps, 16 * 128)
-        settings = {"config": "jaxmarl", "envs": 16, "rollout": 128, "epochs": 4, "minibatches": 4, "lr": 2e-3}
+        ours = bench_rate("mappo", a.steps, 16 * 128, threads=a.threads)
+        settings = {"config": "jaxmarl", "envs": 16, "rollout": 128, "epochs": 4, "minibatches": 4, "lr": 2e-3, "threads": a.threads}
     else:
-        ours = relayrl_rate(relayrl_config(a.envs, a.rollout, a.epochs, a.steps))
-        settings = {"config": "mappo-paper", "envs": a.envs, "rollout": a.rollout, "epochs": a.epochs, "minibatches": 1, "lr": 7e-4}
+        ours = relayrl_rate(relayrl_config(a.envs, a.rollout, a.epochs, a.steps, a.threads))
+        settings = {"config": "mappo-paper", "envs": a.envs, "rollout": a.rollout, "epochs": a.epochs, "minibatches": 1, "lr": 7e-4, "threads": a.threads}
     theirs = benchmarl_rate(a.benchmarl_python, BENCHMARL, {**settings, "folder": "/tmp"}, a.steps)
     extra = {}
     if a.config == "jaxmarl":  # and BenchMARL as a user meets it: its defaults on VMAS simple_spread
-        extra["benchmarl_defaults"] = defaults = benchmarl_rate(a.benchmarl_python, BENCHMARL, {"config": "defaults", "folder": "/tmp"}, a.steps)
+        extra["benchmarl_defaults"] = defaults = benchmarl_rate(a.benchmarl_python, BENCHMARL, {"config": "defaults", "folder": "/tmp", "threads": a.threads}, a.steps)
         extra["ratio_vs_defaults"] = ours["sps"] / defaults["sps"]
     report({**vars(a), **settings}, ours, theirs, a.out, extra)
 

@@ -8,11 +8,15 @@ relayrl steps ``simple-spread`` (mpe2's dynamics in NumPy, ``relayrl.envs.spread
 JaxMARL steps its own JAX MPE. Timing: relayrl trains a warm-up first (start-up, the first
 batch, learning start), then the timed steps with its section timer on (the profile
 columns: shares of the timed wall clock); JaxMARL's training is compiled first, then the
-compiled run is timed (``benchmarks/jaxmarl_timing.py``).
+compiled run is timed (``benchmarks/jaxmarl_timing.py``). JaxMARL's XLA uses every core of
+the machine; relayrl is timed with one torch thread (its default) and, on a CPU of several
+cores, with one thread per core, each once before JaxMARL and once after, and each figure
+is the mean of the two, so that a drift of the machine's speed in between cancels.
 """
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
@@ -29,11 +33,13 @@ SAMPLES_PER_STEP = {"qmix": 32 * 25 / (8 * 25), "mappo": 4.0}
 PRESETS = {"qmix": "spread-qmix-jaxmarl", "mappo": "spread-mappo-jaxmarl"}
 
 
-def relayrl_rate(algo: str, steps: int, warmup: int, device: str = "cpu", num_envs: int | None = None, agents: int | None = None, batch: int | None = None) -> dict[str, Any]:
+def relayrl_rate(
+    algo: str, steps: int, warmup: int, device: str = "cpu", num_envs: int | None = None, agents: int | None = None, batch: int | None = None, threads: int = 1
+) -> dict[str, Any]:
     """Trains ``algo``'s config for ``warmup`` env steps (start-up, first batch, learning
     start), then times ``steps`` more with the run's section timer on: env steps/s,
     updates/s and the share of the wall time by section (env, act, replay add, sample,
-    update; ``other``: the rest of the loop)."""
+    update; ``other``: the rest of the loop). ``threads``: the run's ``torch_threads``."""
     from relayrl.experiment import build_config, build_run
     from relayrl.experiment.presets import preset_dict
 
@@ -45,7 +51,7 @@ def relayrl_rate(algo: str, steps: int, warmup: int, device: str = "cpu", num_en
     if batch:
         config["qmix"]["batch_size"] = batch
     config.update(
-        {"preset": f"bench-{algo}-mpe", "total_steps": warmup, "report_interval": warmup, "eval": {"interval": 0}, "checkpoint_interval": 10**9, "device": device}
+        {"preset": f"bench-{algo}-mpe", "total_steps": warmup, "report_interval": warmup, "eval": {"interval": 0}, "checkpoint_interval": 10**9, "device": device, "torch_threads": threads}
     )
     start = time.perf_counter()
     run = build_run(build_config(config), None, verbose=False)
@@ -76,22 +82,44 @@ def jaxmarl_rate(python: str, source: str, algo: str, steps: int) -> dict[str, A
     return None
 
 
+def thread_counts(device: str) -> tuple[int, ...]:
+    """relayrl's torch threads to time: one, and one per core of a CPU of several (the cores
+    JaxMARL's XLA uses)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return (1, cores) if device == "cpu" and cores > 1 else (1,)
+
+
+def mean_rate(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Two timings of one config (before and after the baseline) as one: the means of the
+    rates, the profile shares and the start-up."""
+    mean = {k: (first[k] + second[k]) / 2 for k in ("sps", "updates_per_s", "update_ms", "startup_s")}
+    share = {name: (first["share"].get(name, 0.0) + second["share"].get(name, 0.0)) / 2 for name in {*first["share"], *second["share"]}}
+    return {**first, **mean, "env_steps": first["env_steps"] + second["env_steps"], "seconds": first["seconds"] + second["seconds"], "share": share, "sps_each": (first["sps"], second["sps"])}
+
+
 def run(quick: bool, python: str | None, source: str | None, device: str = "cpu") -> str:
-    """The section's report: a table per algorithm, relayrl against JaxMARL."""
+    """The section's report: a table per algorithm, relayrl (one thread, and one per core)
+    against JaxMARL."""
     # env steps timed (relayrl, after the warm-up) and trained by JaxMARL (its TOTAL_TIMESTEPS)
     plan = {"qmix": (20_000 if quick else 100_000, 4_000, 200_000 if quick else 1_000_000), "mappo": (16_384 if quick else 98_304, 16 * 128, 200_000 if quick else 1_000_000)}
+    counts = thread_counts(device)
     parts = []
     for algo, (steps, warmup, jax_steps) in plan.items():
-        ours = relayrl_rate(algo, steps, warmup, device)
+        before = {n: relayrl_rate(algo, steps, warmup, device, threads=n) for n in counts}
         theirs = jaxmarl_rate(python, source, algo, jax_steps) if python and source else None
-        share = ours["share"]
-        profile = ", ".join(f"{name} {share[name]:.0%}" for name in sorted(share, key=share.get, reverse=True) if share[name] >= 0.01)
-        ratio = "not measured" if theirs is None else f"{ours['sps'] / theirs['sps']:.2f}x"
-        rows = [[f"relayrl ({device})", f"{ours['sps']:,.0f}", f"{ours['updates_per_s']:,.1f}", f"{ours['samples_per_env_step']:.2f}", f"{ours['startup_s']:.1f} s start-up", ratio, profile]]
+        after = {n: relayrl_rate(algo, steps, warmup, device, threads=n) for n in reversed(counts)}
+        rows = []
+        for n in counts:
+            ours = mean_rate(before[n], after[n])
+            share = ours["share"]
+            profile = ", ".join(f"{name} {share[name]:.0%}" for name in sorted(share, key=share.get, reverse=True) if share[name] >= 0.01)
+            ratio = "not measured" if theirs is None else f"{ours['sps'] / theirs['sps']:.2f}x"
+            each = " / ".join(f"{x:,.0f}" for x in ours["sps_each"])
+            rows.append([f"relayrl ({device}, {n} torch thread{'s' if n > 1 else ''})", f"{ours['sps']:,.0f} ({each})", f"{ours['updates_per_s']:,.1f}", f"{ours['samples_per_env_step']:.2f}", f"{ours['startup_s']:.1f} s start-up", ratio, profile])
         if theirs is not None:
-            rows.append([f"JaxMARL {theirs['jax_version']} ({theirs['backend']}, baseline)", f"{theirs['sps']:,.0f}", f"{theirs['updates_per_s']:,.1f}", f"{theirs['samples_per_env_step']:.2f}", f"{theirs['compile_s']:.1f} s compile", "1.0x", ""])
+            rows.append([f"JaxMARL {theirs['jax_version']} ({theirs['backend']}, every core; baseline)", f"{theirs['sps']:,.0f}", f"{theirs['updates_per_s']:,.1f}", f"{theirs['samples_per_env_step']:.2f}", f"{theirs['compile_s']:.1f} s compile", "1.0x", ""])
         parts.append(
-            f"### {algo.upper()} at JaxMARL's config\n\nrelayrl timed over {ours['env_steps']:,} env steps after {warmup:,}; "
+            f"### {algo.upper()} at JaxMARL's config\n\nrelayrl timed over {steps:,} env steps after {warmup:,}, before JaxMARL and after (env steps/s: the mean, then each); "
             + (f"JaxMARL over {theirs['env_steps']:,}" if theirs else "JaxMARL not measured in this run (give --jaxmarl-python and --jaxmarl-src)")
             + ".\n\n" + markdown_table(["trainer", "env steps/s", "updates/s", "samples per env step", "before training", "relayrl / JaxMARL", "profile"], rows)
         )
