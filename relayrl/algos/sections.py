@@ -2,6 +2,7 @@
 with their paper sources, validated without importing the networks (so that ``relayrl
 show`` and config checks stay light). Each family's code is in its own module."""
 
+import warnings
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -344,6 +345,23 @@ class CentralisedConfig(Strict):
     def _batch_fits(self) -> "CentralisedConfig":
         if self.batch_size > self.buffer_size:
             raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower centralised.batch_size")
+        return self
+
+    @model_validator(mode="after")
+    def _update_ratio(self) -> "CentralisedConfig":
+        """More than one gradient step per env step is allowed (a high replay ratio) but said:
+        shortening ``fragment_length`` alone multiplies the updates per env step."""
+        ratio = self.updates_per_fragment / self.fragment_length
+        if ratio > 1:
+            default = self.model_fields["updates_per_fragment"].default / self.model_fields["fragment_length"].default
+            warnings.warn(
+                f"centralised.updates_per_fragment={self.updates_per_fragment} gradient steps every fragment_length={self.fragment_length} env steps "
+                f"make {ratio:g} updates of {self.batch_size} joint rows per env step ({ratio / default:,.0f}x the defaults' {default:g}), and training "
+                f"will be mostly updates; to update more often at the same ratio, lower updates_per_fragment with fragment_length "
+                f"(updates_per_fragment={max(1, round(default * self.fragment_length))} for fragment_length={self.fragment_length})",
+                UserWarning,
+                stacklevel=2,
+            )
         return self
 
     def learner_params(self) -> OffPolicyParams:

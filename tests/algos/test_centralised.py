@@ -178,3 +178,17 @@ def test_two_teams_of_centralised_critics_relay_joint_steps_at_their_bandwidth()
 def test_a_centralised_team_selects_only_for_other_teams_of_its_kind(change, message):
     with pytest.raises(ConfigError, match=message):
         build_config(_two_teams(**change))
+
+
+def test_a_centralised_config_that_updates_more_often_than_it_steps_says_so_with_the_fix(recwarn):
+    """Shortening ``fragment_length`` alone multiplies the updates per env step: 50 updates
+    every 8 env steps warn with the ratio and the fix; the defaults (50 per 1,000) do not."""
+    config = _two_teams()
+    config["centralised"] = {"algo": "masac", "fragment_length": 8}
+    with pytest.warns(UserWarning, match=r"updates_per_fragment=50 gradient steps every fragment_length=8 env steps make 6\.25 updates of 1000 joint rows "
+                                         r"per env step \(125x the defaults' 0\.05\).*\(updates_per_fragment=1 for fragment_length=8\)"):
+        build_config(config)
+    recwarn.clear()
+    config["centralised"] = {"algo": "masac"}
+    build_config(config)
+    assert not [w for w in recwarn if "updates_per_fragment" in str(w.message)]
