@@ -38,7 +38,7 @@ from torch import nn
 from relayrl.algos.algorithm import allowed_choice
 from relayrl.algos.sections import OnPolicyConfig
 from relayrl.core.errors import ConfigError
-from relayrl.core.specs import GroupSpec
+from relayrl.core.specs import STATE_SOURCE, GroupSpec
 from relayrl.nets.mlp import AgentNet
 from relayrl.nets.observations import network_input, network_input_array
 from relayrl.nets.pixels import NatureTorso
@@ -98,7 +98,7 @@ def flat_obs(obs: np.ndarray, spec: GroupSpec) -> np.ndarray:
 def _flat_state(state: np.ndarray | None, spec: GroupSpec, n: int) -> np.ndarray:
     """The env's state ``[..., *state_shape]`` as float32 ``[..., N, S]``, the same row for each agent."""
     if state is None:
-        raise ConfigError(f"group {spec.name!r}: the env gives no global state for the critic: set on_policy.critic_input=joint_obs")
+        raise ConfigError(f"group {spec.name!r}: the env gives no global state for the critic ({STATE_SOURCE}): declare the env's state_space, or set on_policy.critic_input=joint_obs")
     flat = state.reshape(*state.shape[: state.ndim - len(spec.state_shape)], -1).astype(np.float32, copy=False)
     return np.broadcast_to(flat[..., None, :], (*flat.shape[:-1], n, flat.shape[-1]))
 

@@ -38,7 +38,7 @@ from relayrl.algos.returns import td_lambda_targets
 from relayrl.algos.schedules import linear_schedule
 from relayrl.core.errors import ConfigError
 from relayrl.algos.sections import ValueDecompositionConfig
-from relayrl.core.specs import GroupSpec
+from relayrl.core.specs import STATE_SOURCE, GroupSpec
 from relayrl.nets.gru import RecurrentQNetwork
 from relayrl.nets.mixers import QMixer, VDNMixer
 from relayrl.nets.observations import network_input
@@ -75,7 +75,7 @@ class ValueDecomposition:
 
     def __init__(self, spec: GroupSpec, config: ValueDecompositionConfig, device: torch.device, seed: int) -> None:
         if config.mixer == "qmix" and not spec.state_shape:
-            raise ConfigError(f"{spec.name!r}: the QMIX mixer reads the env's global state, and this env gives none: set qmix.mixer=vdn or none")
+            raise ConfigError(f"{spec.name!r}: the QMIX mixer reads the env's global state, and this env gives none ({STATE_SOURCE}): declare the env's state_space, or set qmix.mixer=vdn or none")
         torch.manual_seed(seed)
         self.config = c = config
         self.device = device

@@ -5,6 +5,10 @@ from typing import Any
 
 import numpy as np
 
+# where a learner that reads the global state (``GroupSpec.state_shape``) finds it, for the
+# errors that say an env gives none
+STATE_SOURCE = "relayrl hands up an env's state() where the env declares its state_space beside it, as PettingZoo's API asks"
+
 
 @dataclass(frozen=True)
 class GroupSpec:

@@ -23,6 +23,7 @@ from pydantic import Field, model_validator
 from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec, pixels_of
 from relayrl.envs.episodes import EpisodeStats, EpisodeTally
+from relayrl.envs.flat_spaces import flat_box, flatten_obs
 from relayrl.envs.pettingzoo_adapter import check_finite_bounds
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
@@ -32,7 +33,7 @@ from relayrl.envs.types import GroupObs, GroupStep
 def _spec(env: gym.Env, n_agents: int, name: str) -> GroupSpec:
     obs_space, act_space = env.observation_space, env.action_space
     if not isinstance(obs_space, spaces.Box):
-        raise TypeError(f"K-copies envs need Box observations, got {obs_space}")
+        obs_space = flat_box(obs_space)  # a Discrete as its one-hot vector (FrozenLake, Taxi), a Dict's parts side by side
     ids = tuple(f"{name}_{k}" for k in range(n_agents))
     pixels = pixels_of(obs_space)  # handed on as float32 (below), still read divided by 255
     if isinstance(act_space, spaces.Discrete):
@@ -121,10 +122,14 @@ class GymCopiesEnv:
         self.envs = [gym.make(env_id, **kwargs) for _ in range(num_envs * n_agents)]  # copy (e, k) at e * K + k
         spec = _spec(self.envs[0], n_agents, name)
         self.groups = (spec,)
+        space = self.envs[0].observation_space
+        self._flattened = None if isinstance(space, spaces.Box) else space  # relayrl.envs.flat_spaces
         self.tally = EpisodeTally(len(self.envs), 1, agents_per_copy=n_agents)
         self._logs: list[EpisodeLog] = []  # each copy's episode in flight, for checkpoints
 
-    def _stack(self, values: list[np.ndarray]) -> np.ndarray:
+    def _stack(self, values: list[Any]) -> np.ndarray:
+        if self._flattened is not None:
+            values = [flatten_obs(self._flattened, v) for v in values]
         return np.stack(values).astype(np.float32).reshape(self.num_envs, self.n_agents, *self.groups[0].obs_shape)
 
     def reset(self, seed: int) -> list[GroupObs]:

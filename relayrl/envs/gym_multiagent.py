@@ -33,6 +33,7 @@ from pydantic import Field, model_validator
 
 from relayrl.core.specs import pixels_of
 from relayrl.core.strict import Strict
+from relayrl.envs.flat_spaces import flat_box, flatten_obs
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
 
@@ -153,10 +154,7 @@ def _converter(space: spaces.Space) -> tuple[spaces.Box, Any]:
         return space, lambda o: np.asarray(o, np.uint8)
     if isinstance(space, spaces.Box):
         return _float_box(space.low, space.high), lambda o: np.asarray(o, np.float32)
-    flat = spaces.flatten_space(space)
-    if not isinstance(flat, spaces.Box):
-        raise TypeError(f"observations of {space} do not flatten to a Box")
-    return _float_box(flat.low, flat.high), lambda o: np.asarray(spaces.flatten(space, o), np.float32)
+    return flat_box(space), lambda o: flatten_obs(space, o)
 
 
 def _is_lbf(game: gym.Env) -> bool:

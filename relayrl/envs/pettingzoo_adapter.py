@@ -12,20 +12,20 @@ from pettingzoo.utils.env import ParallelEnv
 
 from relayrl.core.errors import EnvError, RelayRLError
 from relayrl.core.specs import GroupSpec, pixels_of
+from relayrl.envs.flat_spaces import flat_box, flatten_obs
 from relayrl.envs.types import GroupObs, GroupStep
 
 
-def _acting_space(agent: str, space: spaces.Space) -> tuple[spaces.Box, bool]:
-    """The observation Box of an agent and whether its observations carry an action mask
-    (PettingZoo's ``Dict(observation=Box, action_mask=...)`` convention)."""
-    if isinstance(space, spaces.Dict) and set(space.spaces) == {"observation", "action_mask"}:
+def _acting_space(agent: str, space: spaces.Space) -> tuple[spaces.Box, bool, spaces.Space | None]:
+    """The observation Box of an agent, whether its observations carry an action mask
+    (PettingZoo's ``Dict(observation=Box, action_mask=...)`` convention), and the space its
+    observations are flattened from where they are not a Box (``relayrl.envs.flat_spaces``)."""
+    masked = isinstance(space, spaces.Dict) and set(space.spaces) == {"observation", "action_mask"}
+    if masked:
         space = space["observation"]
-        masked = True
-    else:
-        masked = False
-    if not isinstance(space, spaces.Box):
-        raise TypeError(f"agent {agent!r}: relayrl needs Box observations (or a Dict of observation and action_mask), got {space}")
-    return space, masked
+    if isinstance(space, spaces.Box):
+        return space, masked, None
+    return flat_box(space, f"agent {agent!r}: "), masked, space
 
 
 def check_finite_bounds(space: spaces.Box, who: str = "") -> None:
@@ -42,7 +42,7 @@ def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tup
     observations carry action masks."""
     members: dict[tuple, list[str]] = {}
     for agent in env.possible_agents:
-        obs_space, masked = _acting_space(agent, env.observation_space(agent))
+        obs_space, masked, _ = _acting_space(agent, env.observation_space(agent))
         act_space = env.action_space(agent)
         if not isinstance(act_space, (spaces.Discrete, spaces.Box)) or (masked and not isinstance(act_space, spaces.Discrete)):
             raise TypeError(f"agent {agent!r}: relayrl needs Discrete or Box actions (masks for Discrete ones), got {act_space}")
@@ -72,7 +72,8 @@ class ParallelEnvAdapter:
 
     Agent order within a group is fixed to ``possible_agents`` order. Observations are
     cast to the group's ``obs_dtype`` (choose an exact one: Pursuit's counts fit uint8).
-    An env with a ``state_space`` gives its ``state()`` with every observation where
+    Observations that are not Boxes are flattened (a Discrete one-hot, a Dict's parts side
+    by side: ``relayrl.envs.flat_spaces``). An env with a ``state_space`` gives its ``state()`` with every observation where
     ``with_state`` (a learner of the run reads it); Dict
     observations of ``observation`` and ``action_mask`` give action masks (entities that
     left the episode may take every action).
@@ -86,6 +87,7 @@ class ParallelEnvAdapter:
             groups = tuple(replace(g, state_shape=tuple(env.state_space.shape)) for g in groups)
         self.groups = groups
         self._slot = {a: (g, i) for g, spec in enumerate(self.groups) for i, a in enumerate(spec.agent_ids)}
+        self._flattened = {a: source for a in env.possible_agents if (source := _acting_space(a, env.observation_space(a))[2]) is not None}
         # a Discrete(n, start) agent's choices 0..n-1 are start..start+n-1 to the env
         self._start = {a: int(s.start) for a in env.possible_agents if isinstance(s := env.action_space(a), spaces.Discrete) and s.start != 0}
         self._finished: dict[str, int] = {}  # agents whose episode ended, and at which step
@@ -166,6 +168,8 @@ class ParallelEnvAdapter:
             if masks[g] is not None:
                 masks[g][i] = np.asarray(value["action_mask"], bool)
                 value = value["observation"]
+            if agent in self._flattened:
+                value = flatten_obs(self._flattened[agent], value)
             if np.size(value) != arrays[g][i].size:
                 declared = self.groups[g].flattened or self.groups[g].obs_shape
                 raise self._contract(f"agent {agent!r}'s observation has shape {np.shape(value)}, its observation_space {declared}")

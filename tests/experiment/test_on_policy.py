@@ -7,6 +7,7 @@ import numpy as np
 import torch
 import pytest
 
+from relayrl.core.errors import ConfigError
 from relayrl.experiment import build_config, build_run
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.presets import preset_dict
@@ -112,3 +113,15 @@ def test_ppo_warns_where_it_would_read_large_screens_flat(recwarn):
     recwarn.clear()
     build_run(build_config(preset_dict("pong-ppo")), None, verbose=False).close()
     assert not [w for w in recwarn if "read flat" in str(w.message)]
+
+
+@pytest.mark.parametrize(
+    ("section", "fix"),
+    [({"on_policy": {"algo": "mappo", "hidden": [16]}}, r"on_policy\.critic_input=joint_obs"), ({"qmix": {"algo": "qmix", "hidden": 16}}, r"qmix\.mixer=vdn or none")],
+)
+def test_a_learner_of_the_global_state_on_an_env_without_one_names_both_fixes(section, fix):
+    """The corridor has no state_space: MAPPO's critic and QMIX's mixer say where relayrl
+    finds a state (state() beside a declared state_space) and what to set instead."""
+    config = {"preset": "no-state", "total_steps": 100, "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 3, "max_steps": 8}}, **section}
+    with pytest.raises(ConfigError, match=rf"gives no.* \(relayrl hands up an env's state\(\) where the env declares its state_space .*\): declare the env's state_space, or set {fix}"):
+        build_run(build_config(config), None, verbose=False)

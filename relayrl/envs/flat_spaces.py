@@ -1,0 +1,27 @@
+"""Observations that are not Boxes, read as flat float32 vectors: a Discrete as its one-hot
+vector, a MultiDiscrete as one-hots side by side, a MultiBinary as its bits, a Dict or
+Tuple as its parts' flat forms one after another (``gymnasium.spaces.flatten``'s layout,
+which RLlib's and Stable-Baselines3's observation preprocessors also use)."""
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+
+def flat_box(space: spaces.Space, who: str = "") -> spaces.Box:
+    """The float32 Box of ``space``'s flat form; TypeError naming the space where gymnasium
+    cannot flatten it to one (Text, Graph, Sequence)."""
+    try:
+        flat = spaces.flatten_space(space)
+    except NotImplementedError:
+        flat = None
+    if not isinstance(flat, spaces.Box):
+        raise TypeError(f"{who}relayrl reads Box observations and flattens Discrete, MultiDiscrete, MultiBinary, Dict and Tuple ones "
+                        f"(gymnasium.spaces.flatten), got {space}: give the env an observation space of those")
+    return spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32), dtype=np.float32)
+
+
+def flatten_obs(space: spaces.Space, value: Any) -> np.ndarray:
+    """One observation of ``space`` in ``flat_box(space)``'s layout."""
+    return np.asarray(spaces.flatten(space, value), np.float32)
