@@ -353,7 +353,8 @@ class CentralisedConfig(Strict):
         shortening ``fragment_length`` alone multiplies the updates per env step."""
         ratio = self.updates_per_fragment / self.fragment_length
         if ratio > 1:
-            default = self.model_fields["updates_per_fragment"].default / self.model_fields["fragment_length"].default
+            fields = type(self).model_fields
+            default = fields["updates_per_fragment"].default / fields["fragment_length"].default
             warnings.warn(
                 f"centralised.updates_per_fragment={self.updates_per_fragment} gradient steps every fragment_length={self.fragment_length} env steps "
                 f"make {ratio:g} updates of {self.batch_size} joint rows per env step ({ratio / default:,.0f}x the defaults' {default:g}), and training "
