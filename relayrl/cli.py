@@ -392,6 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if os.getcwd() not in sys.path and "" not in sys.path:  # the working directory's modules name envs (env.name: my_env), as under python -m
+        sys.path.append(os.getcwd())
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # key=value overrides may also follow the options (train PRESET --seed 1 total_steps=N)

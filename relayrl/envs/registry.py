@@ -5,6 +5,7 @@ can use it."""
 import dataclasses
 import functools
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -72,12 +73,13 @@ def check_parallel_env(module: str) -> None:
         raise ValueError(f"{module} has no parallel_env(): name a PettingZoo Parallel env module, e.g. pettingzoo.sisl.multiwalker_v9")
 
 
-MODULE_PATH = r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$"
+MODULE_PATH = r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$"  # a module of the working directory (my_env) or a package's (mpe2.simple_spread_v3)
 
 
 class PettingZooSection(EnvSection):
-    """Any installed PettingZoo Parallel env by its module path (``pettingzoo.sisl.multiwalker_v9``,
-    ``mpe2.simple_spread_v3``): ``settings`` are the keyword arguments of its
+    """Any importable PettingZoo Parallel env by its module path (``pettingzoo.sisl.multiwalker_v9``,
+    ``mpe2.simple_spread_v3``, or ``my_env`` for a ``my_env.py`` with a ``parallel_env()`` in
+    the working directory): ``settings`` are the keyword arguments of its
     ``parallel_env``. Its groups are its agents with one name prefix and equal spaces,
     known once it is built."""
 
@@ -100,7 +102,7 @@ def make_env_factory(name: str, settings: dict[str, Any], with_state: bool = Tru
     its global state is handed up (``EnvFactory.with_state``)."""
     if name in ENVS:
         return dataclasses.replace(ENVS[name].factory(settings), with_state=with_state)
-    if "." in name:
+    if re.match(MODULE_PATH, name):
         check_parallel_env(name)
         return EnvFactory(functools.partial(parallel_env, name), dict(settings), with_state=with_state)
     raise ValueError(f"unknown environment {name!r}; built-in: {', '.join(ENVS)}, or a PettingZoo module path")

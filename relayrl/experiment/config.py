@@ -1,6 +1,7 @@
 """Typed, validated run configuration (pydantic). A wrong key or value fails before training
 starts with the key path, the bad value and what is allowed."""
 
+import importlib.util
 import re
 from typing import Annotated, Any, Literal, Union, get_args
 
@@ -37,8 +38,8 @@ def _named_env(value: Any) -> Any:
     if not isinstance(value, dict) or value.get("name", "pursuit") in ENVS:
         return value
     name = value["name"]
-    if isinstance(name, str) and re.match(MODULE_PATH, name):
-        return value
+    if isinstance(name, str) and re.match(MODULE_PATH, name) and ("." in name or importlib.util.find_spec(name) is not None):
+        return value  # a module path, or a module of one word that imports (a typo of a built-in name does not)
     import gymnasium
 
     from relayrl.envs.gym_multiagent import multiagent_env_id
@@ -50,7 +51,8 @@ def _named_env(value: Any) -> Any:
         return {**value, "name": "gym", "settings": settings}
     raise ValueError(
         f"unknown env {name!r}: use a built-in ({', '.join(ENVS)}; user: the env_factory given to train in Python), a PettingZoo "
-        f"Parallel env's module path, a package and its module (pettingzoo.sisl.multiwalker_v9, mpe2.simple_spread_v3) or a Gymnasium id "
+        f"Parallel env's module path, a package and its module (pettingzoo.sisl.multiwalker_v9, mpe2.simple_spread_v3) or a module of the "
+        f"working directory with a parallel_env() (my_env for my_env.py), or a Gymnasium id "
         f"(Pendulum-v1; multi-agent: Foraging-8x8-2p-2f-v3, rware-tiny-2ag-v2)"
     )
 

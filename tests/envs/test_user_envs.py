@@ -2,6 +2,7 @@
 Gymnasium id by name, and the AI Arena list interface adapted both ways (PettingZoo's own
 API tests run on the adapters)."""
 
+import sys
 import warnings
 
 import numpy as np
@@ -129,3 +130,24 @@ def test_a_gymnasium_id_is_an_env_name():
 def test_an_env_name_that_is_not_one_is_named_with_the_choices(name, message):
     with pytest.raises(ConfigError, match=message):
         build_config({"env": {"name": name}})
+
+
+def test_a_module_of_the_working_directory_is_an_env_name(tmp_path, monkeypatch, capsys):
+    """``my_env.py`` with a ``parallel_env()`` beside the command: ``relayrl train`` finds it by
+    its one-word name (the command puts the working directory on the import path, as
+    ``python -m`` does), also in subprocess env copies; a misspelt one-word name is refused
+    with the choices."""
+    from relayrl.cli import main
+
+    (tmp_path / "my_cues_env.py").write_text("from testenvs.cues import parallel_env  # a user's module\n")
+    (tmp_path / "run.yaml").write_text(
+        "env: {name: my_cues_env, num_envs: 2, vector: subproc}\ntotal_steps: 200\nreport_interval: 200\neval: {interval: 0}\n"
+        "dqn: {learning_starts: 50, buffer_size: 200, batch_size: 8}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])  # as the console script starts
+    assert main(["train", "run.yaml", "--out", "runs"]) == 0
+    (metrics,) = (tmp_path / "runs").glob("*/0/metrics.csv")
+    assert metrics.read_text().count("\n") == 2  # the header and the row at 200 env steps
+    assert main(["train", "run.yaml", "env.name=my_cues_evn", "--out", "runs"]) == 2
+    assert "unknown env 'my_cues_evn'" in capsys.readouterr().err
