@@ -173,6 +173,7 @@ class Capabilities:
     centralised: bool = False  # trains its group's agents together (a mixer, a centralised critic): acts for the whole group
     reads_state: bool = False  # learns from the env's global state (``state()``), which envs then compute
     param_sharing: bool = False  # its agents may share one parameter set
+    network_factory: bool = False  # its networks may come from the network_factory given to train() in Python
     # the sharing modes that apply (DESIGN.md §1)
     select: bool = False  # sharing.select other than none: a selection rule at the sender (SUPER)
     shared_replay: bool = False  # sharing.replay=shared, corrected by sharing.correction (dps: DASE)
@@ -188,6 +189,7 @@ class Capabilities:
             *(["centralised"] if self.centralised else []),
             *(["reads the global state"] if self.reads_state else []),
             *(["parameter sharing"] if self.param_sharing else []),
+            *(["your network (network_factory)"] if self.network_factory else []),
         ]
         modes = [
             mode

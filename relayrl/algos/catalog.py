@@ -13,7 +13,7 @@ from relayrl.core.specs import GroupSpec
 
 # DQN's targets do not depend on the behaviour policy: there is nothing for DPS to correct
 # on a shared replay (docs/results/dase/README.md)
-DQN = Capabilities(frozenset({"discrete"}), param_sharing=True, select=True, relay_between=True)
+DQN = Capabilities(frozenset({"discrete"}), param_sharing=True, select=True, relay_between=True, network_factory=True)
 # TD3, DDPG and deterministic SAC: each agent keeps parameters of its own, and DPS weighs
 # shared transitions by how close their deterministic actions are (paper 001)
 ACTOR_CRITIC = Capabilities(frozenset({"continuous"}), select=True, shared_replay=True, relay_between=True, shared_replay_between=True)

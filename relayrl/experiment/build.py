@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from relayrl.algos.algorithm import algorithms_with
 from relayrl.algos.dqn import NetworkFactory
 from relayrl.algos.off_policy import learner_plan
 from relayrl.arena.collect import Collector, LocalCollector, Venue
@@ -227,6 +228,13 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
     if config.report_group is not None and config.report_group not in names:
         raise ConfigError(f"this environment's groups are {names}; report_group names {config.report_group!r}")
     configs = config.policy_configs(names)
+    if factories.network is not None:  # a user's network that no learner would build would be dropped without a word
+        able = algorithms_with(lambda capabilities: capabilities.network_factory)
+        own = sorted({config.recipe(pid)[0] for pid, policy in configs.items() if policy.kind not in ("random", "scripted")} - set(able))
+        if own:
+            builds = "builds its own (its config section sets the sizes)" if len(own) == 1 else "build their own (their config sections set the sizes)"
+            raise ConfigError(f"network_factory builds the networks of {', '.join(able)}; {' and '.join(own)} {builds}: "
+                              f"drop network_factory, or train {' or '.join(able)}")
     strays = sorted(set(config.policies) - set(configs))
     if strays:  # a user env's groups are known only now (presets are checked by the config)
         raise ConfigError(f"policies {strays} drive no entity: without a match each policy drives the group of its name "

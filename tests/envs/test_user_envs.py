@@ -6,6 +6,7 @@ import sys
 import warnings
 
 import numpy as np
+import torch
 import pytest
 from gymnasium import spaces
 from pettingzoo.test import parallel_api_test
@@ -15,6 +16,7 @@ from relayrl.envs import EnvFactory
 from relayrl.envs.list_interface import ListFace, ParallelFace
 from relayrl.envs.corridor import CorridorEnv
 from relayrl.experiment import Factories, build_run, build_config
+from relayrl.nets import StackedLinear
 
 SHORT = {"total_steps": 400, "report_interval": 200, "checkpoint_interval": 400, "eval": {"interval": 400, "episodes": 1}}
 
@@ -151,3 +153,27 @@ def test_a_module_of_the_working_directory_is_an_env_name(tmp_path, monkeypatch,
     assert metrics.read_text().count("\n") == 2  # the header and the row at 200 env steps
     assert main(["train", "run.yaml", "env.name=my_cues_evn", "--out", "runs"]) == 2
     assert "unknown env 'my_cues_evn'" in capsys.readouterr().err
+
+
+class _TinyQ(torch.nn.Module):
+    """A user's Q-network: ``[P, B, obs] -> [P, B, actions]``."""
+
+    def __init__(self, n_sets: int, obs_shape: tuple[int, ...], n_actions: int) -> None:
+        super().__init__()
+        self.layer = StackedLinear(n_sets, obs_shape[0], n_actions)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.layer(obs.float())
+
+
+@pytest.mark.parametrize(("section", "algo"), [({"on_policy": {"algo": "ppo"}}, "ppo"), ({"qmix": {"mixer": "vdn"}}, "qmix")])
+def test_a_network_factory_that_the_learner_would_not_use_is_refused(section, algo):
+    """A user's network is built by DQN (it trains with it); learners that build their own
+    networks refuse it before training instead of dropping it without a word."""
+    env = EnvFactory(CorridorEnv, {"n_agents": 2, "length": 3, "max_steps": 8})
+    dqn = build_run(build_config({"preset": "mine", "env": {"name": "user"}, **SHORT, "dqn": {"learning_starts": 100, "buffer_size": 400}}), None,
+                    Factories(env=env, network=_TinyQ), verbose=False)
+    assert isinstance(dqn.learners["runner"].algorithm.online, _TinyQ)
+    dqn.close()
+    with pytest.raises(ConfigError, match=rf"network_factory builds the networks of dqn; {algo} builds its own .*: drop network_factory, or train dqn"):
+        build_run(build_config({"preset": "mine", "env": {"name": "user"}, **SHORT, **section}), None, Factories(env=env, network=_TinyQ), verbose=False)
