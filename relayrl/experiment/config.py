@@ -49,6 +49,10 @@ def _named_env(value: Any) -> Any:
     if isinstance(name, str) and name in gymnasium.registry:
         settings = {**value.get("settings", {}), "env_id": name}
         return {**value, "name": "gym", "settings": settings}
+    base = name.rsplit("-v", 1)[0] if isinstance(name, str) and "-v" in name else None
+    versions = sorted(k for k in gymnasium.registry if base and k.rsplit("-v", 1)[0] == base)
+    if versions:  # another version of a Gymnasium id (Taxi-v3 where the installed gymnasium has Taxi-v4)
+        raise ValueError(f"{name!r} is not a registered Gymnasium id, {' and '.join(versions)} {'is' if len(versions) == 1 else 'are'}: set env.name to it")
     raise ValueError(
         f"unknown env {name!r}: use a built-in ({', '.join(ENVS)}; user: the env_factory given to train in Python), a PettingZoo "
         f"Parallel env's module path, a package and its module (pettingzoo.sisl.multiwalker_v9, mpe2.simple_spread_v3) or a module of the "

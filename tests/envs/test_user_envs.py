@@ -127,6 +127,7 @@ def test_a_gymnasium_id_is_an_env_name():
         ("nope", "unknown env 'nope': use a built-in"),
         ("pettingzoo.nope_v1", "pettingzoo.nope_v1 cannot be imported"),
         ("numpy.linalg", "numpy.linalg has no parallel_env"),
+        ("FrozenLake-v7", "'FrozenLake-v7' is not a registered Gymnasium id, FrozenLake-v1 is: set env.name to it"),
     ],
 )
 def test_an_env_name_that_is_not_one_is_named_with_the_choices(name, message):
