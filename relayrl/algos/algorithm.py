@@ -170,7 +170,8 @@ class Capabilities:
     actions: frozenset[ActionKind]  # the action spaces it acts in: Discrete, Box
     on_policy: bool = False  # learns only from its current policy's experience
     recurrent: bool = False  # its agents carry a hidden state through an episode
-    centralised: bool = False  # trains its group's agents together (a mixer, a centralised critic): acts for the whole group
+    centralised: bool = False  # trains its group's agents together (a mixer, a centralised critic)
+    group_acting: bool = False  # acts on its group's [W, N] arrays itself (an episode learner's agents), not per parameter set
     reads_state: bool = False  # learns from the env's global state (``state()``), which envs then compute
     param_sharing: bool = False  # its agents may share one parameter set
     network_factory: bool = False  # its networks may come from the network_factory given to train() in Python

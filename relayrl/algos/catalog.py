@@ -19,7 +19,7 @@ DQN = Capabilities(frozenset({"discrete"}), param_sharing=True, select=True, rel
 ACTOR_CRITIC = Capabilities(frozenset({"continuous"}), select=True, shared_replay=True, relay_between=True, shared_replay_between=True)
 # whole episodes of the group's agents trained together: no agent's own transitions to
 # select, relay or share
-QMIX = Capabilities(frozenset({"discrete"}), recurrent=True, centralised=True, reads_state=True, param_sharing=True)
+QMIX = Capabilities(frozenset({"discrete"}), recurrent=True, centralised=True, group_acting=True, reads_state=True, param_sharing=True)
 
 
 def no_transition_fields(spec: GroupSpec) -> dict[str, Any]:

@@ -271,12 +271,10 @@ def learning_policy(build: PolicyBuild) -> LearningPolicy:
 def snapshot_policy(build: PolicyBuild) -> FrozenPolicy:
     _check_spaces(build)
     algo, section, _ = build.recipe
-    if ALGORITHMS[algo].capabilities.centralised:  # FrozenPolicy acts on parameter-set rows, not for a whole group
-        per_agent = algorithms_with(lambda capabilities: not capabilities.centralised)
-        raise ConfigError(f"policy {build.spec.name!r}: a {build.config.kind} {algo} policy is not available; use a {', '.join(per_agent)} policy")
     params = section.learner_params()
-    layout = AgentLayout(build.spec.n_agents, params.param_sharing)
-    algorithm = ALGORITHMS[algo].make(build.spec, section, layout.n_sets, build.device, build.seeds[0], **build.options)
+    # the networks as its learner acts with them: per parameter set, or on the group's arrays (QMIX's agents)
+    layout = None if ALGORITHMS[algo].capabilities.group_acting else AgentLayout(build.spec.n_agents, params.param_sharing)
+    algorithm = ALGORITHMS[algo].make(build.spec, section, 1 if layout is None else layout.n_sets, build.device, build.seeds[0], **build.options)
     return FrozenPolicy(build.spec, algo, params, algorithm, layout, build.config.explore)
 
 

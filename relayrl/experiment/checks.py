@@ -137,7 +137,7 @@ def check_selfplay(config: RunConfig) -> None:
     if config.selfplay is not None:
         sp = config.selfplay
         if not config.rounds:
-            raise ValueError("config-play draws an opponent snapshot per round: give the run rounds")
+            raise ValueError("self-play draws an opponent snapshot per round: give the run rounds")
         if sp.learner not in config.policies or not config.policies[sp.learner].learns:
             raise ValueError(f"selfplay.learner {sp.learner!r} is not a learning policy declared in policies")
         opponent = config.policies.get(sp.opponent)
@@ -145,7 +145,7 @@ def check_selfplay(config: RunConfig) -> None:
             raise ValueError(f"selfplay.opponent {sp.opponent!r} must be declared as {{kind: snapshot, of: {sp.learner}}} in policies")
     strays = [pid for pid in snapshots if config.selfplay is None or pid != config.selfplay.opponent]
     if strays:
-        raise ValueError(f"snapshot policies {strays} get their networks from a config-play scheme: name one as selfplay.opponent")
+        raise ValueError(f"snapshot policies {strays} get their networks from a self-play scheme: name one as selfplay.opponent")
 
 
 def check_policies(config: RunConfig) -> None:
