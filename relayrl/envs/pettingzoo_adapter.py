@@ -73,10 +73,10 @@ class ParallelEnvAdapter:
     Agent order within a group is fixed to ``possible_agents`` order. Observations are
     cast to the group's ``obs_dtype`` (choose an exact one: Pursuit's counts fit uint8).
     Observations that are not Boxes are flattened (a Discrete one-hot, a Dict's parts side
-    by side: ``relayrl.envs.flat_spaces``). An env with a ``state_space`` gives its ``state()`` with every observation where
-    ``with_state`` (a learner of the run reads it); Dict
-    observations of ``observation`` and ``action_mask`` give action masks (entities that
-    left the episode may take every action).
+    by side: ``relayrl.envs.flat_spaces``). An env with a ``state_space`` gives its
+    ``state()`` with every observation where ``with_state`` (a learner of the run reads
+    it); Dict observations of ``observation`` and ``action_mask`` give action masks
+    (entities that left the episode may take every action).
     """
 
     def __init__(self, env: ParallelEnv, obs_dtypes: dict[str, Any] | None = None, with_state: bool = True) -> None:
