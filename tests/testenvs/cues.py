@@ -33,7 +33,8 @@ class CuesEnv(ParallelEnv):
         return {a: (n, int(c)) for a, c, n in zip(self.agents, self.cues, noise)}
 
     def reset(self, seed=None, options=None):
-        self.rng = np.random.default_rng(seed)
+        if seed is not None or not hasattr(self, "rng"):  # later episodes go on with the seeded stream
+            self.rng = np.random.default_rng(seed)
         self.agents, self.t = list(self.possible_agents), 0
         return self._obs(), {a: {} for a in self.agents}
 
