@@ -1,6 +1,6 @@
 """MAPPO env steps/s: relayrl against BenchMARL, on the same task and batch settings, in one run.
 
-What it measures, at one of two configs (``--config``), one process each and ``--threads``
+What it measures, at one of three configs (``--config``), one process each and ``--threads``
 torch threads each (default one), CPU:
 
 ``mappo-paper`` (default)
@@ -20,9 +20,16 @@ torch threads each (default one), CPU:
     relayrl steps ``simple-spread`` (mpe2's dynamics as arrays); BenchMARL its own
     vectorised VMAS simple_spread with 25-step episodes, the same batch, epochs and
     minibatches, a linear layer of 128 then its GRU of 128 (``SequenceModelConfig``), Adam
-    2e-3, GAE 0.95, entropy 0.01, value coefficient 0.5. BenchMARL is also timed at its own
-    defaults (VMAS simple_spread of 100 steps, 10 envs, batches of 6,000 frames, 45
-    minibatches of 400: 3.0 samples per env step; MLP 256-256 tanh).
+    2e-3, GAE 0.95, entropy 0.01, value coefficient 0.5.
+
+``benchmarl``
+    BenchMARL 1.5.2's own MAPPO defaults, as a user meets them, on both sides: 3 agents of
+    discrete actions, 100-step episodes (relayrl's ``simple-spread``, BenchMARL's VMAS
+    simple_spread), 10 envs, batches of 6,000 frames, then 45 passes over the batch in
+    minibatches of 400 (BenchMARL's ``on_policy_n_minibatch_iters`` counts passes: its
+    trainer runs 6,000 / 400 minibatches in each), so each env step is trained 45 times;
+    MLPs of 256-256 tanh, one actor shared by the agents, a critic on all agents'
+    observations, Adam 5e-5 (eps 1e-6), GAE 0.9, clip 0.2, no entropy bonus, gradient norm 5.
 
 The figure is env steps per second of wall clock over ``--steps`` env steps after one
 warm-up batch (``benchmarl_timing.py``; relayrl at ``jaxmarl`` as ``relayrl bench --only
@@ -85,6 +92,18 @@ print(json.dumps({"frames": experiment.total_frames, "wall_s": wall, "batches": 
 """
 
 
+# BenchMARL 1.5.2's defaults (``conf/experiment/base_experiment.yaml``, ``conf/algorithm/mappo.yaml``,
+# ``conf/model/layers/mlp.yaml``, ``conf/task/vmas/simple_spread.yaml``) as relayrl's settings
+BENCHMARL_DEFAULTS = {
+    "env": {"name": "simple-spread", "settings": {"N": 3, "max_cycles": 100, "continuous_actions": False}, "num_envs": 10},
+    "on_policy": {
+        "algo": "mappo", "critic_input": "joint_obs", "rollout_length": 600, "epochs": 45, "minibatches": 15, "hidden": [256, 256], "activation": "tanh",
+        "lr": 5e-5, "adam_eps": 1e-6, "gamma": 0.99, "gae_lambda": 0.9, "clip": 0.2, "value_clip": None, "value_loss": "mse", "value_coef": 1.0,
+        "entropy_coef": 0.0, "max_grad_norm": 5.0, "normalize_values": False, "agent_id": False,
+    },
+}
+
+
 def relayrl_config(envs: int, rollout: int, epochs: int, steps: int, threads: int) -> dict:
     """relayrl's MAPPO on mpe2's simple_spread, one batch per metrics row."""
     batch = envs * rollout
@@ -99,7 +118,7 @@ def relayrl_config(envs: int, rollout: int, epochs: int, steps: int, threads: in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmarl-python", required=True, help="the python of a venv with benchmarks/benchmarl_requirements.txt")
-    parser.add_argument("--config", choices=("mappo-paper", "jaxmarl"), default="mappo-paper")
+    parser.add_argument("--config", choices=("mappo-paper", "jaxmarl", "benchmarl"), default="mappo-paper")
     parser.add_argument("--envs", type=int, default=16, help="mappo-paper only")
     parser.add_argument("--rollout", type=int, default=50, help="mappo-paper only")
     parser.add_argument("--epochs", type=int, default=10, help="mappo-paper only")
@@ -114,16 +133,17 @@ def main() -> None:
         from relayrl.bench.marl import relayrl_rate as bench_rate
 
         ours = bench_rate("mappo", a.steps, 16 * 128, threads=a.threads)
-        settings = {"config": "jaxmarl", "envs": 16, "rollout": 128, "epochs": 4, "minibatches": 4, "lr": 2e-3, "threads": a.threads}
+        settings = {"config": "jaxmarl", "envs": 16, "rollout": 128, "epochs": 4, "minibatches": 4, "lr": 2e-3, "threads": a.threads, "samples_per_env_step": 4}
+    elif a.config == "benchmarl":
+        batch = 6_000
+        config = {"preset": "bench-mappo-benchmarl", "total_steps": a.steps + batch, "report_interval": batch, "eval": {"interval": 0}, "checkpoint_interval": 10**9, "torch_threads": a.threads}
+        ours = relayrl_rate({**config, **BENCHMARL_DEFAULTS})
+        settings = {"config": "defaults", "threads": a.threads, "samples_per_env_step": 45}
     else:
         ours = relayrl_rate(relayrl_config(a.envs, a.rollout, a.epochs, a.steps, a.threads))
-        settings = {"config": "mappo-paper", "envs": a.envs, "rollout": a.rollout, "epochs": a.epochs, "minibatches": 1, "lr": 7e-4, "threads": a.threads}
+        settings = {"config": "mappo-paper", "envs": a.envs, "rollout": a.rollout, "epochs": a.epochs, "minibatches": 1, "lr": 7e-4, "threads": a.threads, "samples_per_env_step": a.epochs}
     theirs = benchmarl_rate(a.benchmarl_python, BENCHMARL, {**settings, "folder": "/tmp"}, a.steps)
-    extra = {}
-    if a.config == "jaxmarl":  # and BenchMARL as a user meets it: its defaults on VMAS simple_spread
-        extra["benchmarl_defaults"] = defaults = benchmarl_rate(a.benchmarl_python, BENCHMARL, {"config": "defaults", "folder": "/tmp", "threads": a.threads}, a.steps)
-        extra["ratio_vs_defaults"] = ours["sps"] / defaults["sps"]
-    report({**vars(a), **settings}, ours, theirs, a.out, extra)
+    report({**vars(a), **settings}, ours, theirs, a.out)
 
 
 if __name__ == "__main__":

@@ -238,9 +238,13 @@ class OnPolicyLearner(LearnerBase):
         batch["advantage"] = batch["advantage"].astype(np.float32)
         shared = self._shared(batch, np.abs(own)) if self.shares else {}
         axis = 2 if algorithm.recurrent else 1  # where the minibatches are cut: chunks, or steps
+        # a critic of one value per env step reads whole env steps: its minibatches are cut
+        # between env steps (as BenchMARL's are), not between agents
+        group = self.spec.n_agents if algorithm.value_per_step else 1
         for _ in range(c.epochs):
-            order = self.rng.permutation(batch["valid"].shape[axis])
+            order = self.rng.permutation(batch["valid"].shape[axis] // group)
             for part in np.array_split(order, c.minibatches):
+                part = (part[:, None] * group + np.arange(group)).ravel()
                 minibatch = {k: v[:, part] if (axis == 1 or k in ("actor_h", "critic_h")) else v[:, :, part] for k, v in batch.items()}
                 _, metrics = algorithm.update({**minibatch, **shared})
                 self._check_finite(metrics)

@@ -186,6 +186,9 @@ class PolicyGradient:
         state = np.zeros((1, *spec.state_shape), np.float32) if spec.state_shape else None
         self.critic_width = width if self.torso is not None else self.critic_features(probe, state).shape[-1]
         self.critic = AgentNet(n_sets, self.critic_width, c.hidden, 1, c.activation, 1.0, c.recurrent).to(device)
+        # one critic for the group on an input every agent shares (the env's state, or all the
+        # observations): its value is one per env step, computed once for the N agents' rows
+        self.value_per_step = n_sets == 1 and not c.recurrent and self.torso is None and c.critic_input in ("state", "joint_obs")
         torso = [*self.torso.parameters()] if self.torso is not None else []
         self.parameters = [*torso, *self.actor.parameters(), *self.critic.parameters(), *([self.log_std] if self.log_std is not None else [])]
         self.optimizer = torch.optim.Adam(self.parameters, lr=c.lr, eps=c.adam_eps)
@@ -217,7 +220,17 @@ class PolicyGradient:
     def values(self, critic_obs: np.ndarray | torch.Tensor, agent: torch.Tensor) -> torch.Tensor:
         """The feed-forward critic's outputs ``[P, M]`` on its inputs ``[P, M, F_c]`` of the
         agents ``[P, M]`` (in its own units: ``to_returns`` maps them back)."""
-        return self.critic(self._critic_in(torch.as_tensor(critic_obs, device=self.device), agent))[0].squeeze(-1)
+        return self._values(self._critic_in(torch.as_tensor(critic_obs, device=self.device), agent))
+
+    def _values(self, x: torch.Tensor) -> torch.Tensor:
+        """The feed-forward critic on its features ``[P, M, F_c]`` -> ``[P, M]``. With
+        ``value_per_step`` the rows come as whole env steps, agent-minor (as the rollout stores
+        them and the learner cuts its minibatches), and each step's first row is computed."""
+        if not self.value_per_step:
+            return self.critic(x)[0].squeeze(-1)
+        if x.shape[1] % self.n:
+            raise ValueError(f"{x.shape[1]} critic rows are not whole env steps of {self.n} agents")
+        return self.critic(x[:, :: self.n])[0].squeeze(-1).repeat_interleave(self.n, dim=1)
 
     def _carry_sets(self, carry: torch.Tensor) -> torch.Tensor:
         """A hidden state per entity ``[W, N, H]`` -> per set ``[P, M, H]`` (the rows of ``act``)."""
@@ -305,7 +318,7 @@ class PolicyGradient:
         x = self._actor_in(b["obs"], b["agent"])
         critic_x = x if self.torso is not None else b["critic_obs"].float()  # a torso's features serve both
         if not self.recurrent:
-            return self.actor(x)[0], self.critic(critic_x)[0].squeeze(-1), None, None
+            return self.actor(x)[0], self._values(critic_x), None, None
         out, actor_h = self.actor.unroll(x, b["actor_h"], b["begins"])
         value, critic_h = self.critic.unroll(critic_x, b["critic_h"], b["begins"])
         return out.flatten(1, 2), value.squeeze(-1).flatten(1, 2), actor_h, critic_h

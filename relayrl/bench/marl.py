@@ -27,19 +27,25 @@ from relayrl.bench.common import markdown_table, timed_training
 
 JAXMARL_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "jaxmarl_timing.py"
 
-# samples trained per env step (each sample one env step of every agent): QMIX's batch of
-# episodes per update over the env steps between updates; MAPPO's epochs over its rollout
-SAMPLES_PER_STEP = {"qmix": 32 * 25 / (8 * 25), "mappo": 4.0}
 PRESETS = {"qmix": "spread-qmix-jaxmarl", "mappo": "spread-mappo-jaxmarl"}
 
 
 def relayrl_rate(
-    algo: str, steps: int, warmup: int, device: str = "cpu", num_envs: int | None = None, agents: int | None = None, batch: int | None = None, threads: int = 1
+    algo: str,
+    steps: int,
+    warmup: int,
+    device: str = "cpu",
+    num_envs: int | None = None,
+    agents: int | None = None,
+    batch: int | None = None,
+    threads: int = 1,
+    updates_per_episode: float | None = None,
 ) -> dict[str, Any]:
     """Trains ``algo``'s config for ``warmup`` env steps (start-up, first batch, learning
     start), then times ``steps`` more with the run's section timer on: env steps/s,
-    updates/s and the share of the wall time by section (env, act, replay add, sample,
-    update; ``other``: the rest of the loop). ``threads``: the run's ``torch_threads``."""
+    updates/s, samples trained per env step and the share of the wall time by section (env,
+    act, replay add, sample, update; ``other``: the rest of the loop). ``threads``: the
+    run's ``torch_threads``; ``batch`` and ``updates_per_episode``: QMIX's."""
     from relayrl.experiment import build_config, build_run
     from relayrl.experiment.presets import preset_dict
 
@@ -50,6 +56,8 @@ def relayrl_rate(
         config["env"]["settings"]["N"] = agents
     if batch:
         config["qmix"]["batch_size"] = batch
+    if updates_per_episode:
+        config["qmix"]["updates_per_episode"] = updates_per_episode
     config.update(
         {"preset": f"bench-{algo}-mpe", "total_steps": warmup, "report_interval": warmup, "eval": {"interval": 0}, "checkpoint_interval": 10**9, "device": device, "torch_threads": threads}
     )
@@ -66,8 +74,17 @@ def relayrl_rate(
     return {
         "env_steps": env_steps, "seconds": seconds, "sps": env_steps / seconds,
         "updates_per_s": updates / seconds, "update_ms": 1000 * run.timer.seconds.get("update", float("nan")) / max(updates, 1),
-        "samples_per_env_step": SAMPLES_PER_STEP[algo], "startup_s": startup, "num_envs": config["env"]["num_envs"], "share": sections,
+        "samples_per_env_step": samples_per_env_step(config), "startup_s": startup, "num_envs": config["env"]["num_envs"], "share": sections,
     }
+
+
+def samples_per_env_step(config: dict[str, Any]) -> float:
+    """Samples trained per env step (one sample: one env step of every agent): QMIX's batch of
+    episodes times its updates per finished episode (each episode as long as the next);
+    MAPPO's epochs over each rollout."""
+    if config.get("qmix"):
+        return config["qmix"]["batch_size"] * config["qmix"]["updates_per_episode"]
+    return float(config["on_policy"]["epochs"])
 
 
 def jaxmarl_rate(python: str, source: str, algo: str, steps: int) -> dict[str, Any] | None:

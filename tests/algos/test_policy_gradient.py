@@ -170,11 +170,41 @@ def test_box_log_probabilities_are_the_distributions_own(bounds):
         assert logp.detach().numpy() == pytest.approx(per_dim.sum(-1).numpy(), abs=1e-4)
 
 
-@pytest.mark.parametrize("algo", ["ppo", "a2c"])
+def test_a_critic_of_an_input_every_agent_shares_computes_one_value_per_env_step():
+    """MAPPO's critic on all agents' observations: its input is the same for the 3 agents of
+    an env step, so it runs on one row of each step and gives that value to all three:
+    the values the critic gives every row; per-agent inputs keep a row each."""
+    spec = _spec(n_agents=3)
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(5, 3, 4)).astype(np.float32)  # 5 env steps of 3 agents
+    for critic_input, rows in (("joint_obs", 5), ("obs", 15)):
+        algorithm = PolicyGradient(spec, OnPolicyConfig(algo="mappo" if critic_input != "obs" else "ppo", critic_input=critic_input), 1, DEVICE, 0)
+        features = algorithm.critic_features(obs, None).reshape(1, 15, -1)
+        agent = torch.as_tensor(np.tile(np.arange(3), 5))[None]
+        seen = []
+        hook = algorithm.critic.register_forward_hook(lambda module, args, out: seen.append(args[0].shape[1]))
+        values = algorithm.values(features, agent)
+        hook.remove()
+        assert seen == [rows]
+        every_row = algorithm.critic(algorithm._critic_in(torch.as_tensor(features), agent))[0].squeeze(-1)
+        assert torch.allclose(values, every_row, rtol=0, atol=1e-6)  # a product of fewer rows may round differently
+        if critic_input == "joint_obs":
+            assert torch.equal(values[0, 0::3], values[0, 1::3]) and torch.equal(values[0, 0::3], values[0, 2::3])
+
+
+CORRIDOR_LEARNERS = {
+    "ppo": {"algo": "ppo"},
+    "a2c": {"algo": "a2c", "lr": 3e-3},
+    # a critic on both runners' observations, minibatches cut between env steps
+    "mappo": {"algo": "mappo", "critic_input": "joint_obs", "minibatches": 4},
+}
+
+
+@pytest.mark.parametrize("algo", sorted(CORRIDOR_LEARNERS))
 def test_a_policy_gradient_learns_the_corridor(algo):
     """Two runners in corridors of 4 cells, reward 1 at the end: a random policy reaches it
     in about half the episodes (eval 1.0 of 2); both runners reach it once learnt."""
-    section = {"algo": algo, "rollout_length": 16, "hidden": [32], **({"lr": 3e-3} if algo == "a2c" else {})}
+    section = {"rollout_length": 16, "hidden": [32], **CORRIDOR_LEARNERS[algo]}
     config = build_config({
         "preset": f"corridor-{algo}", "total_steps": 4000, "report_interval": 1000, "eval": {"interval": 4000, "episodes": 8},
         "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 12}, "num_envs": 4}, "on_policy": section,
