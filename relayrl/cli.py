@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import yaml
 
-from relayrl.core.errors import RelayRLError
+from relayrl.core.errors import CheckpointError, RelayRLError
 from relayrl.experiment.metrics import read_metrics
 from relayrl.experiment.overrides import apply_overrides
 from relayrl.experiment.run_lock import RunLock
@@ -29,6 +29,9 @@ def _config_from(preset: str, overrides: list[str], seed: int | None) -> RunConf
     from relayrl.experiment.config import build_config
     from relayrl.experiment.presets import config_dict
 
+    if Path(preset).is_dir():
+        run = f": its settings are {Path(preset) / 'config.yaml'}; relayrl resume or eval takes the run directory itself" if (Path(preset) / "config.yaml").is_file() else ""
+        raise RelayRLError(f"{preset} is a directory, where a preset name or a YAML file is expected{run}")
     data = apply_overrides(config_dict(preset), overrides)
     if seed is not None:
         given = [o for o in overrides if o.split("=", 1)[0] == "seed"]
@@ -153,6 +156,12 @@ def _run_at_checkpoint(run_dir: Path) -> Run:
     run = build_run(config, run_dir, verbose=False)
     saved = load_policies(checkpoints[-1])
     for pid, policy in run.policies.items():
+        if pid not in saved:
+            run.close()
+            raise CheckpointError(
+                f"{checkpoints[-1]} holds policies {sorted(saved)}, not this run's {pid!r}: another relayrl revision wrote it "
+                f"(the commit is in {run_dir / 'provenance.yaml'}); evaluate it with that revision"
+            )
         policy.load_policy_state(saved[pid], str(checkpoints[-1]))
     return run
 

@@ -8,7 +8,7 @@ import numpy as np
 from relayrl.envs import EnvFactory
 from relayrl.envs.corridor import CorridorEnv
 
-FAULTS = ("raise", "nan_reward", "inf_obs", "unknown_agent", "vanish", "comes_back")
+FAULTS = ("raise", "nan_reward", "inf_obs", "unknown_agent", "vanish", "comes_back", "no_reward", "no_obs", "done_api", "reset_obs_only")
 
 
 class FaultyCorridor(CorridorEnv):
@@ -21,6 +21,10 @@ class FaultyCorridor(CorridorEnv):
         super().__init__(**settings)
         self.fault, self.at_step = fault, at_step
         self.taken = 0
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        obs, infos = super().reset(seed=seed, options=options)
+        return obs if self.fault == "reset_obs_only" else (obs, infos)
 
     def step(self, actions: dict[str, Any]):
         victim = "runner_1"
@@ -42,6 +46,12 @@ class FaultyCorridor(CorridorEnv):
             if self.fault == "comes_back":
                 terms[victim] = True
                 self.agents.remove(victim)
+            if self.fault == "no_reward":
+                del rewards[victim]
+            if self.fault == "no_obs":
+                del obs[victim]
+            if self.fault == "done_api":
+                return obs, rewards, {a: terms[a] or truncs[a] for a in terms}, infos
         return obs, rewards, terms, truncs, infos
 
 

@@ -110,6 +110,7 @@ def test_a_resume_refuses_a_change_of_what_is_learned(tmp_path, capsys, override
     err = capsys.readouterr().err
     key, value = override.split("=")
     assert key in err and value in err and "A resume may change only" in err and "total_steps" in err
+    assert "relayrl train pursuit-quickstart KEY=VALUE" in err
     assert all(p.read_bytes() == content for p, content in before.items())
     assert [c.name for c in list_checkpoints(run_dir / "checkpoints")] == ["step_0000000200", "step_0000000400"]
 
@@ -172,6 +173,29 @@ def test_the_metrics_of_a_complete_run_are_not_rewritten(tmp_path):
     stat = (run_dir / "metrics.csv").stat()
     assert main(["resume", str(run_dir)]) == 0
     assert (run_dir / "metrics.csv").stat().st_mtime_ns == stat.st_mtime_ns
+
+
+def test_the_refused_resume_of_a_run_named_by_no_preset_does_not_name_one(tmp_path):
+    """A run of a YAML file or a dict takes the file's name as its ``preset``, which is no
+    preset that ``relayrl train`` knows: the refusal points to the file instead."""
+    run = build_run(build_config(_corridor()), tmp_path, verbose=False)
+    run.train()
+    run.close()
+    changed = _corridor()
+    changed["dqn"] = {**changed["dqn"], "lr": 0.5}
+    with pytest.raises(ConfigError) as caught:
+        build_run(build_config(changed), tmp_path, verbose=False)
+    assert "relayrl train <the YAML file or preset you trained from> KEY=VALUE" in str(caught.value)
+
+
+def test_a_run_directory_given_for_a_preset_is_named_so(tmp_path, capsys):
+    run_dir = tmp_path / "corridor-0123abcd" / "0"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(_corridor()))
+    for command in ("show", "train"):
+        assert main([command, str(run_dir)]) == 2
+        err = capsys.readouterr().err
+        assert f"{run_dir} is a directory, where a preset name or a YAML file is expected: its settings are {run_dir / 'config.yaml'}" in err
 
 
 def _limit_file_size(limit: int):
@@ -238,6 +262,10 @@ def test_a_checkpoint_that_cannot_be_written_keeps_the_previous_one(tmp_path, di
         ("unknown_agent", ["'intruder_0'", "not in possible_agents", "step 3"]),
         ("vanish", ["'runner_1'", "left env.agents without terminating or truncating", "step 3"]),
         ("comes_back", ["'runner_1'", "in env.agents again after their episode ended", "runner_1 at step 3"]),
+        ("no_reward", ["'runner_1'", "acted but have no entry in step()'s rewards", "step 3"]),
+        ("no_obs", ["'runner_1'", "acted but have no entry in step()'s observations", "step 3"]),
+        ("done_api", ["step() returned a 4-tuple (the 4-tuple of Gym's old done API", "step 3"]),
+        ("reset_obs_only", ["reset() returned dict; it must return (observations, infos)"]),
     ],
 )
 def test_an_env_that_breaks_the_pettingzoo_contract_is_named(tmp_path, fault, expected):
@@ -248,6 +276,20 @@ def test_an_env_that_breaks_the_pettingzoo_contract_is_named(tmp_path, fault, ex
     assert "FaultyCorridor breaks the PettingZoo Parallel API" in str(caught.value)
     for fragment in expected:
         assert fragment in str(caught.value)
+
+
+def test_a_turn_based_pettingzoo_env_is_refused_with_what_relayrl_steps():
+    """Tic-tac-toe is an AEC env: named by its module, and handed over as an env, the
+    refusal says that relayrl steps Parallel envs and how a simultaneous-move AEC env converts."""
+    from pettingzoo.classic import tictactoe_v3
+
+    from relayrl.envs import ParallelEnvAdapter
+
+    with pytest.raises(ConfigError) as caught:
+        build_config({"preset": "ttt", "env": {"name": "pettingzoo.classic.tictactoe_v3"}, "on_policy": {"algo": "ppo"}})
+    assert "has env() only" in str(caught.value) and "aec_to_parallel" in str(caught.value)
+    with pytest.raises(EnvError, match="is a PettingZoo AEC env, not a Parallel one: relayrl steps Parallel envs"):
+        ParallelEnvAdapter(tictactoe_v3.env())
 
 
 @pytest.mark.parametrize("fault,what", [("nan_reward", "reward (nan)"), ("inf_obs", "next_obs (inf)")])

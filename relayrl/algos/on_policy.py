@@ -114,9 +114,10 @@ class OnPolicyLearner(LearnerBase):
         the observations and of those after each step (in the returns' units), and for
         recurrent networks the hidden states each step began with."""
         algorithm = self.algorithm
-        critic_obs = np.ascontiguousarray(algorithm.critic_features(f["obs"], f.get("state")))
+        # the critic's features may be a read-only broadcast of the state: made an array of their own
+        critic_obs = np.require(algorithm.critic_features(f["obs"], f.get("state")), requirements=("C", "W"))
         rows = {"obs": f["obs"], "action": f["action"], "agent": self._agents(f["reward"]), "critic_obs": critic_obs,
-                "next_critic_obs": algorithm.critic_features(f["next_obs"], f.get("next_state"))}
+                "next_critic_obs": np.require(algorithm.critic_features(f["next_obs"], f.get("next_state")), requirements=("C", "W"))}
         if "action_mask" in f:
             rows["action_mask"] = f["action_mask"]
         rows = {k: self._steps(v) for k, v in rows.items()}

@@ -187,8 +187,9 @@ class PolicyGradient:
         self.critic_width = width if self.torso is not None else self.critic_features(probe, state).shape[-1]
         self.critic = AgentNet(n_sets, self.critic_width, c.hidden, 1, c.activation, 1.0, c.recurrent).to(device)
         # one critic for the group on an input every agent shares (the env's state, or all the
-        # observations): its value is one per env step, computed once for the N agents' rows
-        self.value_per_step = n_sets == 1 and not c.recurrent and self.torso is None and c.critic_input in ("state", "joint_obs")
+        # observations): its value is one per env step, computed once for the N agents' rows,
+        # and a recurrent one keeps one memory per env copy, which begins with the copy's episode
+        self.value_per_step = n_sets == 1 and self.torso is None and c.critic_input in ("state", "joint_obs")
         torso = [*self.torso.parameters()] if self.torso is not None else []
         self.parameters = [*torso, *self.actor.parameters(), *self.critic.parameters(), *([self.log_std] if self.log_std is not None else [])]
         self.optimizer = torch.optim.Adam(self.parameters, lr=c.lr, eps=c.adam_eps)
@@ -220,17 +221,35 @@ class PolicyGradient:
     def values(self, critic_obs: np.ndarray | torch.Tensor, agent: torch.Tensor) -> torch.Tensor:
         """The feed-forward critic's outputs ``[P, M]`` on its inputs ``[P, M, F_c]`` of the
         agents ``[P, M]`` (in its own units: ``to_returns`` maps them back)."""
-        return self._values(self._critic_in(torch.as_tensor(critic_obs, device=self.device), agent))
+        return self._values(self._critic_in(torch.as_tensor(critic_obs, device=self.device), agent))[0]
 
-    def _values(self, x: torch.Tensor) -> torch.Tensor:
-        """The feed-forward critic on its features ``[P, M, F_c]`` -> ``[P, M]``. With
-        ``value_per_step`` the rows come as whole env steps, agent-minor (as the rollout stores
-        them and the learner cuts its minibatches), and each step's first row is computed."""
+    def _values(self, x: torch.Tensor, h: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The critic's step on its features ``[P, M, F_c]`` (a recurrent one's from ``h [P, M,
+        H]``) -> values ``[P, M]`` and the hidden states after it. With ``value_per_step`` the
+        rows come as whole env steps, agent-minor (as the rollout stores them and the learner
+        cuts its minibatches), and each step's first row is computed for all its agents."""
         if not self.value_per_step:
-            return self.critic(x)[0].squeeze(-1)
-        if x.shape[1] % self.n:
-            raise ValueError(f"{x.shape[1]} critic rows are not whole env steps of {self.n} agents")
-        return self.critic(x[:, :: self.n])[0].squeeze(-1).repeat_interleave(self.n, dim=1)
+            value, h = self.critic(x, h)
+            return value.squeeze(-1), h
+        n = self._agents_per_row(x.shape[1])
+        value, h = self.critic(x[:, ::n], None if h is None else h[:, ::n])
+        return value.squeeze(-1).repeat_interleave(n, dim=1), None if h is None else h.repeat_interleave(n, dim=1)
+
+    def _critic_unroll(self, x: torch.Tensor, h: torch.Tensor, begins: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The recurrent critic over chunks ``[P, L, C, F_c]`` (``AgentNet.unroll``). With
+        ``value_per_step`` one memory per env copy: it runs on each copy's first row and
+        begins again where every agent of the copy begins (an agent's own end does not reset it)."""
+        if not self.value_per_step:
+            return self.critic.unroll(x, h, begins)
+        n = self._agents_per_row(x.shape[2])
+        p, steps, rows = begins.shape
+        value, states = self.critic.unroll(x[:, :, ::n], h[:, ::n], begins.reshape(p, steps, rows // n, n).all(-1))
+        return value.repeat_interleave(n, dim=2), states.repeat_interleave(n, dim=2)
+
+    def _agents_per_row(self, rows: int) -> int:
+        if rows % self.n:
+            raise ValueError(f"{rows} critic rows are not whole env steps of {self.n} agents")
+        return self.n
 
     def _carry_sets(self, carry: torch.Tensor) -> torch.Tensor:
         """A hidden state per entity ``[W, N, H]`` -> per set ``[P, M, H]`` (the rows of ``act``)."""
@@ -318,9 +337,9 @@ class PolicyGradient:
         x = self._actor_in(b["obs"], b["agent"])
         critic_x = x if self.torso is not None else b["critic_obs"].float()  # a torso's features serve both
         if not self.recurrent:
-            return self.actor(x)[0], self._values(critic_x), None, None
+            return self.actor(x)[0], self._values(critic_x)[0], None, None
         out, actor_h = self.actor.unroll(x, b["actor_h"], b["begins"])
-        value, critic_h = self.critic.unroll(critic_x, b["critic_h"], b["begins"])
+        value, critic_h = self._critic_unroll(critic_x, b["critic_h"], b["begins"])
         return out.flatten(1, 2), value.squeeze(-1).flatten(1, 2), actor_h, critic_h
 
     @torch.inference_mode()
@@ -343,15 +362,17 @@ class PolicyGradient:
         out, scaled, actor_h, critic_h = self._outputs(b)
         logp = self.distribution(out, b["action"].flatten(1, 2), b["action_mask"].flatten(1, 2) if "action_mask" in b else None)[0]
         # V(o') continues the critic's memory: one more step from the state after each step
-        following, _ = self.critic(self._critic_in(b["next_critic_obs"].flatten(1, 2), b["agent"].flatten(1, 2)), critic_h.flatten(1, 2))
-        keep = (~b["begins"]).unsqueeze(-1).float()
+        following, _ = self._values(self._critic_in(b["next_critic_obs"].flatten(1, 2), b["agent"].flatten(1, 2)), critic_h.flatten(1, 2))
+        begins = b["begins"]
+        critic_begins = begins.reshape(p, steps, -1, self.n).all(-1).repeat_interleave(self.n, dim=2) if self.value_per_step else begins
         started = {
-            name: torch.cat([b[name].unsqueeze(1), states[:, :-1]], dim=1) * keep for name, states in (("actor_h", actor_h), ("critic_h", critic_h))
+            name: torch.cat([b[name].unsqueeze(1), states[:, :-1]], dim=1) * (~starts).unsqueeze(-1).float()
+            for name, states, starts in (("actor_h", actor_h, begins), ("critic_h", critic_h, critic_begins))
         }
         return {
             "logp": logp.reshape(p, steps, width),
             "scaled": scaled.reshape(p, steps, width),
-            "next_scaled": following.squeeze(-1).reshape(p, steps, width),
+            "next_scaled": following.reshape(p, steps, width),
             **started,
             "actor_last": actor_h[:, -1],
             "critic_last": critic_h[:, -1],

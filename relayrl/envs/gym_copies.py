@@ -24,6 +24,7 @@ from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec, pixels_of
 from relayrl.envs.episodes import EpisodeStats, EpisodeTally
 from relayrl.envs.flat_spaces import flat_box, flatten_obs
+from relayrl.envs.gym_multiagent import env_spec
 from relayrl.envs.pettingzoo_adapter import check_finite_bounds
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
@@ -46,10 +47,9 @@ def _spec(env: gym.Env, n_agents: int, name: str) -> GroupSpec:
 
 
 def check_env_id(env_id: str) -> None:
-    """Fails with the fix when ``env_id`` is not registered or needs a missing extra."""
-    if env_id not in gym.registry:
-        raise ValueError(f"{env_id!r} is not a registered Gymnasium env (e.g. HalfCheetah-v5, Swimmer-v5, LunarLanderContinuous-v3)")
-    entry = str(gym.registry[env_id].entry_point)
+    """Fails with the fix when ``env_id`` (or ``module:EnvId``, whose module is imported) is
+    not registered or needs a missing extra."""
+    entry = str(env_spec(env_id).entry_point)
     for marker, module in (("mujoco", "mujoco"), ("box2d", "Box2D")):
         if marker in entry:
             try:

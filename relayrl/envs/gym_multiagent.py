@@ -73,7 +73,11 @@ def env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
     elif package is not None:
         _import(package[0], env_id, package[1])
     if name not in gym.registry:
-        hint = f" (e.g. {package[2]}; other variants by settings.kwargs)" if package else ""
+        hint = (
+            f" (e.g. {package[2]}; other variants by settings.kwargs)" if package
+            else " (e.g. HalfCheetah-v5, LunarLanderContinuous-v3; an id that your own module registers is named with the module, "
+            "my_module:MyEnv-v0, as gymnasium.make takes it, so that every process imports the module)"
+        )
         raise ValueError(f"{env_id!r} is not a registered Gymnasium env{hint}")
     return gym.registry[name]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo.utils.env import ParallelEnv
+from pettingzoo.utils.env import AECEnv, ParallelEnv
 
 from relayrl.core.errors import EnvError, RelayRLError
 from relayrl.core.specs import GroupSpec, pixels_of
@@ -67,6 +67,14 @@ def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tup
     return tuple(groups), tuple(masks)
 
 
+# what an AEC (agent-by-agent) env needs before relayrl can train on it
+AEC_HINT = (
+    "relayrl steps Parallel envs, where every live agent acts at each step. A PettingZoo AEC env whose agents all move "
+    "once per cycle converts with pettingzoo.utils.conversions.aec_to_parallel; turn-based games, where an agent waits "
+    "while others move, are not supported"
+)
+
+
 class ParallelEnvAdapter:
     """Wraps one PettingZoo ParallelEnv; converts its dicts to per-group arrays once.
 
@@ -80,6 +88,8 @@ class ParallelEnvAdapter:
     """
 
     def __init__(self, env: ParallelEnv, obs_dtypes: dict[str, Any] | None = None, with_state: bool = True) -> None:
+        if isinstance(env, AECEnv):
+            raise EnvError(f"{type(env).__name__} is a PettingZoo AEC env, not a Parallel one: {AEC_HINT}")
         self.env = env
         groups, self.masked = _groups_of(env, obs_dtypes)
         self.has_state = with_state and getattr(env, "state_space", None) is not None
@@ -140,6 +150,22 @@ class ParallelEnvAdapter:
                 f"agent(s) {unknown} are not in possible_agents {list(self._slot)}; possible_agents must list every agent"
             )
 
+    def _returned(self, method: str, result: Any, names: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+        """``result`` of ``env.<method>()`` as the tuple of dicts ``names`` the Parallel API asks for."""
+        if not (isinstance(result, tuple) and len(result) == len(names) and all(isinstance(part, dict) for part in result)):
+            got = f"a {len(result)}-tuple" if isinstance(result, tuple) else type(result).__name__
+            old = " (the 4-tuple of Gym's old done API: split done into terminations and truncations)" if method == "step" and isinstance(result, tuple) and len(result) == 4 else ""
+            raise self._contract(f"{method}() returned {got}{old}; it must return ({', '.join(names)}), each a dict keyed by agent")
+        return result
+
+    def _check_acted(self, before: list[str], **dicts: dict[str, Any]) -> None:
+        """Every agent that acted has its observation, reward, termination and truncation."""
+        for name, values in dicts.items():
+            missing = [a for a in before if a not in values]
+            if missing:
+                raise self._contract(f"agent(s) {missing} acted but have no entry in step()'s {name}; each of its dicts holds every agent that acted, "
+                                     "including those whose episode ends at this step")
+
     def _check_step(self, before: list[str], terms: dict[str, bool], truncs: dict[str, bool]) -> None:
         """Agents leave an episode only by terminating or truncating, and never return to it."""
         now = set(self.env.agents)
@@ -183,11 +209,14 @@ class ParallelEnvAdapter:
     def reset(self, seed: int | None = None) -> list[GroupObs]:
         """Per group what its entities act on first: ``obs [N, ...]``, ``alive [N]``, and the
         state and action masks where the env gives them."""
-        obs, infos = self._call("reset", seed=seed)
         self._finished, self._step = {}, 0
-        if not self._warned_masks and isinstance(infos, dict):
+        obs, infos = self._returned("reset", self._call("reset", seed=seed), ("observations", "infos"))
+        if not self._warned_masks:
             self._warn_unread_masks(infos)
         self._check_known(obs, self.env.agents)
+        missing = [a for a in self.env.agents if a not in obs]
+        if missing:
+            raise self._contract(f"agent(s) {missing} are in env.agents after reset() but have no observation")
         return self._observed(obs)
 
     def _warn_unread_masks(self, infos: dict[str, Any]) -> None:
@@ -207,9 +236,11 @@ class ParallelEnvAdapter:
             g, i = self._slot[agent]
             action = actions[g][i]
             action_dict[agent] = action.astype(np.float32) if self.groups[g].continuous else int(action) + self._start.get(agent, 0)
-        obs, rewards, terms, truncs, _ = self._call("step", action_dict)
+        result = self._call("step", action_dict)
         self._step += 1
+        obs, rewards, terms, truncs, _ = self._returned("step", result, ("observations", "rewards", "terminations", "truncations", "infos"))
         self._check_known(obs, rewards, terms, truncs, self.env.agents)
+        self._check_acted(before, observations=obs, rewards=rewards, terminations=terms, truncations=truncs)
         self._check_step(before, terms, truncs)
         steps = []
         terminated_all = not self.env.agents and not any(truncs.values())

@@ -14,7 +14,7 @@ from pettingzoo.utils.env import ParallelEnv
 from pydantic import Field, model_validator
 
 from relayrl.core.registry import Registry
-from relayrl.envs.pettingzoo_adapter import ParallelEnvAdapter
+from relayrl.envs.pettingzoo_adapter import AEC_HINT, ParallelEnvAdapter
 from relayrl.envs.section import EnvSection
 
 
@@ -70,7 +70,12 @@ def check_parallel_env(module: str) -> None:
     except ImportError as error:
         raise ValueError(f"{module} cannot be imported ({error}): install the package that provides it") from None
     if not callable(getattr(imported, "parallel_env", None)):
-        raise ValueError(f"{module} has no parallel_env(): name a PettingZoo Parallel env module, e.g. pettingzoo.sisl.multiwalker_v9")
+        turns = callable(getattr(imported, "env", None)) or callable(getattr(imported, "raw_env", None))
+        raise ValueError(
+            f"{module} has no parallel_env(): name a PettingZoo Parallel env module, e.g. pettingzoo.sisl.multiwalker_v9"
+            + (f". {module} has env() only: {AEC_HINT}" if turns else "")
+        )
+
 
 
 MODULE_PATH = r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$"  # a module of the working directory (my_env) or a package's (mpe2.simple_spread_v3)

@@ -58,8 +58,14 @@ def check_backend(config: RunConfig) -> None:
     if config.backend.learners == "actors" and config.backend.kind != "ray":
         raise ValueError("backend.learners=actors puts the learners in Ray actors: set backend.kind=ray as well")
     if config.backend.kind == "ray":
-        if config.backend.runners > config.env.num_envs:
-            raise ValueError(f"backend.runners={config.backend.runners} but env.num_envs={config.env.num_envs}: each runner steps at least one env copy")
+        runners, copies = config.backend.runners, config.env.num_envs
+        if runners > copies:
+            fix = (
+                "a gym env steps its K copies (env.settings.n_agents) as one env, so it takes one runner: set backend.runners=1"
+                if config.env.name == "gym"
+                else f"set env.num_envs={runners} or more, or backend.runners={copies} or fewer"
+            )
+            raise ValueError(f"backend.runners={runners} but env.num_envs={copies}: each runner steps at least one env copy; {fix}")
 
 
 def check_pbt(config: RunConfig) -> None:

@@ -2,6 +2,7 @@
 starts with the key path, the bad value and what is allowed."""
 
 import importlib.util
+import os
 import re
 from typing import Annotated, Any, Literal, Union, get_args
 
@@ -32,6 +33,9 @@ def _env_kind(value: Any) -> str:
     return ENVS[name].section.__name__ if name in ENVS else PettingZooSection.__name__
 
 
+GYM_MODULE_ID = r"^[A-Za-z_][\w.]*:[^:]+$"  # a Gymnasium id with the module that registers it, as gymnasium.make takes it
+
+
 def _named_env(value: Any) -> Any:
     """``env.name`` may be a Gymnasium id (``Pendulum-v1``): K copies of it, the ``gym`` env;
     any other name that is neither built in nor a module path is refused with the choices."""
@@ -46,8 +50,8 @@ def _named_env(value: Any) -> Any:
 
     if isinstance(name, str) and multiagent_env_id(name):  # before the registry: importing lbforaging registers its ids there
         return {**value, "name": "gym-multiagent", "settings": {**value.get("settings", {}), "env_id": name}}
-    if isinstance(name, str) and name in gymnasium.registry:
-        settings = {**value.get("settings", {}), "env_id": name}
+    if isinstance(name, str) and (name in gymnasium.registry or re.match(GYM_MODULE_ID, name)):
+        settings = {**value.get("settings", {}), "env_id": name}  # module:Id is checked, its module imported, with the gym env's settings
         return {**value, "name": "gym", "settings": settings}
     base = name.rsplit("-v", 1)[0] if isinstance(name, str) and "-v" in name else None
     versions = sorted(k for k in gymnasium.registry if base and k.rsplit("-v", 1)[0] == base)
@@ -57,7 +61,8 @@ def _named_env(value: Any) -> Any:
         f"unknown env {name!r}: use a built-in ({', '.join(ENVS)}; user: the env_factory given to train in Python), a PettingZoo "
         f"Parallel env's module path, a package and its module (pettingzoo.sisl.multiwalker_v9, mpe2.simple_spread_v3) or a module of the "
         f"working directory with a parallel_env() (my_env for my_env.py), or a Gymnasium id "
-        f"(Pendulum-v1; multi-agent: Foraging-8x8-2p-2f-v3, rware-tiny-2ag-v2)"
+        f"(Pendulum-v1; multi-agent: Foraging-8x8-2p-2f-v3, rware-tiny-2ag-v2; one your module registers: my_module:MyEnv-v0). "
+        f"Modules are imported from the working directory, here {os.getcwd()}"
     )
 
 

@@ -117,11 +117,15 @@ def check_resumable(saved: dict[str, Any], config: "RunConfig", source: str) -> 
     changes = config_changes(saved, config.model_dump(mode="json"))
     refused = {k: v for k, v in changes.items() if k not in RESUMABLE_KEYS and not (k == "env.name" and _same_env(*v)) and not (k == "rounds" and _appended(*v))}
     if refused:
+        from relayrl.experiment.presets import PRESETS  # the presets import the config, which imports this module
+
         shown = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in sorted(refused.items()))
+        # a run of a YAML file or a dict is named after it, not after a preset
+        named = config.preset if config.preset in PRESETS else "<the YAML file or preset you trained from>"
         raise ConfigError(
             f"{source} was trained with other settings ({shown}). A resume may change only "
             f"{', '.join(RESUMABLE_KEYS)}, and add rounds after the run's; to train with new settings start a new run "
-            f"(relayrl train {config.preset} KEY=VALUE ... makes its own run directory)"
+            f"(relayrl train {named} KEY=VALUE ... makes its own run directory)"
         )
     return changes
 

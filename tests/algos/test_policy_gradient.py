@@ -192,11 +192,62 @@ def test_a_critic_of_an_input_every_agent_shares_computes_one_value_per_env_step
             assert torch.equal(values[0, 0::3], values[0, 1::3]) and torch.equal(values[0, 0::3], values[0, 2::3])
 
 
+def test_a_recurrent_critic_of_an_input_every_agent_shares_keeps_one_memory_per_env_copy():
+    """The same critic with a GRU, over a fragment of 6 steps of 2 env copies whose
+    episodes begin at step 3 of copy 0: run on one row per copy, its values and memories are
+    those the GRU gives every row, and its memory begins again only where every agent of
+    the copy begins (at copy 1's step 4 one agent's own episode begins: no reset)."""
+    spec = _spec(n_agents=3)
+    rng = np.random.default_rng(1)
+    config = OnPolicyConfig(algo="mappo", critic_input="joint_obs", recurrent=True, hidden=[16], chunk_length=6, rollout_length=6)
+    algorithm = PolicyGradient(spec, config, 1, DEVICE, 0)
+    steps, copies = 6, 2
+    obs = rng.normal(size=(steps, copies, 3, 4)).astype(np.float32)
+    critic_obs = algorithm.critic_features(obs, None)
+    begins = np.zeros((steps, copies, 3), bool)
+    begins[3, 0] = True
+    begins[4, 1, 2] = True
+    h0 = np.repeat(rng.normal(size=(copies, 1, 16)).astype(np.float32), 3, axis=1)  # one memory per copy, on each agent's row
+    rows = {
+        "obs": obs.reshape(1, steps, -1, 4), "action": rng.integers(0, 3, (1, steps, copies * 3)),
+        "agent": np.tile(np.arange(3), (1, steps, copies)), "critic_obs": critic_obs.reshape(1, steps, copies * 3, -1),
+        "next_critic_obs": critic_obs.reshape(1, steps, copies * 3, -1), "begins": begins.reshape(1, steps, -1),
+        "actor_h": np.zeros((1, copies * 3, 16), np.float32), "critic_h": h0.reshape(1, copies * 3, 16),
+    }
+    seen = []
+    hook = algorithm.critic.cell.register_forward_hook(lambda module, args, out: seen.append(args[0].shape[1]))
+    computed = algorithm.behaviour(rows)
+    hook.remove()
+    copy_begins = np.repeat(begins.all(-1, keepdims=True), 3, axis=-1).reshape(1, steps, -1)
+    with torch.no_grad():
+        value, states = algorithm.critic.unroll(*(torch.as_tensor(rows[k]).float() for k in ("critic_obs", "critic_h")), torch.as_tensor(copy_begins))
+    assert torch.allclose(computed["scaled"], value.squeeze(-1), rtol=0, atol=1e-6)
+    assert torch.allclose(computed["critic_last"], states[:, -1], rtol=0, atol=1e-6)
+    assert seen == [steps * copies]  # the step after each step (V of the next observation), on one row per copy, not per agent
+    assert not torch.allclose(computed["critic_h"][0, 5, 3:6], torch.zeros(3, 16))  # copy 1 kept its memory through agent 2's own begin
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_critic_of_the_joint_observations_of_a_lone_agent_trains_without_warnings():
+    """One agent's joint observations are its own, a read-only broadcast: the rollout keeps
+    an array of its own (torch warns on read-only arrays, and would share their memory)."""
+    config = build_config({
+        "preset": "corridor-lone-mappo", "total_steps": 64, "report_interval": 32, "eval": {"interval": 0},
+        "env": {"name": "corridor", "settings": {"n_agents": 1, "length": 4, "max_steps": 12}, "num_envs": 2},
+        "on_policy": {"algo": "mappo", "critic_input": "joint_obs", "rollout_length": 16, "hidden": [8]},
+    })
+    run = build_run(config, None, verbose=False)
+    run.train()
+    run.close()
+    assert run.reporter.history[-1]["env_steps"] == 64
+
+
 CORRIDOR_LEARNERS = {
     "ppo": {"algo": "ppo"},
     "a2c": {"algo": "a2c", "lr": 3e-3},
     # a critic on both runners' observations, minibatches cut between env steps
     "mappo": {"algo": "mappo", "critic_input": "joint_obs", "minibatches": 4},
+    "mappo-recurrent": {"algo": "mappo", "critic_input": "joint_obs", "recurrent": True, "chunk_length": 8, "minibatches": 2},
 }
 
 

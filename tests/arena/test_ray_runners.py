@@ -140,8 +140,11 @@ def test_rounds_on_two_runners_resume_inside_a_round_exactly(tmp_path):
 
 
 def test_too_many_runners_are_refused_before_training():
-    with pytest.raises(ConfigError, match="each runner steps at least one env copy"):
+    with pytest.raises(ConfigError, match="each runner steps at least one env copy; set env.num_envs=3 or more, or backend.runners=2 or fewer"):
         build_config(_config(2, backend={"kind": "ray", "runners": 3}))
+    # a Gymnasium env's K copies are one env (its num_envs stays 1): one runner
+    with pytest.raises(ConfigError, match="a gym env steps its K copies .* as one env, so it takes one runner: set backend.runners=1"):
+        build_config({"preset": "cart-ray", "env": {"name": "CartPole-v1"}, "dqn": {}, "backend": {"kind": "ray", "runners": 2}})
 
 
 def test_more_runners_than_the_cluster_has_cpus_are_refused(tmp_path):

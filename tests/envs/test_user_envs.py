@@ -4,6 +4,7 @@ API tests run on the adapters)."""
 
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -119,6 +120,29 @@ def test_box_actions_of_a_pettingzoo_env_train_an_actor_critic():
 def test_a_gymnasium_id_is_an_env_name():
     config = build_config({"env": {"name": "Pendulum-v1", "settings": {"n_agents": 3}}, "actor_critic": {}})
     assert (config.env.name, config.env.settings.env_id, config.env.settings.n_agents) == ("gym", "Pendulum-v1", 3)
+
+
+def test_a_gymnasium_id_of_a_users_module_is_named_with_the_module(tmp_path):
+    """``testenvs.target`` registers ``Target-v0`` when imported: named ``module:Id`` (as
+    ``gymnasium.make`` takes it) the id trains, and a fresh process (a Ray runner's, a
+    resumed run's) makes it by that name alone; an id the module does not register is
+    refused with the form to use."""
+    import subprocess
+
+    config = build_config({
+        "preset": "target-td3", "env": {"name": "testenvs.target:Target-v0", "settings": {"n_agents": 1}},
+        "actor_critic": {"algo": "td3", "random_steps": 50}, **SHORT,
+    })
+    assert (config.env.name, config.env.settings.env_id) == ("gym", "testenvs.target:Target-v0")
+    run = build_run(config, tmp_path, verbose=False)
+    run.train()
+    run.close()
+    assert run.reporter.history[-1]["env_steps"] == 400
+    fresh = "from relayrl.envs.gym_copies import GymCopiesEnv; print(GymCopiesEnv('testenvs.target:Target-v0', 2).groups[0].action_high)"
+    done = subprocess.run([sys.executable, "-c", fresh], capture_output=True, text=True, env={"PYTHONPATH": str(Path(__file__).parents[1])}, timeout=120)
+    assert done.returncode == 0 and "10.0" in done.stdout, done.stderr[-2000:]
+    with pytest.raises(ConfigError, match="'testenvs.target:Targt-v0' is not a registered Gymnasium env .* an id that your own module registers is named with the module"):
+        build_config({"env": {"name": "testenvs.target:Targt-v0"}, "actor_critic": {}})
 
 
 @pytest.mark.parametrize(
