@@ -242,9 +242,13 @@ class PolicyGradient:
         if not self.value_per_step:
             return self.critic.unroll(x, h, begins)
         n = self._agents_per_row(x.shape[2])
-        p, steps, rows = begins.shape
-        value, states = self.critic.unroll(x[:, :, ::n], h[:, ::n], begins.reshape(p, steps, rows // n, n).all(-1))
+        value, states = self.critic.unroll(x[:, :, ::n], h[:, ::n], self._copy_begins(begins))
         return value.repeat_interleave(n, dim=2), states.repeat_interleave(n, dim=2)
+
+    def _copy_begins(self, begins: torch.Tensor) -> torch.Tensor:
+        """Each env copy's beginnings ``[P, L, C / N]`` from its agents' ``[P, L, C]``: where all of them begin."""
+        p, steps, rows = begins.shape
+        return begins.reshape(p, steps, rows // self._agents_per_row(rows), self.n).all(-1)
 
     def _agents_per_row(self, rows: int) -> int:
         if rows % self.n:
@@ -364,7 +368,7 @@ class PolicyGradient:
         # V(o') continues the critic's memory: one more step from the state after each step
         following, _ = self._values(self._critic_in(b["next_critic_obs"].flatten(1, 2), b["agent"].flatten(1, 2)), critic_h.flatten(1, 2))
         begins = b["begins"]
-        critic_begins = begins.reshape(p, steps, -1, self.n).all(-1).repeat_interleave(self.n, dim=2) if self.value_per_step else begins
+        critic_begins = self._copy_begins(begins).repeat_interleave(self.n, dim=2) if self.value_per_step else begins
         started = {
             name: torch.cat([b[name].unsqueeze(1), states[:, :-1]], dim=1) * (~starts).unsqueeze(-1).float()
             for name, states, starts in (("actor_h", actor_h, begins), ("critic_h", critic_h, critic_begins))

@@ -77,7 +77,6 @@ def check_parallel_env(module: str) -> None:
         )
 
 
-
 MODULE_PATH = r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$"  # a module of the working directory (my_env) or a package's (mpe2.simple_spread_v3)
 
 
