@@ -168,6 +168,17 @@ def test_a_budget_off_the_report_grid_resumes_to_the_rows_of_an_uninterrupted_ru
     assert _rows(tmp_path / "b") == _rows(tmp_path / "a")
 
 
+def test_a_budget_below_a_runs_progress_leaves_its_config_as_trained(tmp_path):
+    """Training a run of 400 env steps again with total_steps=200 (from Python) trains
+    nothing, and its config.yaml keeps the 400 its metrics were trained to."""
+    for total in (400, 200):
+        run = build_run(build_config(_corridor(total)), tmp_path, verbose=False)
+        run.train()
+        run.close()
+    assert yaml.safe_load((tmp_path / "config.yaml").read_text())["total_steps"] == 400
+    assert _rows(tmp_path)[-1]["env_steps"] == "400"
+
+
 def test_the_metrics_of_a_complete_run_are_not_rewritten(tmp_path):
     run_dir = _trained_run(tmp_path)
     stat = (run_dir / "metrics.csv").stat()
@@ -186,6 +197,21 @@ def test_the_refused_resume_of_a_run_named_by_no_preset_does_not_name_one(tmp_pa
     with pytest.raises(ConfigError) as caught:
         build_run(build_config(changed), tmp_path, verbose=False)
     assert "relayrl train <the YAML file or preset you trained from> KEY=VALUE" in str(caught.value)
+
+
+def test_eval_of_a_checkpoint_without_the_runs_policy_names_the_revision(tmp_path, capsys):
+    """A checkpoint holds its policies by id; a run whose config (as another relayrl revision
+    wrote it) names another id gets the refusal, not a KeyError."""
+    run = build_run(build_config(_corridor(200)), tmp_path, verbose=False)
+    run.train()
+    run.close()
+    saved = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    saved.update(policies={"walker": {}}, match=[{"runner": "walker"}])
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "step_0000000200 holds policies ['runner'], not this run's 'walker': another relayrl revision wrote it" in err and "Traceback" not in err
 
 
 def test_a_run_directory_given_for_a_preset_is_named_so(tmp_path, capsys):

@@ -123,7 +123,8 @@ class RunDirectory:
         """Writes config.yaml (at the start, or where a resume changed settings) and appends
         this start to provenance.yaml: the machine and code, where frozen policies' networks
         came from, and the settings a resume changed."""
-        if resumed_at == 0 or self.changes:
+        # a budget the run has passed trains nothing: its config stays the one it was trained with
+        if resumed_at == 0 or (self.changes and resumed_at < self.config.total_steps):
             write_atomically(self.path / CONFIG_FILE, yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False))
         entry = {**provenance(), "resumed_at": resumed_at}
         if self.built_with:
