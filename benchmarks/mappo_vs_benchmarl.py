@@ -28,6 +28,7 @@ torch threads each (default one), CPU:
     simple_spread), 10 envs, batches of 6,000 frames, then 45 passes over the batch in
     minibatches of 400 (BenchMARL's ``on_policy_n_minibatch_iters`` counts passes: its
     trainer runs 6,000 / 400 minibatches in each), so each env step is trained 45 times;
+    a minibatch holds whole env steps (BenchMARL samples frames, each with all the agents);
     MLPs of 256-256 tanh, one actor shared by the agents, a critic on all agents'
     observations, Adam 5e-5 (eps 1e-6), GAE 0.9, clip 0.2, no entropy bonus, gradient norm 5.
 
@@ -99,7 +100,7 @@ BENCHMARL_DEFAULTS = {
     "on_policy": {
         "algo": "mappo", "critic_input": "joint_obs", "rollout_length": 600, "epochs": 45, "minibatches": 15, "hidden": [256, 256], "activation": "tanh",
         "lr": 5e-5, "adam_eps": 1e-6, "gamma": 0.99, "gae_lambda": 0.9, "clip": 0.2, "value_clip": None, "value_loss": "mse", "value_coef": 1.0,
-        "entropy_coef": 0.0, "max_grad_norm": 5.0, "normalize_values": False, "agent_id": False,
+        "entropy_coef": 0.0, "max_grad_norm": 5.0, "normalize_values": False, "agent_id": False, "minibatch_unit": "env_step",
     },
 }
 

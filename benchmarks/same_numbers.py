@@ -74,9 +74,10 @@ def _machine() -> str:
         pass
     import torch
 
-    import relayrl
-
-    where = Path(relayrl.__file__).parent
+    # the relayrl the runs train with: ``python -m relayrl.cli`` imports it from the working
+    # directory first (a worktree of the code before a change), this script from its install
+    imported = [sys.executable, "-c", "import relayrl; print(relayrl.__file__)"]
+    where = Path(subprocess.run(imported, capture_output=True, text=True, check=True).stdout.strip()).parent
     revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True, text=True).stdout.strip()
     # the package's own files only: recording rewrites the tracked results it compares
     changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "."], cwd=where, capture_output=True, text=True).stdout

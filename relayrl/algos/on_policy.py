@@ -221,7 +221,9 @@ class OnPolicyLearner(LearnerBase):
         fields = ("obs", "agent", "action", "action_mask", "critic_obs", "logp", "scaled_value", "valid", "advantage", "returns")
         if algorithm.recurrent:
             batch = {k: self._chunks(r[k]) for k in (*fields, "begins") if k in r}
-            batch["begins"][:, 0] = False  # a chunk starts from the hidden state its first step began with
+            batch["critic_begins"] = algorithm.critic_begins(torch.as_tensor(batch["begins"])).numpy()
+            for name in ("begins", "critic_begins"):
+                batch[name][:, 0] = False  # a chunk starts from the hidden state its first step began with
             for name in ("actor_h", "critic_h"):
                 batch[name] = self.layout.to_sets(r[name][:: c.chunk_length], 2).reshape(self.layout.n_sets, -1, r[name].shape[-1])
         else:
@@ -238,21 +240,36 @@ class OnPolicyLearner(LearnerBase):
             batch["advantage"] = ((own - mean) / (std + 1e-8)).reshape(batch["advantage"].shape)
         batch["advantage"] = batch["advantage"].astype(np.float32)
         shared = self._shared(batch, np.abs(own)) if self.shares else {}
-        axis = 2 if algorithm.recurrent else 1  # where the minibatches are cut: chunks, or steps
-        # a critic of one value per env step reads whole env steps: its minibatches are cut
-        # between env steps (as BenchMARL's are), not between agents
-        group = self.spec.n_agents if algorithm.value_per_step else 1
         for _ in range(c.epochs):
-            order = self.rng.permutation(batch["valid"].shape[axis] // group)
-            for part in np.array_split(order, c.minibatches):
-                part = (part[:, None] * group + np.arange(group)).ravel()
-                minibatch = {k: v[:, part] if (axis == 1 or k in ("actor_h", "critic_h")) else v[:, :, part] for k, v in batch.items()}
+            for minibatch in self._minibatches(batch):
                 _, metrics = algorithm.update({**minibatch, **shared})
                 self._check_finite(metrics)
                 self.tally.updates += 1
                 self.tally.add(metrics)
                 self.updates += 1
         self.tally.add({"explained_variance": _explained_variance(r["value"], r["returns"], r["valid"])})
+
+    def _minibatches(self, batch: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+        """One pass's minibatches of the rollout's steps (recurrent: chunks) in a random order,
+        cut between agents' rows or between whole env steps (``minibatch_unit``). A critic of
+        one value per env step gets one minibatch as the whole rollout in its own order: whole
+        env steps, whatever the unit."""
+        c = self.config
+        if c.minibatches == 1 and self.algorithm.whole_steps:
+            return [batch]
+        axis = 2 if self.algorithm.recurrent else 1
+        # a whole env step (or env copy's chunk) is the group's N rows; with a parameter set
+        # per agent, each set's rows are env steps already
+        group = self.spec.n_agents if c.minibatch_unit == "env_step" and self.layout.n_sets == 1 else 1
+        order = self.rng.permutation(batch["valid"].shape[axis] // group)
+        parts = [(part[:, None] * group + np.arange(group)).ravel() for part in np.array_split(order, c.minibatches)]
+        minibatches = [{k: v[:, part] if (axis == 1 or k in ("actor_h", "critic_h")) else v[:, :, part] for k, v in batch.items()} for part in parts]
+        if self.algorithm.value_per_step and group == 1:
+            # agents' rows of the same env step (or env copy's chunk) give the critic one input
+            # and one memory: it runs once on each (the first row) and the others take its value
+            for minibatch, part in zip(minibatches, parts):
+                _, minibatch["critic_rows"], minibatch["critic_inverse"] = np.unique(part // self.spec.n_agents, return_index=True, return_inverse=True)
+        return minibatches
 
     def _shared(self, batch: dict[str, np.ndarray], score: np.ndarray) -> dict[str, np.ndarray]:
         """SEAC's rows from other agents: each sender's selection by |advantage|, routed by

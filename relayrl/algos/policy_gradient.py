@@ -45,9 +45,9 @@ from relayrl.nets.pixels import NatureTorso
 from relayrl.nets.stacked import clip_grad_norm_per_set
 
 SQUASH_EPS = 1e-6  # keeps atanh finite for actions stored at the bounds
-# what a recurrent update's chunks hold besides per-step rows: the inputs it unrolls over and
-# the hidden states it starts from
-UNROLLED = ("obs", "agent", "critic_obs", "actor_h", "critic_h", "begins")
+# what a recurrent update's chunks hold besides per-step rows: the inputs it unrolls over, the
+# hidden states it starts from, and which chunks the critic computes (``_outputs``)
+UNROLLED = ("obs", "agent", "critic_obs", "actor_h", "critic_h", "begins", "critic_begins", "critic_rows", "critic_inverse")
 FLAT_SCREEN_INPUTS = 16_384  # screens larger than 128 x 128 x 1 (or 74 x 74 x 3) read flat get a warning
 
 
@@ -187,9 +187,12 @@ class PolicyGradient:
         self.critic_width = width if self.torso is not None else self.critic_features(probe, state).shape[-1]
         self.critic = AgentNet(n_sets, self.critic_width, c.hidden, 1, c.activation, 1.0, c.recurrent).to(device)
         # one critic for the group on an input every agent shares (the env's state, or all the
-        # observations): its value is one per env step, computed once for the N agents' rows,
-        # and a recurrent one keeps one memory per env copy, which begins with the copy's episode
+        # observations): its value is one per env step, computed once for the N agents' rows
+        # where they come whole (acting; in training, minibatches of whole env steps, or the
+        # one minibatch of the whole rollout), and a recurrent one keeps one memory per env
+        # copy, which begins with the copy's episode
         self.value_per_step = n_sets == 1 and self.torso is None and c.critic_input in ("state", "joint_obs")
+        self.whole_steps = self.value_per_step and (c.minibatch_unit == "env_step" or c.minibatches == 1)
         torso = [*self.torso.parameters()] if self.torso is not None else []
         self.parameters = [*torso, *self.actor.parameters(), *self.critic.parameters(), *([self.log_std] if self.log_std is not None else [])]
         self.optimizer = torch.optim.Adam(self.parameters, lr=c.lr, eps=c.adam_eps)
@@ -223,32 +226,38 @@ class PolicyGradient:
         agents ``[P, M]`` (in its own units: ``to_returns`` maps them back)."""
         return self._values(self._critic_in(torch.as_tensor(critic_obs, device=self.device), agent))[0]
 
-    def _values(self, x: torch.Tensor, h: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _values(self, x: torch.Tensor, h: torch.Tensor | None = None, whole: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The critic's step on its features ``[P, M, F_c]`` (a recurrent one's from ``h [P, M,
-        H]``) -> values ``[P, M]`` and the hidden states after it. With ``value_per_step`` the
-        rows come as whole env steps, agent-minor (as the rollout stores them and the learner
-        cuts its minibatches), and each step's first row is computed for all its agents."""
-        if not self.value_per_step:
+        H]``) -> values ``[P, M]`` and the hidden states after it. With ``value_per_step`` and
+        ``whole`` the rows come as whole env steps, agent-minor (as the rollout stores them),
+        and each step's first row is computed for all its agents."""
+        if not (self.value_per_step and whole):
             value, h = self.critic(x, h)
             return value.squeeze(-1), h
         n = self._agents_per_row(x.shape[1])
         value, h = self.critic(x[:, ::n], None if h is None else h[:, ::n])
         return value.squeeze(-1).repeat_interleave(n, dim=1), None if h is None else h.repeat_interleave(n, dim=1)
 
-    def _critic_unroll(self, x: torch.Tensor, h: torch.Tensor, begins: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The recurrent critic over chunks ``[P, L, C, F_c]`` (``AgentNet.unroll``). With
-        ``value_per_step`` one memory per env copy: it runs on each copy's first row and
-        begins again where every agent of the copy begins (an agent's own end does not reset it)."""
-        if not self.value_per_step:
+    def _critic_unroll(self, x: torch.Tensor, h: torch.Tensor, begins: torch.Tensor, whole: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """The recurrent critic over chunks ``[P, L, C, F_c]`` (``AgentNet.unroll``) from the
+        beginnings of its memory ``begins [P, L, C]``. With ``value_per_step`` that memory is
+        one per env copy (``critic_begins``), and with ``whole`` (chunks of all the copy's
+        agents, agent-minor) it runs once, on each copy's first row."""
+        if not (self.value_per_step and whole):
             return self.critic.unroll(x, h, begins)
         n = self._agents_per_row(x.shape[2])
-        value, states = self.critic.unroll(x[:, :, ::n], h[:, ::n], self._copy_begins(begins))
+        value, states = self.critic.unroll(x[:, :, ::n], h[:, ::n], begins[:, :, ::n])
         return value.repeat_interleave(n, dim=2), states.repeat_interleave(n, dim=2)
 
-    def _copy_begins(self, begins: torch.Tensor) -> torch.Tensor:
-        """Each env copy's beginnings ``[P, L, C / N]`` from its agents' ``[P, L, C]``: where all of them begin."""
+    def critic_begins(self, begins: torch.Tensor) -> torch.Tensor:
+        """Where the critic's memory begins ``[P, L, C]`` from the agents' beginnings (agent-minor
+        rows): with ``value_per_step``, where all the copy's agents begin (an agent's own end
+        does not reset the copy's memory); else each agent's own."""
+        if not self.value_per_step:
+            return begins
         p, steps, rows = begins.shape
-        return begins.reshape(p, steps, rows // self._agents_per_row(rows), self.n).all(-1)
+        n = self._agents_per_row(rows)
+        return begins.reshape(p, steps, rows // n, n).all(-1).repeat_interleave(n, dim=2)
 
     def _agents_per_row(self, rows: int) -> int:
         if rows % self.n:
@@ -333,17 +342,28 @@ class PolicyGradient:
         """The feed-forward actor's ``log pi(a|o)`` and entropy ``[P, M]`` on rows ``[P, M, ...]``."""
         return self.distribution(self.actor(self._actor_in(obs, agent))[0], action, mask)
 
-    def _outputs(self, b: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    def _outputs(self, b: dict[str, torch.Tensor], whole: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """Actor outputs ``[P, R, out]`` and critic outputs ``[P, R]`` on steps ``[P, B, ...]``
         (feed-forward), or on chunks of steps ``[P, L, B, ...]`` from the hidden states
-        ``actor_h``, ``critic_h [P, B, H]`` with ``begins [P, L, B]`` (recurrent; R = L x B,
-        and the hidden states after each step come back too)."""
+        ``actor_h``, ``critic_h [P, B, H]`` with ``begins`` and ``critic_begins [P, L, B]``
+        (recurrent; R = L x B, and the hidden states after each step come back too). ``whole``:
+        the rows are whole env steps (``_values``). ``critic_rows`` and ``critic_inverse``: the
+        critic runs on those rows only and each row takes the value of ``critic_rows[inverse]``
+        (rows of the same env step, or the same env copy's chunk, have the same critic input
+        and memory with ``value_per_step``)."""
         x = self._actor_in(b["obs"], b["agent"])
         critic_x = x if self.torso is not None else b["critic_obs"].float()  # a torso's features serve both
+        rows, inverse = b.get("critic_rows"), b.get("critic_inverse")
         if not self.recurrent:
-            return self.actor(x)[0], self._values(critic_x)[0], None, None
+            if rows is None:
+                return self.actor(x)[0], self._values(critic_x, whole=whole)[0], None, None
+            return self.actor(x)[0], self._values(critic_x[:, rows], whole=False)[0][:, inverse], None, None
         out, actor_h = self.actor.unroll(x, b["actor_h"], b["begins"])
-        value, critic_h = self._critic_unroll(critic_x, b["critic_h"], b["begins"])
+        if rows is None:
+            value, critic_h = self._critic_unroll(critic_x, b["critic_h"], b["critic_begins"], whole)
+        else:
+            value, critic_h = self._critic_unroll(critic_x[:, :, rows], b["critic_h"][:, rows], b["critic_begins"][:, :, rows], False)
+            value, critic_h = value[:, :, inverse], critic_h[:, :, inverse]
         return out.flatten(1, 2), value.squeeze(-1).flatten(1, 2), actor_h, critic_h
 
     @torch.inference_mode()
@@ -359,19 +379,18 @@ class PolicyGradient:
         p, steps, width = b["agent"].shape[0], b["agent"].shape[1], b["agent"].shape[2]
         if not self.recurrent:
             flat = {k: v.flatten(1, 2) for k, v in b.items()}
-            out, scaled, _, _ = self._outputs(flat)
+            out, scaled, _, _ = self._outputs(flat, whole=True)
             logp = self.distribution(out, flat["action"], flat.get("action_mask"))[0]
             next_scaled = self.values(flat["next_critic_obs"], flat["agent"])
             return {k: v.reshape(p, steps, width) for k, v in (("logp", logp), ("scaled", scaled), ("next_scaled", next_scaled))}
-        out, scaled, actor_h, critic_h = self._outputs(b)
+        b["critic_begins"] = self.critic_begins(b["begins"])
+        out, scaled, actor_h, critic_h = self._outputs(b, whole=True)
         logp = self.distribution(out, b["action"].flatten(1, 2), b["action_mask"].flatten(1, 2) if "action_mask" in b else None)[0]
         # V(o') continues the critic's memory: one more step from the state after each step
         following, _ = self._values(self._critic_in(b["next_critic_obs"].flatten(1, 2), b["agent"].flatten(1, 2)), critic_h.flatten(1, 2))
-        begins = b["begins"]
-        critic_begins = self._copy_begins(begins).repeat_interleave(self.n, dim=2) if self.value_per_step else begins
         started = {
             name: torch.cat([b[name].unsqueeze(1), states[:, :-1]], dim=1) * (~starts).unsqueeze(-1).float()
-            for name, states, starts in (("actor_h", actor_h, begins), ("critic_h", critic_h, critic_begins))
+            for name, states, starts in (("actor_h", actor_h, b["begins"]), ("critic_h", critic_h, b["critic_begins"]))
         }
         return {
             "logp": logp.reshape(p, steps, width),
@@ -389,7 +408,7 @@ class PolicyGradient:
     def own_loss(self, b: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Each set's PPO or A2C loss ``[P]`` on its own rows and the metrics' parts."""
         c = self.config
-        out, scaled, _, _ = self._outputs(b)
+        out, scaled, _, _ = self._outputs(b, whole=self.whole_steps)
         if self.recurrent:  # chunks [P, L, B] -> rows [P, L x B]
             b = {k: v if k in UNROLLED else v.flatten(1, 2) for k, v in b.items()}
         valid = b["valid"].float()

@@ -220,6 +220,11 @@ class OnPolicyConfig(Strict):
     rollout_length: int = Field(128, ge=1, description="steps of every env copy per rollout (one update each)")
     epochs: int = Field(10, ge=1, description="passes over the rollout per update")
     minibatches: int = Field(1, ge=1, description="minibatches per pass")
+    minibatch_unit: Literal["agent", "env_step"] = Field(
+        "agent",
+        description="agent: minibatches draw each agent's steps (recurrent: chunks) on their own, as JaxMARL and the MAPPO paper's code do; "
+        "env_step: whole env steps (recurrent: whole env copies' chunks), as BenchMARL does, so that a critic on the state computes one value per env step in training too",
+    )
     lr: float = Field(7e-4, gt=0)
     adam_eps: float = Field(1e-5, gt=0)
     lr_anneal: bool = Field(False, description="the learning rate falls linearly to 0 at total_steps")

@@ -40,12 +40,14 @@ def relayrl_rate(
     batch: int | None = None,
     threads: int = 1,
     updates_per_episode: float | None = None,
+    minibatch_unit: str | None = None,
 ) -> dict[str, Any]:
     """Trains ``algo``'s config for ``warmup`` env steps (start-up, first batch, learning
     start), then times ``steps`` more with the run's section timer on: env steps/s,
     updates/s, samples trained per env step and the share of the wall time by section (env,
     act, replay add, sample, update; ``other``: the rest of the loop). ``threads``: the
-    run's ``torch_threads``; ``batch`` and ``updates_per_episode``: QMIX's."""
+    run's ``torch_threads``; ``batch`` and ``updates_per_episode``: QMIX's;
+    ``minibatch_unit``: MAPPO's."""
     from relayrl.experiment import build_config, build_run
     from relayrl.experiment.presets import preset_dict
 
@@ -58,6 +60,8 @@ def relayrl_rate(
         config["qmix"]["batch_size"] = batch
     if updates_per_episode:
         config["qmix"]["updates_per_episode"] = updates_per_episode
+    if minibatch_unit:
+        config["on_policy"]["minibatch_unit"] = minibatch_unit
     config.update(
         {"preset": f"bench-{algo}-mpe", "total_steps": warmup, "report_interval": warmup, "eval": {"interval": 0}, "checkpoint_interval": 10**9, "device": device, "torch_threads": threads}
     )
@@ -119,20 +123,26 @@ def run(quick: bool, python: str | None, source: str | None, device: str = "cpu"
     against JaxMARL."""
     # env steps timed (relayrl, after the warm-up) and trained by JaxMARL (its TOTAL_TIMESTEPS)
     plan = {"qmix": (20_000 if quick else 100_000, 4_000, 200_000 if quick else 1_000_000), "mappo": (16_384 if quick else 98_304, 16 * 128, 200_000 if quick else 1_000_000)}
+    # MAPPO's minibatches as JaxMARL cuts them (each agent's chunks: the preset), and of whole
+    # env copies' chunks, where its critic on the state computes one value per env step in
+    # training too (docs/results/mpe_spread measures what that costs in learning)
+    units = {"qmix": (None,), "mappo": ("agent", "env_step")}
     counts = thread_counts(device)
     parts = []
     for algo, (steps, warmup, jax_steps) in plan.items():
-        before = {n: relayrl_rate(algo, steps, warmup, device, threads=n) for n in counts}
+        timings = [(n, unit) for n in counts for unit in units[algo]]
+        before = {t: relayrl_rate(algo, steps, warmup, device, threads=t[0], minibatch_unit=t[1]) for t in timings}
         theirs = jaxmarl_rate(python, source, algo, jax_steps) if python and source else None
-        after = {n: relayrl_rate(algo, steps, warmup, device, threads=n) for n in reversed(counts)}
+        after = {t: relayrl_rate(algo, steps, warmup, device, threads=t[0], minibatch_unit=t[1]) for t in reversed(timings)}
         rows = []
-        for n in counts:
-            ours = mean_rate(before[n], after[n])
+        for n, unit in timings:
+            ours = mean_rate(before[n, unit], after[n, unit])
             share = ours["share"]
             profile = ", ".join(f"{name} {share[name]:.0%}" for name in sorted(share, key=share.get, reverse=True) if share[name] >= 0.01)
             ratio = "not measured" if theirs is None else f"{ours['sps'] / theirs['sps']:.2f}x"
             each = " / ".join(f"{x:,.0f}" for x in ours["sps_each"])
-            rows.append([f"relayrl ({device}, {n} torch thread{'s' if n > 1 else ''})", f"{ours['sps']:,.0f} ({each})", f"{ours['updates_per_s']:,.1f}", f"{ours['samples_per_env_step']:.2f}", f"{ours['startup_s']:.1f} s start-up", ratio, profile])
+            cut = {None: "", "agent": ", minibatches of agents' chunks", "env_step": ", minibatches of whole env copies"}[unit]
+            rows.append([f"relayrl ({device}, {n} torch thread{'s' if n > 1 else ''}{cut})", f"{ours['sps']:,.0f} ({each})", f"{ours['updates_per_s']:,.1f}", f"{ours['samples_per_env_step']:.2f}", f"{ours['startup_s']:.1f} s start-up", ratio, profile])
         if theirs is not None:
             rows.append([f"JaxMARL {theirs['jax_version']} ({theirs['backend']}, every core; baseline)", f"{theirs['sps']:,.0f}", f"{theirs['updates_per_s']:,.1f}", f"{theirs['samples_per_env_step']:.2f}", f"{theirs['compile_s']:.1f} s compile", "1.0x", ""])
         parts.append(

@@ -227,6 +227,43 @@ def test_a_recurrent_critic_of_an_input_every_agent_shares_keeps_one_memory_per_
     assert not torch.allclose(computed["critic_h"][0, 5, 3:6], torch.zeros(3, 16))  # copy 1 kept its memory through agent 2's own begin
 
 
+@pytest.mark.parametrize(("unit", "minibatches"), [("agent", 2), ("env_step", 2), ("agent", 1)])
+def test_a_recurrent_critic_of_the_state_trains_on_the_memory_it_acted_with(unit, minibatches):
+    """MAPPO's recurrent critic on both runners' observations, one memory per env copy. The
+    runners of a copy end their episodes at different steps, so an agent's own beginning
+    differs from its copy's. Minibatches of either unit (each agent's chunks on their own, the
+    critic computing each copy's chunk once; or whole copies' chunks), and one minibatch of
+    the whole rollout, give before the first gradient step the values the critic gave when
+    it acted."""
+    config = build_config({
+        "preset": f"corridor-memory-{unit}-{minibatches}", "total_steps": 64, "report_interval": 64, "eval": {"interval": 0},
+        "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 12}, "num_envs": 4},
+        "on_policy": {"algo": "mappo", "critic_input": "joint_obs", "recurrent": True, "chunk_length": 8, "rollout_length": 16,
+                      "hidden": [8], "minibatches": minibatches, "minibatch_unit": unit},
+    })
+    run = build_run(config, None, verbose=False)
+    algorithm = run.learners["runner"].algorithm
+    firsts = []
+    update = algorithm.update
+
+    def first_values(batch, weights=None):
+        if not firsts:
+            b = {k: torch.as_tensor(v) for k, v in batch.items()}
+            with torch.no_grad():
+                firsts.append((algorithm._outputs(b, whole=algorithm.whole_steps)[1], b["scaled_value"].flatten(1, 2), b["begins"], b["critic_begins"], b.get("critic_rows")))
+        return update(batch, weights)
+
+    algorithm.update = first_values
+    run.train()
+    run.close()
+    values, stored, begins, critic_begins, computed = firsts[0]
+    assert algorithm.whole_steps == (unit == "env_step" or minibatches == 1)
+    if not algorithm.whole_steps:  # agents' chunks of the same copy were computed once
+        assert computed is not None and len(computed) < begins.shape[2]
+    assert torch.allclose(values, stored, rtol=0, atol=1e-5)
+    assert bool((begins & ~critic_begins).any())  # some agent began on its own inside a chunk: the copy's memory went on
+
+
 @pytest.mark.filterwarnings("error")
 def test_a_critic_of_the_joint_observations_of_a_lone_agent_trains_without_warnings():
     """One agent's joint observations are its own, a read-only broadcast: the rollout keeps
@@ -245,8 +282,9 @@ def test_a_critic_of_the_joint_observations_of_a_lone_agent_trains_without_warni
 CORRIDOR_LEARNERS = {
     "ppo": {"algo": "ppo"},
     "a2c": {"algo": "a2c", "lr": 3e-3},
-    # a critic on both runners' observations, minibatches cut between env steps
-    "mappo": {"algo": "mappo", "critic_input": "joint_obs", "minibatches": 4},
+    # a critic on both runners' observations: minibatches of whole env steps (its value
+    # computed once per env step), and of each agent's chunks (recurrent)
+    "mappo": {"algo": "mappo", "critic_input": "joint_obs", "minibatches": 4, "minibatch_unit": "env_step"},
     "mappo-recurrent": {"algo": "mappo", "critic_input": "joint_obs", "recurrent": True, "chunk_length": 8, "minibatches": 2},
 }
 
