@@ -214,6 +214,21 @@ def test_eval_of_a_checkpoint_without_the_runs_policy_names_the_revision(tmp_pat
     assert "step_0000000200 holds policies ['runner'], not this run's 'walker': another relayrl revision wrote it" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(("section", "units"), [
+    ({"recurrent": True, "chunk_length": 8}, "12 chunks of on_policy.chunk_length steps (2 per env copy x 2 copies x 3 agents)"),
+    ({"minibatch_unit": "env_step"}, "32 steps (16 per env copy x 2 copies)"),
+])
+def test_more_minibatches_than_a_rollout_holds_are_refused_before_training(tmp_path, section, units):
+    """A rollout of 16 steps of 2 copies of 3 runners: 12 chunks of 8 steps to cut, or 32
+    whole env steps; 40 minibatches are refused with the count and the fix."""
+    config = {"preset": "corridor-minibatches", "env": {**CORRIDOR, "num_envs": 2}, "total_steps": 320, "eval": {"interval": 0},
+              "on_policy": {"algo": "ppo", "rollout_length": 16, "minibatches": 40, "hidden": [8], **section}}
+    with pytest.raises(ConfigError, match="on_policy.minibatches=40 is more than its rollout holds") as refused:
+        build_run(build_config(config), tmp_path / "run", verbose=False)
+    assert units in str(refused.value) and "set on_policy.minibatches to at most" in str(refused.value)
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_run_directory_given_for_a_preset_is_named_so(tmp_path, capsys):
     run_dir = tmp_path / "corridor-0123abcd" / "0"
     run_dir.mkdir(parents=True)

@@ -17,6 +17,7 @@ from typing import Any
 from relayrl.algos.algorithm import algorithms_with
 from relayrl.algos.dqn import NetworkFactory
 from relayrl.algos.off_policy import learner_plan
+from relayrl.algos.sections import OnPolicyConfig
 from relayrl.arena.collect import Collector, LocalCollector, Venue
 from relayrl.arena.learning import LearnerPool
 from relayrl.arena.match import compile_matches
@@ -116,6 +117,30 @@ def round_specs(config: RunConfig, venues: Venues, first: Venue) -> dict[str, Gr
                     "the round's env or matches"
                 )
     return specs
+
+
+def check_minibatches(config: RunConfig, first: Venue, configs: dict[str, PolicyConfig]) -> None:
+    """Refuses more minibatches per pass than an on-policy learner's rollout holds units to
+    cut them from: its steps (a recurrent net's chunks) of every agent it drives, or its
+    whole env steps with ``minibatch_unit=env_step`` or a parameter set per agent."""
+    names = [g.name for g in first.venv.groups]
+    for pid, assignment in compile_matches(config.matches(names, 0), first.venv.groups, first.venv.num_envs).items():
+        if pid not in configs or not configs[pid].learns:
+            continue
+        section = config.recipe(pid)[1]
+        if not isinstance(section, OnPolicyConfig) or section.minibatches == 1:
+            continue
+        steps = section.rollout_length // section.chunk_length if section.recurrent else section.rollout_length
+        agents = assignment.spec.n_agents if section.param_sharing and section.minibatch_unit == "agent" else 1
+        units = steps * assignment.n_workers * agents
+        if section.minibatches > units:
+            what = "chunks of on_policy.chunk_length steps" if section.recurrent else "steps"
+            count = f"{steps} per env copy x {assignment.n_workers} copies" + (f" x {agents} agents" if agents > 1 else "")
+            raise ConfigError(
+                f"policy {pid!r}: on_policy.minibatches={section.minibatches} is more than its rollout holds to cut them from: "
+                f"{units} {what} ({count}); set on_policy.minibatches to at most {units}, or lengthen on_policy.rollout_length, "
+                "or add env copies (env.num_envs)"
+            )
 
 
 def check_memory(config: RunConfig, specs: dict[str, GroupSpec], configs: dict[str, PolicyConfig], verbose: bool) -> None:
@@ -248,6 +273,7 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
             print(f"note: {group.name}'s observations {group.obs_shape} are read as images of {height}x{width} with {channels} channels "
                   "(height x width x channels): if the env puts channels first, transpose its observations")
     check_memory(config, specs, configs, verbose)
+    check_minibatches(config, first, configs)
     saved = SavedPolicies(run_dir.parent.parent if run_dir is not None else None)
     # what the DQN builds its networks from; where an annealed learning rate reaches 0
     options = {"model": config.model, "network_factory": factories.network, "total_steps": config.total_steps}

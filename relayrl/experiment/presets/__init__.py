@@ -7,6 +7,7 @@ IPPO, MAPPO), ``centralised`` (MADDPG, MATD3, MASAC; paper 004's navigation) and
 is a description and a set of overrides on RunConfig's defaults.
 """
 
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,9 @@ def preset_names() -> list[str]:
 def preset_dict(name: str) -> dict[str, Any]:
     """The preset's full config as a nested dict (every key present, so overrides can use any path)."""
     if name not in PRESETS:
-        close = [p for p in PRESETS if name.split("-")[-1] in p] or list(PRESETS)
-        raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(close)} (relayrl list shows all)")
+        close = difflib.get_close_matches(name, PRESETS, n=8, cutoff=0.6)
+        hint = f"the closest: {', '.join(close)}; " if close else ""
+        raise ConfigError(f"unknown preset {name!r}; {hint}relayrl list shows all {len(PRESETS)} (or give a config file, FILE.yaml)")
     _, overrides = PRESETS[name]
     return build_config({**overrides, "preset": name}).model_dump(mode="json")
 
