@@ -4,7 +4,7 @@ import pytest
 
 from relayrl.cli import main
 from relayrl.experiment.grid import Job, progress
-from relayrl.experiment.papers.seac import grid
+from relayrl.experiment.papers.seac import grid, table
 from relayrl.experiment.presets import PRESETS, load_preset
 
 
@@ -37,3 +37,16 @@ def test_reproduce_seac_runs_and_reports(tmp_path):
     tables = (results / "tables.md").read_text()
     assert "| lbf-8x8-2p-2f-coop | SEAC, quantile 10% |" in tables and "| 200 |" in tables
     assert (results / "figures" / "learning_curves.png").is_file(), "training episodes are plotted before any evaluation"
+
+
+def test_a_seed_started_later_does_not_pull_a_table_cell_back_to_its_step(tmp_path):
+    """Seed 0 kept at 2M (greedy 0.4 in its last evaluations), seed 1 restarted on a new
+    machine and at 40k: the cell is seed 0's at 2M, marked as one seed of three."""
+    preset = "lbf-8x8-2p-2f-coop-ia2c"
+    runs = tmp_path / "runs" / f"{preset}-{load_preset(preset).config_hash()}"
+    for seed, steps, greedy in ((0, range(200_000, 2_000_001, 200_000), 0.4), (1, range(20_000, 40_001, 20_000), 0.0)):
+        (runs / str(seed)).mkdir(parents=True)
+        lines = ["env_steps,episode_reward_mean,eval_reward_mean", *(f"{s},0.1,{greedy}" for s in steps)]
+        (runs / str(seed) / "metrics.csv").write_text("\n".join(lines) + "\n")
+    row = next(line for line in table(tmp_path, ["lbf-8x8-2p-2f-coop"], ["ia2c"], 3).splitlines() if "| IA2C |" in line)
+    assert row == "| lbf-8x8-2p-2f-coop | IA2C | 0.40 [1/3 seeds] | 0.10 [1/3 seeds] | 2,000,000 |"

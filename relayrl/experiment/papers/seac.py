@@ -65,14 +65,17 @@ def jobs(args: argparse.Namespace) -> list[Job]:
 
 
 def table(results: Path, tasks: list[str], algos: list[str] | None, seeds: int) -> str:
-    """Per task and variant: the mean of the last evaluations at the runs' end, across seeds."""
+    """Per task and variant: the mean of the last evaluations at the furthest step a seed has
+    reached, across the seeds that reached it (a seed started later, on a new machine or after
+    the others, does not pull the cell back to its step: the cell counts its seeds)."""
     lines = ["| task | variant | greedy evaluation return | training episode return | env steps |", "|---|---|---:|---:|---:|"]
     for task in tasks:
         for variant in _variants(task, algos):
             runs = runs_of(f"{task}-{variant}", results)
-            reached = min((int(r[-1]["env_steps"]) for r in runs if r), default=0)
-            values = final_rewards(runs, reached, LAST_EVALUATIONS, partial=True) if reached else []
-            training = [training_return(r, reached) for r in runs if r] if reached else []
+            reached = max((int(r[-1]["env_steps"]) for r in runs if r), default=0)
+            furthest = [r for r in runs if r and r[-1]["env_steps"] >= reached]
+            values = final_rewards(furthest, reached, LAST_EVALUATIONS, partial=True) if reached else []
+            training = [training_return(r, reached) for r in furthest] if reached else []
             cells = [table_cell(v, runs, seeds) for v in (values, [t for t in training if not math.isnan(t)])]
             lines.append(f"| {task} | {LABELS[variant]} | {cells[0]} | {cells[1]} | {reached:,} |")
     return "\n".join(lines)
