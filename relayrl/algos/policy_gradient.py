@@ -5,10 +5,9 @@ distributions and the losses. Arrays are ``[P, B, ...]`` (``relayrl.algos.layout
 
 Actor: an MLP from the observation (with parameter sharing, and the agent's one-hot index)
 to a categorical over the discrete actions (masked actions get no probability), or to the
-mean of a Gaussian with a state-independent log std over Box actions, squashed to the
-bounds by tanh or clipped to them (the probability of a clipped action at a bound is the
-Gaussian's tail beyond it, so the ratio of two policies stays exact). Critic: an MLP from
-what ``critic_input`` names (``CRITIC_INPUTS``) to the value, learnt on returns scaled by
+mean of a Gaussian with a state-independent log std over Box actions, squashed or clipped
+to the bounds (``relayrl.algos.action_distributions``). Critic: an MLP from
+what ``critic_input`` names (``relayrl.algos.critic_inputs``) to the value, learnt on returns scaled by
 their running mean and variance (``normalize_values``; the value normalisation of Yu et al.
 2022). Orthogonal initialisation (``relayrl.nets.mlp``). With ``torso: nature_cnn`` the
 observations are screens: one convolutional torso (``relayrl.nets.pixels``) feeds both the
@@ -27,7 +26,6 @@ and each set's gradient is clipped to its own norm.
 """
 
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -35,96 +33,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from relayrl.algos.action_distributions import BoxActions, categorical
 from relayrl.algos.algorithm import allowed_choice
+from relayrl.algos.critic_inputs import CRITIC_INPUTS, flat_obs
 from relayrl.algos.sections import OnPolicyConfig
-from relayrl.core.errors import ConfigError
-from relayrl.core.specs import STATE_SOURCE, GroupSpec
+from relayrl.core.specs import GroupSpec
 from relayrl.nets.mlp import AgentNet
-from relayrl.nets.observations import network_input, network_input_array
+from relayrl.nets.observations import network_input
 from relayrl.nets.pixels import NatureTorso
 from relayrl.nets.stacked import clip_grad_norm_per_set
 
-SQUASH_EPS = 1e-6  # keeps atanh finite for actions stored at the bounds
 # what a recurrent update's chunks hold besides per-step rows: the inputs it unrolls over, the
 # hidden states it starts from, and which chunks the critic computes (``_outputs``)
 UNROLLED = ("obs", "agent", "critic_obs", "actor_h", "critic_h", "begins", "critic_begins", "critic_rows", "critic_inverse")
 FLAT_SCREEN_INPUTS = 16_384  # screens larger than 128 x 128 x 1 (or 74 x 74 x 3) read flat get a warning
-
-
-class BoxActions:
-    """A Gaussian over Box actions within ``[low, high]``: squashed by tanh or clipped."""
-
-    def __init__(self, spec: GroupSpec, bounds: str, device: torch.device) -> None:
-        self.low = np.asarray(spec.action_low, np.float32).reshape(spec.action_shape)
-        self.high = np.asarray(spec.action_high, np.float32).reshape(spec.action_shape)
-        self.squash = bounds == "squash"
-        self.t_low, self.t_high = torch.as_tensor(self.low, device=device), torch.as_tensor(self.high, device=device)
-        self.centre, self.half = (self.t_high + self.t_low) / 2, (self.t_high - self.t_low) / 2
-
-    def to_bounds(self, u: np.ndarray) -> np.ndarray:
-        """A Gaussian draw (or mean) as the env's action."""
-        if self.squash:
-            return (self.low + self.high) / 2 + (self.high - self.low) / 2 * np.tanh(u)
-        return np.clip(u, self.low, self.high)
-
-    def log_prob(self, mean: torch.Tensor, log_std: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """``log pi(action)`` summed over the action's dimensions."""
-        std = log_std.exp()
-        if self.squash:
-            y = ((action - self.centre) / self.half).clamp(-1 + SQUASH_EPS, 1 - SQUASH_EPS)
-            u = torch.atanh(y)
-            gaussian = -0.5 * ((u - mean) / std) ** 2 - log_std - 0.5 * np.log(2 * np.pi)
-            return (gaussian - torch.log(self.half * (1 - y**2))).sum(-1)  # the change of variables a = c + h tanh(u)
-        gaussian = -0.5 * ((action - mean) / std) ** 2 - log_std - 0.5 * np.log(2 * np.pi)
-        above = torch.special.log_ndtr((mean - self.t_high) / std)  # P(u >= high)
-        below = torch.special.log_ndtr((self.t_low - mean) / std)
-        return torch.where(action >= self.t_high, above, torch.where(action <= self.t_low, below, gaussian)).sum(-1)
-
-
-def categorical(logits: torch.Tensor, action: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``log pi(action)`` and the entropy of the categorical over the allowed actions."""
-    if mask is not None:
-        logits = logits.masked_fill(~mask, -torch.inf)
-    log_p = F.log_softmax(logits, dim=-1)
-    entropy = -(log_p.exp() * torch.where(torch.isfinite(log_p), log_p, 0.0)).sum(-1)
-    return log_p.gather(-1, action.long().unsqueeze(-1)).squeeze(-1), entropy
-
-
-def flat_obs(obs: np.ndarray, spec: GroupSpec) -> np.ndarray:
-    """``[..., N, *obs_shape]`` -> float32 ``[..., N, F]`` as the networks read them."""
-    return network_input_array(obs.reshape(*obs.shape[: obs.ndim - len(spec.obs_shape)], -1), spec.pixels)
-
-
-def _flat_state(state: np.ndarray | None, spec: GroupSpec, n: int) -> np.ndarray:
-    """The env's state ``[..., *state_shape]`` as float32 ``[..., N, S]``, the same row for each agent."""
-    if state is None:
-        raise ConfigError(f"group {spec.name!r}: the env gives no global state for the critic ({STATE_SOURCE}): declare the env's state_space, or set on_policy.critic_input=joint_obs")
-    flat = state.reshape(*state.shape[: state.ndim - len(spec.state_shape)], -1).astype(np.float32, copy=False)
-    return np.broadcast_to(flat[..., None, :], (*flat.shape[:-1], n, flat.shape[-1]))
-
-
-def _index(lead: tuple[int, ...], n: int) -> np.ndarray:
-    """Each agent's one-hot index ``[..., N, N]``."""
-    return np.broadcast_to(np.eye(n, dtype=np.float32), (*lead, n, n))
-
-
-def _joint(own: np.ndarray, n: int) -> np.ndarray:
-    """Every agent's observation side by side, the same row for each agent ``[..., N, N * F]``."""
-    joint = own.reshape(*own.shape[:-2], 1, n * own.shape[-1])
-    return np.broadcast_to(joint, (*own.shape[:-2], n, joint.shape[-1]))
-
-
-# ``on_policy.critic_input`` -> the critic's features ``[..., N, F_c]`` from the group's
-# flat observations ``[..., N, F]``, the env's state ``[..., *state_shape]`` (None where the
-# env gives none) and whether the agents share one parameter set (they then see their index)
-CRITIC_INPUTS: dict[str, Callable[[np.ndarray, np.ndarray | None, GroupSpec, bool], np.ndarray]] = {
-    "obs": lambda own, state, spec, shared: np.concatenate([own, _index(own.shape[:-2], own.shape[-2])], -1) if shared else own,
-    "state": lambda own, state, spec, shared: _flat_state(state, spec, own.shape[-2]),
-    "joint_obs": lambda own, state, spec, shared: _joint(own, own.shape[-2]),
-    "agent_state": lambda own, state, spec, shared: np.concatenate(
-        [_flat_state(state, spec, own.shape[-2]), own, _index(own.shape[:-2], own.shape[-2])], -1
-    ),
-}
 
 
 class ValueScale:
