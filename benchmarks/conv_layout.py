@@ -1,12 +1,14 @@
-"""Convolution layout for the stacked Q-network: relayrl's im2col batched matmul vs a
-grouped ``conv2d`` over the agent-major channel layout, on the DQN update of each SUPER
-domain's observation shape. Prints the median update time of each and their ratio, timed
-alternately in the same process (so machine load affects both alike).
+"""Convolution layout for the stacked Q-network: relayrl's grouped ``conv2d`` over
+agent-major channels (channels-last memory, ReLUs in place) vs the batched matmul over the
+k x k shifted views of channel-last inputs (im2col by slicing, ReLUs out of place) that
+relayrl used before 2026-11-28, on the DQN update of each SUPER domain's observation shape.
+Prints the median update time of each and their ratio, timed alternately in the same
+process (so machine load affects both alike).
 
     python benchmarks/conv_layout.py [--rounds 6]
 
-The grouped variant shares the QNetwork's parameters (same layout, same outputs; checked
-before timing), so only the convolution's implementation differs.
+The im2col variant shares the QNetwork's parameters (same layout, same outputs; checked
+before timing), so only the torso's implementation differs.
 """
 
 import argparse
@@ -14,7 +16,6 @@ import time
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from relayrl.algos.dqn import DQN
@@ -30,8 +31,9 @@ CASES = [  # (agents learning, observation shape, actions): Battle main / pretra
 ]
 
 
-class GroupedConvQNetwork(nn.Module):
-    """A QNetwork whose torso runs as one grouped conv2d per layer over ``[B, P * C, H, W]``."""
+class Im2colQNetwork(nn.Module):
+    """A QNetwork whose torso runs each layer as one batched matmul of ``[P, B*H'*W', k*k*C]``
+    patches (the k x k shifted views concatenated on the channel axis) by ``[P, k*k*C, C_out]``."""
 
     def __init__(self, base: QNetwork) -> None:
         super().__init__()
@@ -40,15 +42,14 @@ class GroupedConvQNetwork(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         b = self.base
         x = obs.float()
-        n_sets, batch, height, width, channels = x.shape
-        y = x.permute(1, 0, 4, 2, 3).reshape(batch, n_sets * channels, height, width)
         for conv in b.convs:
+            n_sets, batch, height, width, _ = x.shape
             k = conv.kernel_size
-            c_in, c_out = conv.weight.shape[1] // (k * k), conv.weight.shape[2]
-            weight = conv.weight.view(n_sets, k, k, c_in, c_out).permute(0, 4, 3, 1, 2).reshape(n_sets * c_out, c_in, k, k)
-            y = torch.relu(F.conv2d(y, weight, conv.bias.reshape(n_sets * c_out), groups=n_sets))
-        _, _, h, w = y.shape
-        x = y.view(batch, n_sets, -1, h, w).permute(1, 0, 3, 4, 2).reshape(n_sets, batch, -1)
+            out_h, out_w = height - k + 1, width - k + 1
+            patches = torch.cat([x[:, :, i : i + out_h, j : j + out_w, :] for i in range(k) for j in range(k)], dim=-1)
+            y = torch.baddbmm(conv.bias, patches.reshape(n_sets, batch * out_h * out_w, -1), conv.weight)
+            x = torch.relu(y.reshape(n_sets, batch, out_h, out_w, -1))
+        x = x.reshape(x.shape[0], x.shape[1], -1)
         for i, fc in enumerate(b.fcs):
             x = fc(x)
             if i < len(b.fcs) - 1:
@@ -63,16 +64,16 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
-    print("| agents | observation | im2col (relayrl) s | grouped conv2d s | im2col / grouped |")
+    print("| agents | observation | relayrl s | im2col form s | im2col / relayrl |")
     print("|---:|---|---:|---:|---:|")
     for n_sets, shape, n_actions in CASES:
 
-        def learner(grouped: bool) -> DQN:
-            factory = (lambda p, s, a: GroupedConvQNetwork(QNetwork(p, s, a))) if grouped else None
+        def learner(im2col: bool) -> DQN:
+            factory = (lambda p, s, a: Im2colQNetwork(QNetwork(p, s, a))) if im2col else None
             return DQN(n_sets, shape, n_actions, DQNConfig(lr=1e-4), ModelConfig(), torch.device("cpu"), 0, network_factory=factory)
 
-        ours, grouped = learner(False), learner(True)
-        grouped.online.base.load_state_dict(ours.online.state_dict())
+        ours, im2col = learner(False), learner(True)
+        im2col.online.base.load_state_dict(ours.online.state_dict())
         batch = {
             "obs": rng.random((n_sets, 32, *shape), dtype=np.float32),
             "next_obs": rng.random((n_sets, 32, *shape), dtype=np.float32),
@@ -82,18 +83,18 @@ def main() -> None:
         }
         with torch.no_grad():
             x = torch.as_tensor(batch["obs"])
-            torch.testing.assert_close(grouped.online(x), ours.online(x), rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(im2col.online(x), ours.online(x), rtol=1e-4, atol=1e-5)
         weights = np.ones((n_sets, 32), np.float32)
-        times: dict[str, list[float]] = {"ours": [], "grouped": []}
+        times: dict[str, list[float]] = {"ours": [], "im2col": []}
         for _ in range(args.rounds):
-            for name, lrn in (("ours", ours), ("grouped", grouped)):
+            for name, lrn in (("ours", ours), ("im2col", im2col)):
                 lrn.update(batch, weights)
                 start = time.perf_counter()
                 for _ in range(3):
                     lrn.update(batch, weights)
                 times[name].append((time.perf_counter() - start) / 3)
-        a, b = np.median(times["ours"]), np.median(times["grouped"])
-        print(f"| {n_sets} | {'x'.join(map(str, shape))} | {a:.3f} | {b:.3f} | {a / b:.2f} |")
+        a, b = np.median(times["ours"]), np.median(times["im2col"])
+        print(f"| {n_sets} | {'x'.join(map(str, shape))} | {a:.3f} | {b:.3f} | {b / a:.2f} |")
 
 
 if __name__ == "__main__":

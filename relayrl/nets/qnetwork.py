@@ -14,7 +14,7 @@ from torch import nn
 
 
 from relayrl.core.errors import ConfigError
-from relayrl.nets.stacked import StackedConv2d, StackedLinear
+from relayrl.nets.stacked import StackedConv2d, StackedLinear, groups_to_sets, sets_to_groups
 
 
 class QNetwork(nn.Module):
@@ -67,13 +67,16 @@ class QNetwork(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """``obs [P, B, *obs_shape]`` (any dtype) -> Q-values ``[P, B, n_actions]``."""
         x = obs.float()
-        for conv in self.convs:
-            x = torch.relu(conv(x))
+        if self.convs:
+            y = sets_to_groups(x)
+            for conv in self.convs:
+                y = conv(y).relu_()  # in place: a convolution's backward needs its input, not its output
+            x = groups_to_sets(y, x.shape[0])
         x = x.reshape(x.shape[0], x.shape[1], -1)
         for i, fc in enumerate(self.fcs):
             x = fc(x)
             if i < len(self.fcs) - 1:  # the torso's last layer is the model output: no activation
-                x = torch.relu(x)
+                x = x.relu_()
         advantage = self.advantage(x)
         if self.value is None:
             return advantage

@@ -8,6 +8,7 @@ per set.
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -30,16 +31,33 @@ class StackedLinear(nn.Module):
         return torch.baddbmm(self.bias, x, self.weight)
 
 
-class StackedConv2d(nn.Module):
-    """Stride-1, unpadded k x k convolution on channel-last inputs ``[P, B, H, W, C]``.
+def sets_to_groups(x: torch.Tensor) -> torch.Tensor:
+    """Channel-last images of P sets ``[P, B, H, W, C]`` -> ``[B, P * C, H, W]`` in torch's
+    channels-last memory format: set p's channels are ``p * C .. p * C + C - 1``."""
+    n_sets, batch, height, width, channels = x.shape
+    return x.permute(1, 2, 3, 0, 4).reshape(batch, height, width, n_sets * channels).permute(0, 3, 1, 2)
 
-    Written as one batched matmul over k*k shifted views (im2col by slicing), which keeps
-    the channel-last layout of the environments and needs no permute. ``W`` is
-    ``[P, k*k*C_in, C_out]`` with rows ordered (di, dj, c).
+
+def groups_to_sets(y: torch.Tensor, n_sets: int) -> torch.Tensor:
+    """The inverse of ``sets_to_groups``: ``[B, P * C, H, W]`` -> ``[P, B, H, W, C]``."""
+    batch, grouped_channels, height, width = y.shape
+    per_set = y.permute(0, 2, 3, 1).reshape(batch, height, width, n_sets, grouped_channels // n_sets)
+    return per_set.permute(3, 0, 1, 2, 4).contiguous()
+
+
+class StackedConv2d(nn.Module):
+    """Stride-1, unpadded k x k convolution of P parameter sets on ``[B, P * C_in, H, W]``
+    (``sets_to_groups``), as one grouped ``conv2d`` in the channels-last memory format.
+
+    ``W`` is kept as ``[P, k*k*C_in, C_out]`` with rows ordered (di, dj, c): set p's kernel is
+    read as an im2col matrix. One grouped convolution per layer replaced a batched matmul
+    over the k x k shifted views: the views' copies cost as much as the products (a Battle
+    update 1.5-1.8x, a Pursuit update 1.1x faster; ``benchmarks/conv_layout.py``).
     """
 
     def __init__(self, n_sets: int, in_channels: int, out_channels: int, kernel_size: int) -> None:
         super().__init__()
+        self.n_sets, self.in_channels, self.out_channels = n_sets, in_channels, out_channels
         self.kernel_size = kernel_size
         fan_in = in_channels * kernel_size * kernel_size
         self.weight = nn.Parameter(torch.empty(n_sets, fan_in, out_channels))
@@ -48,14 +66,10 @@ class StackedConv2d(nn.Module):
         _uniform_(self.bias, fan_in)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        n_sets, batch, height, width, _ = x.shape
-        k = self.kernel_size
-        out_h, out_w = height - k + 1, width - k + 1
-        patches = torch.cat(
-            [x[:, :, di : di + out_h, dj : dj + out_w, :] for di in range(k) for dj in range(k)], dim=-1
-        )
-        y = torch.baddbmm(self.bias, patches.reshape(n_sets, batch * out_h * out_w, -1), self.weight)
-        return y.reshape(n_sets, batch, out_h, out_w, -1)
+        p, k, c_in, c_out = self.n_sets, self.kernel_size, self.in_channels, self.out_channels
+        # [P, (di, dj, c), o] -> [P * o, c, di, dj], stored channels-last as x is
+        kernel = self.weight.view(p, k, k, c_in, c_out).permute(0, 4, 1, 2, 3).reshape(p * c_out, k, k, c_in)
+        return F.conv2d(x, kernel.permute(0, 3, 1, 2), self.bias.reshape(p * c_out), groups=p)
 
 
 def clip_grad_norm_per_set(parameters: list[nn.Parameter], n_sets: int, max_norm: float) -> torch.Tensor:

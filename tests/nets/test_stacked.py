@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from relayrl.nets.qnetwork import QNetwork
-from relayrl.nets.stacked import StackedConv2d
+from relayrl.nets.stacked import StackedConv2d, groups_to_sets, sets_to_groups
 
 
 def test_stacked_conv_equals_each_agents_own_convolution():
@@ -12,12 +12,24 @@ def test_stacked_conv_equals_each_agents_own_convolution():
     n_sets, batch, k = 3, 4, 2
     conv = StackedConv2d(n_sets, 5, 7, k)
     x = torch.rand(n_sets, batch, 9, 8, 5)  # channel-last, as the envs give it
-    out = conv(x)  # [P, B, H', W', C_out]
+    out = groups_to_sets(conv(sets_to_groups(x)), n_sets)  # [P, B, H', W', C_out]
+    probe = torch.rand_like(out)
+    (weight_grad,) = torch.autograd.grad((out * probe).sum(), conv.weight)
     for p in range(n_sets):
         # W rows are ordered (di, dj, c): that is the agent's k x k x C_in kernel
         weight = conv.weight[p].view(k, k, 5, 7).permute(3, 2, 0, 1)
-        ref = F.conv2d(x[p].permute(0, 3, 1, 2), weight, conv.bias[p, 0])  # [B, C_out, H', W']
-        torch.testing.assert_close(out[p], ref.permute(0, 2, 3, 1))
+        ref = F.conv2d(x[p].permute(0, 3, 1, 2), weight, conv.bias[p, 0]).permute(0, 2, 3, 1)  # [B, H', W', C_out]
+        torch.testing.assert_close(out[p], ref)
+        (ref_grad,) = torch.autograd.grad((ref * probe[p]).sum(), conv.weight)
+        torch.testing.assert_close(weight_grad[p], ref_grad[p])
+
+
+def test_group_layout_round_trips():
+    x = torch.rand(3, 2, 5, 4, 6)
+    grouped = sets_to_groups(x)
+    assert grouped.shape == (2, 18, 5, 4)
+    torch.testing.assert_close(grouped[:, 6:12].permute(0, 2, 3, 1), x[1])  # set 1's channels
+    torch.testing.assert_close(groups_to_sets(grouped, 3), x)
 
 
 def test_q_network_on_grid_observations_matches_per_agent_networks():
