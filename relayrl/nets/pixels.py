@@ -16,7 +16,7 @@ from torch import nn
 
 from relayrl.nets.mlp import HIDDEN_GAIN, orthogonal_
 from relayrl.nets.observations import network_input
-from relayrl.nets.stacked import StackedLinear
+from relayrl.nets.stacked import StackedLinear, sets_to_groups
 
 # (filters, kernel, stride) of each convolution, and the width of the layer after them
 NATURE_LAYERS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
@@ -59,12 +59,10 @@ class NatureTorso(nn.Module):
         p, lead = screens.shape[0], screens.shape[1:-3]
         rows = math.prod(lead)
         height, width, channels = screens.shape[-3:]
-        # [P, M, H, W, C] -> [M, P * C, H, W], the sets side by side on the channel axis, kept
-        # channel-last in memory (a view for one set), the layout the CPU's convolutions run fastest in
-        x = screens.reshape(p, rows, height, width, channels).permute(1, 2, 3, 0, 4).reshape(rows, height, width, p * channels)
-        x = x.permute(0, 3, 1, 2)
-        x = network_input(x, self.pixels)
+        # the sets side by side on the channel axis, kept channel-last in memory, the layout the
+        # CPU's convolutions run fastest in
+        x = network_input(sets_to_groups(screens.reshape(p, rows, height, width, channels)), self.pixels)
         for conv in self.convs:
-            x = torch.relu(conv(x))
+            x = conv(x).relu_()  # in place: a convolution's backward needs its input, not its output
         flat = x.reshape(rows, p, -1).transpose(0, 1)
         return torch.relu(self.linear(flat)).reshape(p, *lead, -1)
