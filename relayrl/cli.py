@@ -7,13 +7,14 @@ import math
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 import yaml
 
-from relayrl.core.errors import CheckpointError, RelayRLError
+from relayrl.core.errors import CheckpointError, RelayRLError, RelayRLWarning
 from relayrl.experiment.metrics import read_metrics
 from relayrl.experiment.overrides import apply_overrides
 from relayrl.experiment.run_lock import RunLock
@@ -400,7 +401,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None, line: str | None = None
+) -> None:
+    """relayrl's own warnings read as its errors do, ``warning: <message>``; others as Python prints them."""
+    if issubclass(category, RelayRLWarning):
+        print(f"warning: {message}", file=sys.stderr if file is None else file)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
+    warnings.showwarning = _show_warning
     if os.getcwd() not in sys.path and "" not in sys.path:  # the working directory's modules name envs (env.name: my_env), as under python -m
         sys.path.append(os.getcwd())
     parser = build_parser()

@@ -232,8 +232,11 @@ def test_more_minibatches_than_a_rollout_holds_are_refused_before_training(tmp_p
 def test_qmix_on_a_pettingzoo_env_of_box_actions_names_the_learners_that_act_on_them(tmp_path):
     config = {"preset": "spread-box-qmix", "env": {"name": "mpe2.simple_spread_v3", "settings": {"continuous_actions": True}, "num_envs": 2},
               "total_steps": 500, "eval": {"interval": 0}, "qmix": {}}
-    with pytest.raises(ConfigError, match=r"group 'agent' has Box actions \(5,\); qmix needs discrete ones \(.*mappo, masac.* act on Box actions"):
+    with pytest.raises(ConfigError, match=r"group 'agent' has Box actions \(5,\); qmix and its family need discrete ones \(.*mappo, masac.* act on continuous actions"):
         build_run(build_config(config), tmp_path / "run", verbose=False)
+    del config["qmix"]
+    with pytest.raises(ConfigError, match=r"dqn learners need discrete ones .* or give the env discrete actions, as mpe2's envs do with env.settings.continuous_actions"):
+        build_run(build_config({**config, "dqn": {}}), tmp_path / "run", verbose=False)
 
 
 def test_a_run_directory_given_for_a_preset_is_named_so(tmp_path, capsys):

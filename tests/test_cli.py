@@ -196,3 +196,13 @@ def test_a_seed_given_twice_is_refused_and_a_closed_pipe_is_not_an_error(capsys)
     piped = f"{sys.executable} -m relayrl.cli show pursuit-ddqn | head -1; exit ${{PIPESTATUS[0]}}"  # show writes past what head reads
     shown = subprocess.run(["bash", "-c", piped], capture_output=True, text=True, timeout=120)
     assert (shown.returncode, shown.stdout, shown.stderr) == (0, "preset: pursuit-ddqn\n", "")
+
+
+def test_relayrls_warnings_read_as_its_errors_do():
+    """A setting that works but will disappoint prints ``warning: <message>``, without
+    Python's category and the source line of the library that validated it."""
+    settings = "centralised={algo: maddpg, batch_size: 32, fragment_length: 40}"
+    shown = subprocess.run([sys.executable, "-m", "relayrl.cli", "show", "pursuit-maddpg", settings], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0
+    assert shown.stderr.startswith("warning: centralised.updates_per_fragment=50 gradient steps every fragment_length=40 env steps")
+    assert "UserWarning" not in shown.stderr and "pydantic" not in shown.stderr

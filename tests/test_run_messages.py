@@ -80,7 +80,7 @@ def test_env_name_user_stands_for_the_env_factory_and_its_actions_are_checked_on
            "actor_critic": {"algo": "td3", "random_steps": 20, "batch_size": 8, "buffer_size": 100, "hidden": [16]}}
     run = train(build_config(td3), out=None, env_factory=spread, verbose=False)
     assert run.reporter.history[-1]["env_steps"] == 60 and run.reporter.history[-1]["updates"] > 0
-    with pytest.raises(ConfigError, match=r"group 'runner' has 2 discrete actions; actor_critic learners need continuous \(Box\) actions"):
+    with pytest.raises(ConfigError, match=r"group 'runner' has 2 discrete actions; the actor_critic learners need continuous \(Box\) ones \(a2c, dqn.* act on discrete actions"):
         train(build_config(td3), out=None, env_factory=EnvFactory(CorridorEnv, {"n_agents": 2}), verbose=False)
     with pytest.raises(ConfigError, match=r"env.name=user is the env that train\(config, env_factory=...\) is given in Python"):
         build_run(build_config(td3), None, verbose=False)

@@ -14,9 +14,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from relayrl.algos.algorithm import Weights
+from relayrl.algos.algorithm import Weights, wrong_actions
 from relayrl.algos.obs_normalizer import ObsNormalizer
-from relayrl.core.errors import ConfigError
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.observations import network_input, network_input_array
 from relayrl.nets.stacked import StackedLinear
@@ -26,10 +25,7 @@ from relayrl.replay import FieldSpec
 def continuous_fields(spec: GroupSpec) -> dict[str, FieldSpec]:
     """Observations and actions as float32 (the networks' input and output)."""
     if not spec.continuous:
-        raise ConfigError(
-            f"group {spec.name!r} has {spec.n_actions} discrete actions; actor_critic learners need continuous "
-            f"(Box) actions: choose a continuous env (env.settings.env_id, e.g. Pendulum-v1 or HalfCheetah-v5)"
-        )
+        raise wrong_actions(spec, "the actor_critic learners")
     return {"obs": FieldSpec(spec.obs_shape, np.float32), "action": FieldSpec(spec.action_shape, np.float32)}
 
 

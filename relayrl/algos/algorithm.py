@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 import numpy as np
 from pydantic import AfterValidator
 
+from relayrl.core.errors import ConfigError
 from relayrl.core.registry import Registry, registered
 from relayrl.core.specs import GroupSpec
 from relayrl.replay import FieldSpec
@@ -234,6 +235,19 @@ def algo_key(section: str) -> AfterValidator:
 def algorithms_with(has: Callable[[Capabilities], bool]) -> list[str]:
     """The registered algorithms whose capabilities ``has`` accepts (what a message offers instead)."""
     return sorted(name for name in ALGORITHMS if has(ALGORITHMS[name].capabilities))
+
+
+def wrong_actions(spec: GroupSpec, learners: str) -> ConfigError:
+    """The refusal of a group whose action space ``learners`` cannot act in, naming the
+    registered algorithms that can."""
+    kind = "continuous" if spec.continuous else "discrete"
+    has = f"Box actions {spec.action_shape}" if spec.continuous else f"{spec.n_actions} discrete actions"
+    needs = "discrete" if spec.continuous else "continuous (Box)"
+    able = ", ".join(algorithms_with(lambda capabilities: kind in capabilities.actions))
+    return ConfigError(
+        f"group {spec.name!r} has {has}; {learners} need {needs} ones ({able} act on {kind} actions: train one of them, "
+        f"or give the env {needs} actions, as mpe2's envs do with env.settings.continuous_actions)"
+    )
 
 
 def allowed_choice(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:

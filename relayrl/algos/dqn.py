@@ -21,9 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from relayrl.algos.algorithm import Weights, allowed_choice
+from relayrl.algos.algorithm import Weights, allowed_choice, wrong_actions
 from relayrl.algos.schedules import linear_schedule
-from relayrl.core.errors import ConfigError
 from relayrl.core.specs import GroupSpec
 from relayrl.algos.sections import DQNConfig
 from relayrl.nets.model_config import ModelConfig
@@ -195,7 +194,7 @@ class DQN:
 
 def dqn_fields(spec: GroupSpec) -> dict[str, FieldSpec]:
     if spec.continuous:
-        raise ConfigError(f"group {spec.name!r} has continuous actions; DQN needs discrete ones: set actor_critic")
+        raise wrong_actions(spec, "dqn learners")
     action_dtype = np.dtype(np.uint8 if spec.n_actions <= 256 else np.int64)
     fields = {"obs": FieldSpec(spec.obs_shape, spec.obs_dtype), "action": FieldSpec((), action_dtype)}
     if spec.masked:  # the target's max runs over the actions allowed in next_obs

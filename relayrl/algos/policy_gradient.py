@@ -37,6 +37,7 @@ from relayrl.algos.action_distributions import BoxActions, categorical
 from relayrl.algos.algorithm import allowed_choice
 from relayrl.algos.critic_inputs import CRITIC_INPUTS, flat_obs
 from relayrl.algos.sections import OnPolicyConfig
+from relayrl.core.errors import RelayRLWarning
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.mlp import AgentNet
 from relayrl.nets.observations import network_input
@@ -97,7 +98,7 @@ class PolicyGradient:
         if self.torso is None and spec.pixels and own > FLAT_SCREEN_INPUTS:
             warnings.warn(f"{spec.name}'s observations are {'x'.join(map(str, spec.obs_shape))} screens, read flat: the actor's first layer alone "
                           f"has {own * c.hidden[0]:,} weights per parameter set, and training will crawl; set on_policy.torso=nature_cnn "
-                          "to read them through convolutions", stacklevel=2)
+                          "to read them through convolutions", RelayRLWarning, stacklevel=2)
         width = own + (self.n if self.index else 0)
         self.box = BoxActions(spec, c.action_bounds, device) if spec.continuous else None
         outputs = int(np.prod(spec.action_shape)) if spec.continuous else spec.n_actions

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from relayrl.algos.algorithm import algorithms_with, allowed_choice
+from relayrl.algos.algorithm import allowed_choice, wrong_actions
 from relayrl.algos.episode_learner import storage_fields
 from relayrl.algos.macpo import macpo_weights, taken_action_probability
 from relayrl.algos.returns import td_lambda_targets
@@ -282,9 +282,7 @@ def make_qmix(spec: GroupSpec, config: ValueDecompositionConfig, n_sets: int, de
 
 def qmix_plan(spec: GroupSpec, config: ValueDecompositionConfig) -> ReplayPlan:
     if spec.continuous:
-        able = algorithms_with(lambda capabilities: "continuous" in capabilities.actions)
-        raise ConfigError(f"group {spec.name!r} has Box actions {spec.action_shape}; qmix needs discrete ones ({', '.join(able)} act on "
-                          "Box actions: train one of them, or give the env discrete actions)")
+        raise wrong_actions(spec, "qmix and its family")
     return ReplayPlan(1, config.buffer_size, storage_fields(spec, config), config.sampler == "prioritized")
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from relayrl.algos.algorithm import OffPolicyParams, OnPolicyParams, algo_key
+from relayrl.core.errors import RelayRLWarning
 from relayrl.core.strict import PositiveInt, Strict
 
 
@@ -365,7 +366,7 @@ class CentralisedConfig(Strict):
                 f"make {ratio:g} updates of {self.batch_size} joint rows per env step ({ratio / default:,.0f}x the defaults' {default:g}), and training "
                 f"will be mostly updates; to update more often at the same ratio, lower updates_per_fragment with fragment_length "
                 f"(updates_per_fragment={max(1, round(default * self.fragment_length))} for fragment_length={self.fragment_length})",
-                UserWarning,
+                RelayRLWarning,
                 stacklevel=2,
             )
         return self

@@ -5,6 +5,11 @@ class RelayRLError(Exception):
     """Base class for errors raised by relayrl."""
 
 
+class RelayRLWarning(UserWarning):
+    """A setting or an env that works but will disappoint: the message names why and the fix.
+    The command line prints it as ``warning: <message>``, without Python's source line."""
+
+
 class ConfigError(RelayRLError, ValueError):
     """A configuration value is unknown or invalid; raised before training starts."""
 

@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import AECEnv, ParallelEnv
 
-from relayrl.core.errors import EnvError, RelayRLError
+from relayrl.core.errors import EnvError, RelayRLError, RelayRLWarning
 from relayrl.core.specs import GroupSpec, pixels_of
 from relayrl.envs.flat_spaces import flat_box, flatten_obs
 from relayrl.envs.types import GroupObs, GroupStep
@@ -225,7 +225,7 @@ class ParallelEnvAdapter:
         if unread:
             self._warned_masks = True
             warnings.warn(f"{self._name()} gives action_mask in infos (agents {unread[:3]}), which relayrl does not read: it reads masks from Dict "
-                          "observations of 'observation' and 'action_mask' (PettingZoo's convention); its agents act on every action", stacklevel=3)
+                          "observations of 'observation' and 'action_mask' (PettingZoo's convention); its agents act on every action", RelayRLWarning, stacklevel=3)
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], bool]:
         """Steps the agents present now with ``actions[g][i]``; returns per-group steps and

@@ -3,8 +3,10 @@ PettingZoo Parallel env by its module path. A factory is picklable so subprocess
 can use it."""
 
 import dataclasses
+import difflib
 import functools
 import importlib
+import pkgutil
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,13 +70,37 @@ def check_parallel_env(module: str) -> None:
     try:
         imported = importlib.import_module(module)
     except ImportError as error:
-        raise ValueError(f"{module} cannot be imported ({error}): install the package that provides it") from None
+        raise ValueError(f"{module} cannot be imported ({error}): {_import_fix(module, error)}") from None
     if not callable(getattr(imported, "parallel_env", None)):
         turns = callable(getattr(imported, "env", None)) or callable(getattr(imported, "raw_env", None))
         raise ValueError(
             f"{module} has no parallel_env(): name a PettingZoo Parallel env module, e.g. pettingzoo.sisl.multiwalker_v9"
             + (f". {module} has env() only: {AEC_HINT}" if turns else "")
         )
+
+
+def _import_fix(module: str, error: ImportError) -> str:
+    """What to do about a module that did not import: where its package is installed but
+    has no such module (an env's version suffix moved on: ``pursuit_v4`` -> ``pursuit_v5``),
+    the package's modules of that name; else to install the package."""
+    package, _, leaf = module.rpartition(".")
+    if not package or getattr(error, "name", None) != module:
+        return "install the package that provides it"
+    try:
+        path = importlib.import_module(package).__path__
+    except (ImportError, AttributeError):
+        return "install the package that provides it"
+    stem = leaf.rsplit("_v", 1)[0]
+    present = sorted(info.name for info in pkgutil.iter_modules(path) if not info.name.startswith("_"))
+    versioned = [name for name in present if re.search(r"_v\d+$", name)]  # PettingZoo's env modules
+    present = versioned or present
+    versions = [f"{package}.{name}" for name in present if name.rsplit("_v", 1)[0] == stem]
+    if versions:
+        return f"the installed {package} has {' and '.join(versions)} (an env's version suffix changes between releases)"
+    close = difflib.get_close_matches(leaf, present, n=3)
+    if close:
+        return f"did you mean {' or '.join(f'{package}.{name}' for name in close)}?"
+    return f"{package} has no module {leaf}; its modules: {', '.join(present)}"
 
 
 MODULE_PATH = r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$"  # a module of the working directory (my_env) or a package's (mpe2.simple_spread_v3)

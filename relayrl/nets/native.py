@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from relayrl.core.errors import RelayRLWarning
+
 SOURCE = Path(__file__).with_name("gru_sequence.cpp")
 _lock = threading.Lock()
 _state: dict[str, Any] = {}  # "ops": the loaded namespace or None, once decided
@@ -96,7 +98,7 @@ def gru_ops() -> Any | None:
                 warnings.warn(
                     f"relayrl: the C++ GRU loops could not be built ({error}); running the Python loops "
                     "(the same values, slower). Set RELAYRL_NATIVE=0 to skip the attempt.",
-                    RuntimeWarning, stacklevel=2,
+                    RelayRLWarning, stacklevel=2,
                 )
                 _state["ops"] = None
         return _state["ops"]

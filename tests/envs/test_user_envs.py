@@ -150,6 +150,9 @@ def test_a_gymnasium_id_of_a_users_module_is_named_with_the_module(tmp_path):
     [
         ("nope", "unknown env 'nope': use a built-in"),
         ("pettingzoo.nope_v1", "pettingzoo.nope_v1 cannot be imported"),
+        ("mpe2.simple_spread_v1", r"mpe2.simple_spread_v1 cannot be imported .*: the installed mpe2 has mpe2.simple_spread_v3 \(an env's version suffix"),
+        ("mpe2.simple_spred_v3", r"did you mean mpe2.simple_spread_v3 or"),
+        ("mpe2.no_such_env", r"mpe2 has no module no_such_env; its modules: .*simple_adversary_v3, .*simple_spread_v3"),
         ("numpy.linalg", "numpy.linalg has no parallel_env"),
         ("FrozenLake-v7", "'FrozenLake-v7' is not a registered Gymnasium id, FrozenLake-v1 is: set env.name to it"),
     ],

@@ -8,6 +8,7 @@ import shutil
 import pytest
 import torch
 
+from relayrl.core.errors import RelayRLWarning
 from relayrl.experiment.build import build_run
 from relayrl.experiment.config import build_config
 from relayrl.experiment.overrides import apply_overrides
@@ -117,7 +118,7 @@ def test_a_failed_build_warns_once_and_runs_the_python_loops(monkeypatch, tmp_pa
     monkeypatch.setattr(native, "_state", {})
     monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
     monkeypatch.setenv("RELAYRL_CACHE", str(tmp_path))
-    with pytest.warns(RuntimeWarning, match="could not be built"):
+    with pytest.warns(RelayRLWarning, match="could not be built"):
         assert native.gru_ops() is None
     assert native.gru_ops() is None  # decided once: no second attempt, no second warning
     states = _forward_backward(5, 1, 2, 4, 0.2)[0]
