@@ -14,7 +14,11 @@ from torch import nn
 
 
 from relayrl.core.errors import ConfigError
+from relayrl.core.resources import available_memory, human_bytes
 from relayrl.nets.stacked import StackedConv2d, StackedLinear, groups_to_sets, sets_to_groups
+
+
+TRAINING_COPIES = 5  # online, target, gradients and Adam's two moments
 
 
 class QNetwork(nn.Module):
@@ -51,6 +55,7 @@ class QNetwork(nn.Module):
             features = self.obs_shape[0]
         else:
             raise ValueError(f"observations must be HxWxC or flat vectors, got shape {self.obs_shape}")
+        self._check_fits(n_sets, features, hiddens, head_hidden, n_actions, dueling, kernel_size)
         self.fcs = nn.ModuleList()
         for i, width_out in enumerate(hiddens):
             self.fcs.append(StackedLinear(n_sets, features, width_out))
@@ -62,6 +67,30 @@ class QNetwork(nn.Module):
             nn.Sequential(StackedLinear(n_sets, features, head_hidden), nn.ReLU(), StackedLinear(n_sets, head_hidden, 1))
             if dueling
             else None
+        )
+
+    def _check_fits(
+        self, n_sets: int, features: int, hiddens: Sequence[int], head_hidden: int, n_actions: int, dueling: bool, kernel_size: int
+    ) -> None:
+        """Refuses, before allocating them, layers that training cannot hold in this machine's
+        memory: large images through unstrided convolutions make the first hidden layer huge."""
+        sizes = [features, *hiddens]
+        head = (sizes[-1] + 1) * head_hidden + (head_hidden + 1) * n_actions
+        weights = sum(p.numel() for p in self.convs.parameters()) // n_sets
+        weights += sum((a + 1) * b for a, b in zip(sizes, sizes[1:])) + head + (head - (head_hidden + 1) * (n_actions - 1) if dueling else 0)
+        need = TRAINING_COPIES * 4 * n_sets * weights
+        available = available_memory()
+        if available is None or need <= available:
+            return
+        read = f"{features:,} features" if not self.convs else (
+            f"the {self.obs_shape[0]}x{self.obs_shape[1]}x{self.obs_shape[2]} observations through unpadded stride-1 {kernel_size}x{kernel_size} "
+            f"convolutions as {features:,} features"
+        )
+        raise ConfigError(
+            f"the Q-network would hold {weights:,} weights per agent ({n_sets} agent{'s' if n_sets > 1 else ''}); training keeps {TRAINING_COPIES} copies (online, "
+            f"target, gradients, Adam's two moments): {human_bytes(need)}, more than the {human_bytes(available)} of memory available. Its "
+            f"first hidden layer ({sizes[1] if len(sizes) > 1 else head_hidden} units) reads {read}: shrink the observations in the env's "
+            f"settings{', or train a policy gradient with on_policy.torso=nature_cnn (strided convolutions for screens)' if self.convs else ''}"
         )
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:

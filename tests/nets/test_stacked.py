@@ -1,7 +1,10 @@
 """Stacked layers against per-agent torch references."""
 
+import pytest
 import torch
 import torch.nn.functional as F
+
+from relayrl.core.errors import ConfigError
 
 from relayrl.nets.qnetwork import QNetwork
 from relayrl.nets.stacked import StackedConv2d, groups_to_sets, sets_to_groups
@@ -41,3 +44,11 @@ def test_q_network_on_grid_observations_matches_per_agent_networks():
         single = QNetwork(1, (7, 7, 3), 5)
         single.load_state_dict({k: v[p : p + 1] for k, v in stacked.state_dict().items()})
         torch.testing.assert_close(q[p : p + 1], single(obs[p : p + 1]))
+
+
+def test_a_q_network_that_training_cannot_hold_is_refused_before_it_is_allocated():
+    """Large screens through the unstrided torso: 1997 x 1997 x 64 features into 64 units are
+    16 billion weights per agent, refused with the sizes and the fixes."""
+    with pytest.raises(ConfigError, match=r"would hold 16,335,059,300 weights per agent \(2 agents\); training keeps 5 copies .* reads the 2000x2000x3 "
+                                          r"observations through unpadded stride-1 2x2 convolutions as 255,232,576 features: shrink the observations"):
+        QNetwork(2, (2000, 2000, 3), 3)
