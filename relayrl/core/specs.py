@@ -50,6 +50,9 @@ class GroupSpec:
         return len(self.agent_ids)
 
 
+PIXEL_RANGE = 255.0  # 8-bit intensities are read divided by this (relayrl.nets.observations)
+
+
 def pixels_of(space: Any) -> bool:
     """Whether a Gymnasium observation space declares 8-bit intensities: a uint8 Box whose
     bounds are 0 and 255 everywhere (the convention of image and Atari RAM envs)."""

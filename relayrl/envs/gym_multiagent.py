@@ -31,7 +31,7 @@ from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 from pydantic import Field, model_validator
 
-from relayrl.core.specs import pixels_of
+from relayrl.core.specs import PIXEL_RANGE, pixels_of
 from relayrl.core.strict import Strict
 from relayrl.envs.flat_spaces import flat_box, flatten_obs
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
@@ -203,7 +203,7 @@ class GymMultiAgentEnv(ParallelEnv):
             else:
                 self._observation_spaces[agent] = box
         # the state: every agent's observation side by side, as float32 (8-bit intensities divided by 255)
-        self._state_divisor = np.concatenate([np.full(int(np.prod(b.shape)), 255 if pixels_of(b) else 1, np.float32) for b in boxes])
+        self._state_divisor = np.concatenate([np.full(int(np.prod(b.shape)), PIXEL_RANGE if pixels_of(b) else 1, np.float32) for b in boxes])
         self.state_space = _float_box(
             np.concatenate([b.low.reshape(-1) for b in boxes]) / self._state_divisor,
             np.concatenate([b.high.reshape(-1) for b in boxes]) / self._state_divisor,

@@ -11,7 +11,7 @@ from gymnasium import spaces
 from pettingzoo.utils.env import AECEnv, ParallelEnv
 
 from relayrl.core.errors import EnvError, RelayRLError, RelayRLWarning
-from relayrl.core.specs import GroupSpec, pixels_of
+from relayrl.core.specs import PIXEL_RANGE, GroupSpec, pixels_of
 from relayrl.envs.flat_spaces import flat_box, flatten_obs
 from relayrl.envs.types import GroupObs, GroupStep
 
@@ -95,6 +95,8 @@ class ParallelEnvAdapter:
         self.has_state = with_state and getattr(env, "state_space", None) is not None
         if self.has_state:  # handed up as float32 (below)
             groups = tuple(replace(g, state_shape=tuple(env.state_space.shape)) for g in groups)
+        # a state of 8-bit intensities (a screen) reaches the critics and mixers divided by 255, as observations reach the networks
+        self._pixel_state = self.has_state and pixels_of(env.state_space)
         self.groups = groups
         self._slot = {a: (g, i) for g, spec in enumerate(self.groups) for i, a in enumerate(spec.agent_ids)}
         self._flattened = {a: source for a in env.possible_agents if (source := _acting_space(a, env.observation_space(a))[2]) is not None}
@@ -132,7 +134,8 @@ class ParallelEnvAdapter:
         the state before it stands in where ``state()`` fails (multiwalker's does once its
         walkers fell): no learner bootstraps from a terminal state."""
         try:
-            self._last_state = np.asarray(self.env.state(), np.float32)
+            state = np.asarray(self.env.state(), np.float32)
+            self._last_state = state / np.float32(PIXEL_RANGE) if self._pixel_state else state
             return self._last_state
         except Exception as error:
             if terminated and self._last_state is not None:

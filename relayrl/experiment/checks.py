@@ -28,7 +28,7 @@ def check_learner(config: RunConfig) -> None:
         able = algorithms_with(lambda capabilities: kind in capabilities.actions)
         name = config.env.settings.env_id if isinstance(config.env, GymSection) else config.env.name
         raise ValueError(f"{config.algorithm()[0]} applies to {' and '.join(sorted(actions))} actions; {name} has "
-                         f"{kind} actions ({', '.join(able)} act on them)")
+                         f"{kind} actions ({', '.join(able)} act on them: train one of them)")
     settings = config.env.env_settings()
     limit = settings.get("max_cycles") if isinstance(settings.get("max_cycles"), int) else None  # the episode limit, where the env declares one
     if config.qmix is not None and limit is not None and limit > config.qmix.max_episode_length:

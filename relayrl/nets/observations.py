@@ -6,7 +6,7 @@ reads them, the same in NumPy and in torch (one float32 division, correctly roun
 import numpy as np
 import torch
 
-PIXEL_RANGE = 255.0
+from relayrl.core.specs import PIXEL_RANGE
 
 
 def network_input(obs: torch.Tensor, pixels: bool) -> torch.Tensor:

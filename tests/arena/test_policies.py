@@ -214,7 +214,7 @@ def test_a_registered_policy_kind_drives_its_slots(register):
 
 def test_an_algorithm_is_refused_on_action_spaces_its_capabilities_lack(register):
     register(ALGORITHMS, "td3-discrete", replace(ALGORITHMS["td3"], capabilities=Capabilities(frozenset({"discrete"}))))
-    with pytest.raises(ConfigError, match=r"td3-discrete applies to discrete actions; Pendulum-v1 has continuous actions \(a2c, ddpg, maddpg, mappo, masac, matd3, ppo, sac, seac, td3 act on them\)"):
+    with pytest.raises(ConfigError, match=r"td3-discrete applies to discrete actions; Pendulum-v1 has continuous actions \(a2c, ddpg, maddpg, mappo, masac, matd3, ppo, sac, seac, td3 act on them: train one of them\)"):
         build_config({"env": {"name": "Pendulum-v1", "settings": {"n_agents": 1}}, "actor_critic": {"algo": "td3-discrete"}})
     pytest.importorskip("Box2D")  # a PettingZoo env's action spaces are known once it is built
     config = build_config({"env": {"name": "pettingzoo.sisl.multiwalker_v9"}, "actor_critic": {"algo": "td3-discrete"}})

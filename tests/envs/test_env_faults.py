@@ -88,7 +88,7 @@ def test_copies_of_a_discrete_gymnasium_env_train_with_dqn():
     rows = run.train()
     run.close()
     assert run.venue.venv.groups[0].n_actions == 2 and rows[-1]["updates"] > 0 and np.isfinite(rows[-1]["td_loss"])
-    with pytest.raises(ConfigError, match=r"td3 applies to continuous actions; CartPole-v1 has discrete actions \(a2c, dqn, maddpg, mappo, masac, ppo, qmix, seac act on them\)"):
+    with pytest.raises(ConfigError, match=r"td3 applies to continuous actions; CartPole-v1 has discrete actions \(a2c, dqn, maddpg, mappo, masac, ppo, qmix, seac act on them: train one of them\)"):
         build_config({"env": {"name": "CartPole-v1"}, "actor_critic": {"algo": "td3"}})
 
 

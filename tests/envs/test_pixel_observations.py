@@ -1,7 +1,8 @@
-"""8-bit screens (a uint8 Box from 0 to 255) reach every learner's networks divided by 255:
-a run on them writes the same metrics as the same run on the screens already scaled to
-float32 in [0, 1], while storage keeps the bytes. Other uint8 observations (Pursuit's
-counts) are read as they are."""
+"""8-bit screens (a uint8 Box from 0 to 255) reach every learner's networks divided by 255,
+and so does an env's 8-bit global state (MAPPO's critic and QMIX's mixer read it): a run on
+them writes the same metrics as the same run on the screens already scaled to float32 in
+[0, 1], while storage keeps the bytes. Other uint8 observations (Pursuit's counts) are read
+as they are."""
 
 import math
 
@@ -19,7 +20,7 @@ def _sections(algo: str) -> dict:
     """Small settings under which each learner kind updates within the run."""
     entry = ALGORITHMS[algo]
     if entry.capabilities.on_policy:
-        return {entry.section: {"algo": algo, "rollout_length": 16, "hidden": [16], **({"critic_input": "joint_obs"} if algo == "mappo" else {})}}
+        return {entry.section: {"algo": algo, "rollout_length": 16, "hidden": [16], **({"critic_input": "state"} if algo == "mappo" else {})}}
     if entry.section == "centralised":
         return {entry.section: {"algo": algo, "random_steps": 60, "hidden": [16], "batch_size": 16, "buffer_size": 500, "fragment_length": 4, "updates_per_fragment": 1}}
     if entry.capabilities.centralised:

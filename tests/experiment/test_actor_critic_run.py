@@ -140,7 +140,7 @@ def test_each_agent_normalises_by_the_observations_it_collected(tmp_path):
         ({"sharing": {"select": "all", "replay": "shared", "correction": "dps"}, "env": {"name": "pursuit"}}, "actor-critic learners"),
         ({"sharing": {"select": "quantile", "replay": "shared"}}, "sharing.select=all"),
         ({"sharing": {"select": "all", "correction": "dps"}}, "sharing.replay=shared"),
-        ({"actor_critic": None}, r"dqn applies to discrete actions; Pendulum-v1 has continuous actions \(a2c, ddpg, maddpg, mappo, masac, matd3, ppo, sac, seac, td3 act on them\)"),
+        ({"actor_critic": None}, r"dqn applies to discrete actions; Pendulum-v1 has continuous actions \(a2c, ddpg, maddpg, mappo, masac, matd3, ppo, sac, seac, td3 act on them: train one of them\)"),
         ({"env": {"name": "gym", "settings": {"env_id": "NoSuchEnv-v0"}}}, "not a registered Gymnasium env"),
         ({"env": {"name": "gym", "num_envs": 2}}, "env.num_envs=1"),
     ],
@@ -155,7 +155,7 @@ def test_bad_actor_critic_configs_fail_before_training(change, message):
 
 
 def test_dqn_configs_reject_actor_critic_sections():
-    with pytest.raises(ConfigError, match=r"td3 applies to continuous actions; pursuit has discrete actions \(a2c, dqn, maddpg, mappo, masac, ppo, qmix, seac act on them\)"):
+    with pytest.raises(ConfigError, match=r"td3 applies to continuous actions; pursuit has discrete actions \(a2c, dqn, maddpg, mappo, masac, ppo, qmix, seac act on them: train one of them\)"):
         build_config({"env": {"name": "pursuit"}, "actor_critic": {}})
 
 

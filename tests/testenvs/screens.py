@@ -3,7 +3,8 @@
 ``scaled`` the same images divided by 255 as float32 in a Box from 0 to 1 (what the
 networks should read either way). Discrete actions (reward 1 where the action says whether
 the screen's first pixel is bright) or, with ``actions="box"``, one number in [-1, 1]
-(reward minus its distance to that). ``state()``: both screens as float32 in [0, 1].
+(reward minus its distance to that). ``state()``: both screens side by side, as bytes in a
+uint8 Box from 0 to 255, or with ``scaled`` as float32 in [0, 1].
 Loaded by module path as ``testenvs.screens``."""
 
 import numpy as np
@@ -19,7 +20,8 @@ class ScreensEnv(ParallelEnv):
     def __init__(self, scaled: bool = False, actions: str = "discrete", max_cycles: int = 12) -> None:
         self.possible_agents = ["agent_0", "agent_1"]
         self.scaled, self.actions, self.max_cycles = scaled, actions, max_cycles
-        self.state_space = spaces.Box(0.0, 1.0, (2 * int(np.prod(SHAPE)),), np.float32)
+        size = 2 * int(np.prod(SHAPE))
+        self.state_space = spaces.Box(0.0, 1.0, (size,), np.float32) if scaled else spaces.Box(0, 255, (size,), np.uint8)
         self.rng = np.random.default_rng(0)
 
     def observation_space(self, agent):
@@ -37,7 +39,7 @@ class ScreensEnv(ParallelEnv):
         return {a: self.screens[i].copy() for i, a in enumerate(self.agents)}
 
     def state(self):
-        return self.screens.reshape(-1).astype(np.float32) / np.float32(255)
+        return self.screens.reshape(-1).astype(np.float32) / np.float32(255) if self.scaled else self.screens.reshape(-1).copy()
 
     def reset(self, seed=None, options=None):
         if seed is not None:
