@@ -27,7 +27,7 @@ from torch import nn
 from relayrl.algos.actor_critic import StackedMLP
 from relayrl.algos.algorithm import Weights, allowed_choice
 from relayrl.core.specs import GroupSpec
-from relayrl.nets.observations import network_input
+from relayrl.nets.observations import network_input, warn_of_flat_screens
 from relayrl.nets.stacked import clip_grad_norm_per_set
 from relayrl.replay import FieldSpec
 
@@ -76,6 +76,8 @@ class JointCritics:
         self.actor = StackedMLP(n_sets, [self.obs_dim, *hidden, actor_out]).to(device)
         self.joint_critic = joint_critic
         inputs = (n if joint_critic else 1) * (self.obs_dim + self.action_dim)
+        warn_of_flat_screens(spec, "each critic's first layer", inputs * hidden[0], "these learners have no convolutional torso: shrink the "
+                             "screens in the env's settings, or train ppo, mappo or seac with on_policy.torso=nature_cnn")
         self.critics = nn.ModuleList(StackedMLP(n, [inputs, *hidden, 1]) for _ in range(n_critics)).to(device)
         self.critics_target = copy.deepcopy(self.critics).requires_grad_(False)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False) if actor_target else None

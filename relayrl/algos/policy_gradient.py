@@ -25,7 +25,6 @@ al. 2017, eqs. 7 and 9; Yu et al. 2022 for the clipped value loss):
 and each set's gradient is clipped to its own norm.
 """
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -37,17 +36,15 @@ from relayrl.algos.action_distributions import BoxActions, categorical
 from relayrl.algos.algorithm import allowed_choice
 from relayrl.algos.critic_inputs import CRITIC_INPUTS, flat_obs
 from relayrl.algos.sections import OnPolicyConfig
-from relayrl.core.errors import RelayRLWarning
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.mlp import AgentNet
-from relayrl.nets.observations import network_input
+from relayrl.nets.observations import network_input, warn_of_flat_screens
 from relayrl.nets.pixels import NatureTorso
 from relayrl.nets.stacked import clip_grad_norm_per_set
 
 # what a recurrent update's chunks hold besides per-step rows: the inputs it unrolls over, the
 # hidden states it starts from, and which chunks the critic computes (``_outputs``)
 UNROLLED = ("obs", "agent", "critic_obs", "actor_h", "critic_h", "begins", "critic_begins", "critic_rows", "critic_inverse")
-FLAT_SCREEN_INPUTS = 16_384  # screens larger than 128 x 128 x 1 (or 74 x 74 x 3) read flat get a warning
 
 
 class ValueScale:
@@ -95,10 +92,8 @@ class PolicyGradient:
         c = config
         self.torso = NatureTorso(n_sets, spec.obs_shape, spec.pixels).to(device) if c.torso == "nature_cnn" else None
         own = int(np.prod(spec.obs_shape)) if self.torso is None else self.torso.out_features
-        if self.torso is None and spec.pixels and own > FLAT_SCREEN_INPUTS:
-            warnings.warn(f"{spec.name}'s observations are {'x'.join(map(str, spec.obs_shape))} screens, read flat: the actor's first layer alone "
-                          f"has {own * c.hidden[0]:,} weights per parameter set, and training will crawl; set on_policy.torso=nature_cnn "
-                          "to read them through convolutions", RelayRLWarning, stacklevel=2)
+        if self.torso is None:
+            warn_of_flat_screens(spec, "the actor's first layer", own * c.hidden[0], "set on_policy.torso=nature_cnn to read them through convolutions")
         width = own + (self.n if self.index else 0)
         self.box = BoxActions(spec, c.action_bounds, device) if spec.continuous else None
         outputs = int(np.prod(spec.action_shape)) if spec.continuous else spec.n_actions

@@ -103,9 +103,10 @@ def test_ppo_on_atari_screens_trains_its_torso_and_resumes_exactly_inside_an_epi
         torch.testing.assert_close(p, q, rtol=0, atol=0)
 
 
-def test_ppo_warns_where_it_would_read_large_screens_flat(recwarn):
-    """Atari's 84 x 84 x 4 screens through flat MLPs: a warning names the fix; the preset's
-    convolutions give none."""
+def test_a_learner_warns_where_it_would_read_large_screens_flat(recwarn):
+    """Atari's 84 x 84 x 4 screens through flat MLPs: a warning names the fix, for PPO and for
+    MADDPG's critics (84 x 84 x 4 + 6 action inputs x 64 units); the preset's convolutions
+    give none."""
     pytest.importorskip("ale_py")
     flat = merge(preset_dict("pong-ppo"), {"on_policy": {"torso": "flat", "hidden": [64]}})
     with pytest.warns(UserWarning, match=r"84x84x4 screens, read flat: the actor's first layer alone has 1,806,336 weights .* set on_policy\.torso=nature_cnn"):
@@ -113,6 +114,12 @@ def test_ppo_warns_where_it_would_read_large_screens_flat(recwarn):
     recwarn.clear()
     build_run(build_config(preset_dict("pong-ppo")), None, verbose=False).close()
     assert not [w for w in recwarn if "read flat" in str(w.message)]
+    centralised = {**{k: v for k, v in preset_dict("pong-ppo").items() if k not in ("on_policy", "preset")}, "preset": "pong-maddpg",
+                   "env": {"name": "atari", "settings": {"game": "pong"}, "num_envs": 1},
+                   "centralised": {"algo": "maddpg", "hidden": [64], "buffer_size": 100, "batch_size": 8}}
+    with pytest.warns(UserWarning, match=r"84x84x4 screens, read flat: each critic's first layer alone has 1,806,720 weights .* "
+                                         r"these learners have no convolutional torso: shrink the screens .* or train ppo, mappo or seac with on_policy\.torso"):
+        build_run(build_config(centralised), None, verbose=False).close()
 
 
 @pytest.mark.parametrize(
