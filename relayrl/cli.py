@@ -170,9 +170,13 @@ def _run_at_checkpoint(run_dir: Path) -> Run:
 def cmd_eval(args: argparse.Namespace) -> None:
     run = _run_at_checkpoint(Path(args.run_dir))
     trained, baseline = _evaluate_vs_random(run, args.episodes)
+    layout = run.reporter.layout
     run.close()
+    # with several groups, the one whose reward is the run's figure; the others act greedily in both
+    group = [("group", f"{layout.groups[layout.reported]} (the others act greedily in both)")] if len(layout.groups) > 1 else []
     _print_table(
         [
+            *group,
             ("episodes", str(args.episodes)),
             ("greedy reward (mean +- std)", f"{trained.mean():.2f} +- {trained.std():.2f}"),
             ("random reward (mean +- std)", f"{baseline.mean():.2f} +- {baseline.std():.2f}"),

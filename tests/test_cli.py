@@ -114,12 +114,17 @@ def test_bench_writes_a_report_with_ratios(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("preset", ["battle-coevolve-super-quantile", "adversarial-pursuit-coevolve-ddqn"])
-def test_a_magent_preset_runs_a_few_hundred_steps(tmp_path, preset):
+def test_a_magent_preset_runs_a_few_hundred_steps(tmp_path, preset, capsys):
+    """Two teams: both train, and ``eval`` names the team whose reward it compares with random play."""
     pytest.importorskip("magent2")
     overrides = ["total_steps=200", "dqn.learning_starts=100", "dqn.buffer_size=300", "eval.interval=0", "report_interval=100"]
     assert main(["train", preset, *overrides, "--out", str(tmp_path)]) == 0
     rows = (next(tmp_path.glob(f"{preset}-*")) / "0" / "metrics.csv").read_text().splitlines()
     assert len(rows) == 3 and "td_loss/" in rows[0]
+    capsys.readouterr()
+    assert main(["eval", str(_run_dir(tmp_path)), "--episodes", "1"]) == 0
+    team = {"battle-coevolve-super-quantile": "blue", "adversarial-pursuit-coevolve-ddqn": "prey"}[preset]
+    assert f"group                        {team} (the others act greedily in both)" in capsys.readouterr().out
 
 
 def test_dase_run_trains_and_evaluates_against_random_actions(tmp_path, capsys):
