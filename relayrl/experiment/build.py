@@ -10,6 +10,7 @@ the CPUs the run's actors reserve.
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,7 @@ def round_specs(config: RunConfig, venues: Venues, first: Venue) -> dict[str, Gr
     """Every policy's slot spec over all rounds, each round's env built once to check that a
     policy keeps one kind of slot from round to round (before anything trains)."""
     names = [g.name for g in first.venv.groups]
+    check_tournament_sides(config, first.venv.groups)
     specs: dict[str, GroupSpec] = {}
     for index in range(max(1, len(config.rounds))):
         venv = first.venv if index == 0 or not config.rounds[index].env else venues.build(index)[1]
@@ -117,6 +119,25 @@ def round_specs(config: RunConfig, venues: Venues, first: Venue) -> dict[str, Gr
                     "the round's env or matches"
                 )
     return specs
+
+
+def check_tournament_sides(config: RunConfig, groups: Sequence[GroupSpec]) -> None:
+    """A tournament's policies play both of its groups in turn: the two must be alike."""
+    if config.tournament is None:
+        return
+    by_name = {g.name: g for g in groups}
+    sides = [by_name[name] for name in config.tournament.groups if name in by_name]
+    if len(sides) != 2:
+        unknown = [name for name in config.tournament.groups if name not in by_name]
+        raise ConfigError(f"tournament.groups names {unknown}; this environment's groups are {list(by_name)}")
+    looks = [(g.n_agents, g.obs_shape, g.n_actions or g.action_shape) for g in sides]
+    if looks[0] != looks[1]:
+        (a, b), ((na, oa, aa), (nb, ob, ab)) = sides, looks
+        raise ConfigError(
+            f"tournament.groups {a.name!r} and {b.name!r} are not alike ({na} entities, observations {oa}, {aa} actions against {nb}, "
+            f"{ob}, {ab}): each policy of a tournament plays both sides in turn, so its two groups need the same entities and spaces "
+            "(as red and blue in battle); for unlike sides, write the matches yourself (match: [...] in rounds)"
+        )
 
 
 def check_minibatches(config: RunConfig, first: Venue, configs: dict[str, PolicyConfig]) -> None:

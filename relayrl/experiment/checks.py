@@ -167,7 +167,9 @@ def check_policies(config: RunConfig) -> None:
             raise ValueError(f"policies {unused} drive no entity: give them slots in match, or remove them")
         for matches in lists:
             if config.env.num_envs % len(matches):
-                raise ValueError(f"env.num_envs={config.env.num_envs} copies cannot repeat the {len(matches)} matches evenly: set scale instead")
+                n = len(matches)
+                raise ValueError(f"each env copy plays one match, so env.num_envs={config.env.num_envs} copies cannot repeat the {n} matches evenly: "
+                                 f"set scale (env.num_envs = {n} x scale; scale: 1 plays each match once) or a multiple of {n} as env.num_envs")
     for pid, policy in config.policies.items():
         if policy.kind in ("learning", "frozen"):
             check_recipe(config, pid, *config.recipe(pid))

@@ -83,3 +83,15 @@ def test_bad_tournaments_are_refused_before_training(change, message):
     pytest.importorskip("magent2")
     with pytest.raises(ConfigError, match=message):
         build_config({**_battle(), **change, "total_steps": 1440} if change.get("rounds") == [] else {**_battle(), **change})
+
+
+def test_a_tournament_between_unlike_groups_names_them_before_training(tmp_path):
+    """mpe2's simple_tag: 3 adversaries and 1 agent with other observations. Each policy of a
+    tournament plays both sides in turn, so the two groups are named with what differs."""
+    pytest.importorskip("mpe2")
+    config = {**_battle(), "env": {"name": "mpe2.simple_tag_v3", "settings": {"max_cycles": 25}},
+              "tournament": {"policies": ["a", "b", "c"], "groups": ["adversary", "agent"]}}
+    with pytest.raises(ConfigError, match=r"tournament.groups 'adversary' and 'agent' are not alike \(3 entities, observations \(16,\), 5 actions "
+                                          r"against 1, \(14,\), 5\): each policy of a tournament plays both sides in turn"):
+        build_run(build_config(config), tmp_path / "run", verbose=False)
+    assert not (tmp_path / "run").exists()
