@@ -101,7 +101,7 @@ def round_specs(config: RunConfig, venues: Venues, first: Venue) -> dict[str, Gr
     """Every policy's slot spec over all rounds, each round's env built once to check that a
     policy keeps one kind of slot from round to round (before anything trains)."""
     names = [g.name for g in first.venv.groups]
-    check_tournament_sides(config, first.venv.groups)
+    check_alike_sides(config, first.venv.groups)
     specs: dict[str, GroupSpec] = {}
     for index in range(max(1, len(config.rounds))):
         venv = first.venv if index == 0 or not config.rounds[index].env else venues.build(index)[1]
@@ -121,23 +121,27 @@ def round_specs(config: RunConfig, venues: Venues, first: Venue) -> dict[str, Gr
     return specs
 
 
-def check_tournament_sides(config: RunConfig, groups: Sequence[GroupSpec]) -> None:
-    """A tournament's policies play both of its groups in turn: the two must be alike."""
-    if config.tournament is None:
-        return
+def check_alike_sides(config: RunConfig, groups: Sequence[GroupSpec]) -> None:
+    """A tournament's policies play both of its groups in turn, and self-play's opponent is a
+    snapshot of its learner: each scheme's two groups must be alike."""
     by_name = {g.name: g for g in groups}
-    sides = [by_name[name] for name in config.tournament.groups if name in by_name]
-    if len(sides) != 2:
-        unknown = [name for name in config.tournament.groups if name not in by_name]
-        raise ConfigError(f"tournament.groups names {unknown}; this environment's groups are {list(by_name)}")
-    looks = [(g.n_agents, g.obs_shape, g.n_actions or g.action_shape) for g in sides]
-    if looks[0] != looks[1]:
-        (a, b), ((na, oa, aa), (nb, ob, ab)) = sides, looks
-        raise ConfigError(
-            f"tournament.groups {a.name!r} and {b.name!r} are not alike ({na} entities, observations {oa}, {aa} actions against {nb}, "
-            f"{ob}, {ab}): each policy of a tournament plays both sides in turn, so its two groups need the same entities and spaces "
-            "(as red and blue in battle); for unlike sides, write the matches yourself (match: [...] in rounds)"
-        )
+    for key, scheme, why in (
+        ("tournament", config.tournament, "each policy of a tournament plays both sides in turn"),
+        ("selfplay", config.selfplay, "self-play's opponent is a snapshot of its learner, playing the other side"),
+    ):
+        if scheme is None:
+            continue
+        unknown = [name for name in scheme.groups if name not in by_name]
+        if unknown:
+            raise ConfigError(f"{key}.groups names {unknown}; this environment's groups are {list(by_name)}")
+        sides = [by_name[name] for name in scheme.groups]
+        (na, oa, aa), (nb, ob, ab) = looks = [(g.n_agents, g.obs_shape, g.n_actions or g.action_shape) for g in sides]
+        if looks[0] != looks[1]:
+            raise ConfigError(
+                f"{key}.groups {sides[0].name!r} and {sides[1].name!r} are not alike ({na} entit{'y' if na == 1 else 'ies'}, observations {oa}, {aa} actions "
+                f"against {nb}, {ob}, {ab}): {why}, so the two groups need the same entities and spaces (as red and blue in battle); "
+                "for unlike sides, write the matches yourself (match: [...] in rounds)"
+            )
 
 
 def check_minibatches(config: RunConfig, first: Venue, configs: dict[str, PolicyConfig]) -> None:

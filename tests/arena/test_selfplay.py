@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from relayrl.core.errors import ConfigError
-from relayrl.experiment import build_config
+from relayrl.experiment import build_config, build_run
 from round_runs import cut_copy, hook_module, rows, train
 
 pytest.importorskip("magent2")
@@ -104,3 +104,15 @@ def test_self_play_stopped_inside_a_round_resumes_exactly(tmp_path):
 def test_bad_self_play_is_refused_before_training(change, message):
     with pytest.raises(ConfigError, match=message):
         build_config({**_config(), **change})
+
+
+def test_self_play_between_unlike_groups_names_them_before_training(tmp_path):
+    """mpe2's simple_tag: the learner's 1 agent against a snapshot of it on the 3 adversaries'
+    side (other observations) cannot be, and is refused before anything trains."""
+    pytest.importorskip("mpe2")
+    config = _config(env={"name": "mpe2.simple_tag_v3", "settings": {"max_cycles": 25}}, policies={"agent": {}, "adversary": {"kind": "snapshot", "of": "agent"}},
+                     selfplay={"learner": "agent", "opponent": "adversary", "groups": ["agent", "adversary"]})
+    with pytest.raises(ConfigError, match=r"selfplay.groups 'agent' and 'adversary' are not alike \(1 entity, observations \(14,\), 5 actions against 3, "
+                                          r"\(16,\), 5\): self-play's opponent is a snapshot of its learner"):
+        build_run(build_config(config), tmp_path / "run", verbose=False)
+    assert not (tmp_path / "run").exists()
