@@ -163,19 +163,22 @@ class Rollout:
                         steps[pid].setdefault(name, []).append(value)
         return {pid: {k: np.stack(v) for k, v in fields.items()} for pid, fields in steps.items()}
 
-    def episodes(self, seed: int) -> np.ndarray:
+    def episodes(self, seed: int, max_steps: int | None = None) -> tuple[np.ndarray, int]:
         """From a reset with ``seed``, steps (acting as in evaluation) until every episode
-        has finished once; copies that finish early keep stepping, so the batch stays one
-        array. Returns each episode's return: per copy, each group's reward summed over its
+        has finished once, or ``max_steps`` steps have passed (an env without a time limit);
+        copies that finish early keep stepping, so the batch stays one array. Returns each
+        episode's return (so far, where cut): per copy, each group's reward summed over its
         entities ``[E, n_groups]``; where entities run episodes of their own
         (``venv.independent_episodes``: K copies of a single-agent env), per entity
-        ``[E * N, 1]``."""
+        ``[E * N, 1]``; and how many episodes ``max_steps`` cut."""
         self.reset(seed)
         assert self.observed is not None
         per_entity = self.venv.independent_episodes
         shape = self.sizes[0] if per_entity else (self.venv.num_envs, len(self.sizes))
         returns, running = np.zeros(shape), np.ones(shape, bool)
-        while running.any():
+        steps = 0
+        while running.any() and (max_steps is None or steps < max_steps):
+            steps += 1
             _, _, result, over = self.step(None)
             if per_entity:
                 (step,) = result
@@ -184,4 +187,5 @@ class Rollout:
             else:
                 returns += np.where(running, np.stack([s.reward.sum(axis=1) for s in result], axis=1), 0.0)
                 running &= ~over[:, None]
-        return returns.reshape(-1, 1) if per_entity else returns
+        cut = int(running.sum()) if per_entity else int(running[:, 0].sum())
+        return (returns.reshape(-1, 1) if per_entity else returns), cut

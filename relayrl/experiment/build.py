@@ -334,7 +334,7 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
     reporter = Reporter(layout, f"[{config.preset} s{config.seed}]", config.total_steps, len(config.rounds), verbose)
     schemes = [SCHEMES[name](getattr(config, name), derive_seeds(config.seed, 1, name)[0]) for name in SCHEMES if getattr(config, name) is not None]
     rounds = RoundSchedule(config.rounds, config.hooks, schemes, directory.write_table if directory else None, verbose)
-    evaluator = Evaluator(policies, held_out, config.eval.match, config.seed + config.eval.seed_offset)
+    evaluator = Evaluator(policies, held_out, config.eval.match, config.seed + config.eval.seed_offset, config.eval.max_episode_steps)
     intervals = {"report": config.report_interval, "eval": config.eval.interval, "checkpoint": config.checkpoint_interval}
     clock = Clock(Clock.start(intervals), intervals, rounds.ends)
     return Run(config, directory, policies, pool, collector, venues, rounds, reporter, evaluator, clock, n_steps, timer, saved.sources, verbose)

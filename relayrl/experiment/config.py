@@ -81,6 +81,10 @@ EnvConfig = Annotated[
 class EvalConfig(Strict):
     interval: int = Field(50_000, ge=0, description="env steps between greedy evaluations; 0 = off")
     episodes: int = Field(5, ge=1)
+    max_episode_steps: int = Field(
+        27_000, ge=1, description="env steps after which an evaluation episode is cut, its return so far counting (a greedy policy may never "
+        "end an episode of an env without a time limit); 27,000 is Atari's 108,000 frames, above every built-in env's own limit"
+    )
     seed_offset: int = 10_000
     policies: dict[str, PolicyConfig] = Field(
         default_factory=dict, description="policies that only play evaluations (a held-out opponent): frozen, random or scripted"

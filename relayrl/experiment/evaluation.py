@@ -2,6 +2,8 @@
 rollout: greedy evaluations during a run, and the comparison of a trained group against a
 uniformly random one."""
 
+import sys
+
 import numpy as np
 
 from relayrl.arena.collect import Venue
@@ -13,18 +15,26 @@ from relayrl.envs.vector_env import VectorEnv, make_vector_env
 
 
 def evaluate(
-    factory: EnvFactory, policies: dict[str, Policy], matches: list[Match], episodes: int, seed: int, venv: VectorEnv | None = None
-) -> np.ndarray:
+    factory: EnvFactory,
+    policies: dict[str, Policy],
+    matches: list[Match],
+    episodes: int,
+    seed: int,
+    venv: VectorEnv | None = None,
+    max_steps: int | None = None,
+) -> tuple[np.ndarray, int]:
     """Runs ``episodes`` episodes at once (copy e seeded from ``seed`` and played by
     ``matches[e % len(matches)]``), the policies acting greedily, and returns each episode's reward summed over each group's
     entities, ``[episodes, n_groups]``. Where each agent runs its own episode (K copies of a
     single-agent env), every agent plays ``episodes`` episodes and each is a row:
-    ``[episodes * K, 1]``. A given ``venv`` of ``episodes`` copies is reset and reused (and
-    left open); else one is made and closed."""
+    ``[episodes * K, 1]``. Episodes still running after ``max_steps`` steps are cut and
+    count with their returns so far; the second value is how many were cut. A given
+    ``venv`` of ``episodes`` copies is reset and reused (and left open); else one is made
+    and closed."""
     owned = venv is None
     venv = make_vector_env(factory, episodes) if venv is None else venv
     try:
-        return Rollout(venv, policies, matches).episodes(seed)
+        return Rollout(venv, policies, matches).episodes(seed, max_steps)
     finally:
         if owned:
             venv.close()
@@ -35,9 +45,13 @@ class Evaluator:
     (``eval.policies``, a held-out opponent) on the matches ``eval.match`` gives (default:
     the venue's), every evaluation reset with ``seed``."""
 
-    def __init__(self, policies: dict[str, Policy], held_out: dict[str, Policy], matches: list[Match], seed: int) -> None:
+    def __init__(
+        self, policies: dict[str, Policy], held_out: dict[str, Policy], matches: list[Match], seed: int, max_steps: int | None = None
+    ) -> None:
         self.policies = {**policies, **held_out}  # acting greedily: frozen ones with their own small exploration
         self.matches = matches
+        self.max_steps = max_steps
+        self.cut_said = False
         self.seed = seed
         self.venue: Venue | None = None
         self.venv: VectorEnv | None = None  # kept between evaluations where building copies is costly
@@ -55,13 +69,13 @@ class Evaluator:
         assert self.venue is not None, "open a venue first"
         matches = self.matches or self.venue.matches
         if not self.venue.venv.independent_episodes:
-            return evaluate(self.venue.factory, self.policies, matches, episodes, self.seed)
+            return self._said(*evaluate(self.venue.factory, self.policies, matches, episodes, self.seed, max_steps=self.max_steps))
         # Gymnasium copies are kept between evaluations: building MuJoCo models costs more
         # than it does for the other envs, and a reset with the same seeds restarts them alike
         if self.venv is None or self.venv.num_envs != episodes:
             self.close()
             self.venv = make_vector_env(self.venue.factory, episodes)
-        return evaluate(self.venue.factory, self.policies, matches, episodes, self.seed, self.venv)
+        return self._said(*evaluate(self.venue.factory, self.policies, matches, episodes, self.seed, self.venv, self.max_steps))
 
     def against_random(self, episodes: int, group: int) -> tuple[np.ndarray, np.ndarray]:
         """Group ``group``'s greedy rewards, and the same group's acting uniformly at random
@@ -71,7 +85,15 @@ class Evaluator:
         spec = self.venue.venv.groups[group]
         policies = {**self.policies, "random baseline": RandomPolicy(spec, self.seed)}
         matches = replace_group(self.venue.matches, spec.name, "random baseline")
-        return trained, evaluate(self.venue.factory, policies, matches, episodes, self.seed)[:, group]
+        return trained, self._said(*evaluate(self.venue.factory, policies, matches, episodes, self.seed, max_steps=self.max_steps))[:, group]
+
+    def _said(self, returns: np.ndarray, cut: int) -> np.ndarray:
+        """The returns; the first time episodes were cut, a note that says so."""
+        if cut and not self.cut_said:
+            self.cut_said = True
+            print(f"note: {cut} evaluation episode(s) still ran after eval.max_episode_steps={self.max_steps} steps (does the env set no "
+                  "time limit?) and were cut there: their returns so far count; raise eval.max_episode_steps to play them longer", file=sys.stderr)
+        return returns
 
     def close(self) -> None:
         if self.venv is not None:

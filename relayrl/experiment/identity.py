@@ -39,6 +39,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "actor_critic.normalize_obs": False,
     "eval.policies": {},
     "eval.match": [],
+    "eval.max_episode_steps": 27_000,
     "qmix.storage": "episodes",
     "qmix.bootstrap": "own",
     "relay": None,

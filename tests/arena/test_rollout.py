@@ -7,6 +7,7 @@ import torch
 from relayrl.arena.rollout import Rollout, reset_carry
 from relayrl.envs import SyncVectorEnv, make_env_factory
 from relayrl.envs.gym_copies import GymCopiesEnv
+from relayrl.experiment import build_config, build_run
 
 
 class StepCounter:
@@ -61,13 +62,35 @@ def test_reset_carry_handles_tensors_and_structures():
 
 def test_evaluation_counts_each_copys_first_episode_or_each_agents():
     venv = SyncVectorEnv(make_env_factory("corridor", {"n_agents": 2, "length": 3, "max_steps": 5}), 3)
-    returns = Rollout(venv, {"p": StepCounter(2, 2)}, [{"runner": "p"}]).episodes(seed=0)
-    assert returns.shape == (3, 1) and np.all((0 <= returns) & (returns <= 2))  # a runner earns 1 once
+    returns, cut = Rollout(venv, {"p": StepCounter(2, 2)}, [{"runner": "p"}]).episodes(seed=0)
+    assert returns.shape == (3, 1) and np.all((0 <= returns) & (returns <= 2)) and cut == 0  # a runner earns 1 once
     copies = GymCopiesEnv("Pendulum-v1", 2, num_envs=2)
 
     class Zero:
         def act(self, obs, carry, env_steps, mask=None):
             return np.zeros((*obs.shape[:2], 1), np.float32), carry
 
-    per_agent = Rollout(copies, {"zero": Zero()}, [{copies.groups[0].name: "zero"}]).episodes(seed=0)
-    assert per_agent.shape == (4, 1) and np.all(per_agent < 0)  # 200 steps of Pendulum's cost each
+    per_agent, cut = Rollout(copies, {"zero": Zero()}, [{copies.groups[0].name: "zero"}]).episodes(seed=0)
+    assert per_agent.shape == (4, 1) and np.all(per_agent < 0) and cut == 0  # 200 steps of Pendulum's cost each
+
+
+def test_evaluation_episodes_that_never_end_are_cut_at_the_cap(tmp_path, capsys):
+    """A policy that always steps left never reaches the corridor's end, and the corridor's
+    own limit is far away (an env without a time limit): evaluations stop at the cap and
+    count the returns so far. In a run, a cap below the 39 steps a runner needs to reach the
+    end of 40 cells cuts every evaluation episode, said once."""
+    class Left:
+        def act(self, obs, carry, env_steps, mask=None):
+            return np.zeros(obs.shape[:2], np.int64), carry
+
+    venv = SyncVectorEnv(make_env_factory("corridor", {"n_agents": 2, "length": 3, "max_steps": 10**9}), 3)
+    returns, cut = Rollout(venv, {"left": Left()}, [{"runner": "left"}]).episodes(seed=0, max_steps=50)
+    assert returns.shape == (3, 1) and np.all(returns == 0) and cut == 3
+    config = {"preset": "endless", "env": {"name": "corridor", "settings": {"length": 40, "max_steps": 10**9}}, "total_steps": 200,
+              "report_interval": 100, "eval": {"interval": 100, "episodes": 2, "max_episode_steps": 30},
+              "dqn": {"learning_starts": 50, "buffer_size": 500, "batch_size": 8}}
+    run = build_run(build_config(config), tmp_path / "run", verbose=False)
+    rows = run.train()
+    run.close()
+    assert len(rows) == 2 and all(row["eval_reward_mean"] == 0 for row in rows)
+    assert capsys.readouterr().err.count("2 evaluation episode(s) still ran after eval.max_episode_steps=30 steps") == 1
