@@ -17,7 +17,7 @@ from torch import nn
 from relayrl.algos.algorithm import Weights, wrong_actions
 from relayrl.algos.obs_normalizer import ObsNormalizer
 from relayrl.core.specs import GroupSpec
-from relayrl.nets.observations import network_input, network_input_array
+from relayrl.nets.observations import network_input, network_input_array, warn_of_flat_screens
 from relayrl.nets.stacked import StackedLinear
 from relayrl.replay import FieldSpec
 
@@ -27,6 +27,15 @@ def continuous_fields(spec: GroupSpec) -> dict[str, FieldSpec]:
     if not spec.continuous:
         raise wrong_actions(spec, "the actor_critic learners")
     return {"obs": FieldSpec(spec.obs_shape, np.float32), "action": FieldSpec(spec.action_shape, np.float32)}
+
+
+def flat_obs_dim(spec: GroupSpec, hidden: Sequence[int]) -> int:
+    """The width of the flat observations the actor and critics read; warns where they are
+    large screens (these learners have no convolutional torso)."""
+    obs_dim = int(np.prod(spec.obs_shape))
+    warn_of_flat_screens(spec, "the actor's first layer", obs_dim * hidden[0], "these learners have no convolutional torso: shrink the "
+                         "screens in the env's settings, or train ppo, mappo or seac with on_policy.torso=nature_cnn")
+    return obs_dim
 
 
 class StackedMLP(nn.Module):

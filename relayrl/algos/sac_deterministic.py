@@ -28,6 +28,7 @@ from relayrl.algos.actor_critic import (
     DeterministicActor,
     StackedMLP,
     critic_input,
+    flat_obs_dim,
     soft_update,
     weighted_mean,
 )
@@ -126,6 +127,6 @@ class DeterministicSAC(DeterministicActor):
 def make_sac(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch.device, seed: int, **_: object) -> DeterministicSAC:
     c = config
     params = DeterministicSACParams(c.critic_lr, tuple(c.hidden), c.tau, c.exploration_noise, c.reward_scale, c.normalize_obs, spec.pixels)
-    return DeterministicSAC(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, params, device, seed)
+    return DeterministicSAC(n_sets, flat_obs_dim(spec, c.hidden), spec.action_low, spec.action_high, params, device, seed)
 
 

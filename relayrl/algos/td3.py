@@ -33,6 +33,7 @@ from relayrl.algos.actor_critic import (
     DeterministicActor,
     StackedMLP,
     critic_input,
+    flat_obs_dim,
     soft_update,
     weighted_mean,
 )
@@ -161,6 +162,6 @@ def make_td3(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: to
         normalize_obs=c.normalize_obs,
         pixels=spec.pixels,
     )
-    return TD3(n_sets, int(np.prod(spec.obs_shape)), spec.action_low, spec.action_high, params, device, seed)
+    return TD3(n_sets, flat_obs_dim(spec, c.hidden), spec.action_low, spec.action_high, params, device, seed)
 
 

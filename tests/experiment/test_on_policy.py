@@ -104,9 +104,9 @@ def test_ppo_on_atari_screens_trains_its_torso_and_resumes_exactly_inside_an_epi
 
 
 def test_a_learner_warns_where_it_would_read_large_screens_flat(recwarn):
-    """Atari's 84 x 84 x 4 screens through flat MLPs: a warning names the fix, for PPO and for
-    MADDPG's critics (84 x 84 x 4 + 6 action inputs x 64 units); the preset's convolutions
-    give none."""
+    """Screens through flat MLPs: a warning names the fix, for PPO and MADDPG's critics on
+    Atari's 84 x 84 x 4 (84 x 84 x 4 + 6 action inputs x 64 units) and TD3's actor on
+    CarRacing's 96 x 96 x 3 (x 256 units); the preset's convolutions give none."""
     pytest.importorskip("ale_py")
     flat = merge(preset_dict("pong-ppo"), {"on_policy": {"torso": "flat", "hidden": [64]}})
     with pytest.warns(UserWarning, match=r"84x84x4 screens, read flat: the actor's first layer alone has 1,806,336 weights .* set on_policy\.torso=nature_cnn"):
@@ -120,6 +120,9 @@ def test_a_learner_warns_where_it_would_read_large_screens_flat(recwarn):
     with pytest.warns(UserWarning, match=r"84x84x4 screens, read flat: each critic's first layer alone has 1,806,720 weights .* "
                                          r"these learners have no convolutional torso: shrink the screens .* or train ppo, mappo or seac with on_policy\.torso"):
         build_run(build_config(centralised), None, verbose=False).close()
+    box = {"preset": "car-racing-td3", "env": {"name": "CarRacing-v3", "settings": {"n_agents": 1}}, "actor_critic": {"algo": "td3", "buffer_size": 100, "batch_size": 8}}
+    with pytest.warns(UserWarning, match=r"96x96x3 screens, read flat: the actor's first layer alone has 7,077,888 weights .* no convolutional torso"):
+        build_run(build_config(box), None, verbose=False).close()
 
 
 @pytest.mark.parametrize(
