@@ -35,6 +35,20 @@ def check_finite_bounds(space: spaces.Box, who: str = "") -> None:
                         "give the action space the range the env accepts")
 
 
+MAX_COMBINATIONS = 4096  # MultiDiscrete actions are one Discrete over their combinations up to this many
+
+
+def combinations(space: spaces.MultiDiscrete, who: str = "") -> int:
+    """The number of combinations of a MultiDiscrete's choices, which relayrl's learners
+    choose among as one Discrete action (decoded for the env in ``ParallelEnvAdapter.step``)."""
+    count = int(np.prod(space.nvec, dtype=np.int64))
+    if space.nvec.ndim != 1 or count > MAX_COMBINATIONS:
+        raise TypeError(f"{who}{space} has {count:,} combinations of choices; relayrl acts on MultiDiscrete actions as one Discrete "
+                        f"over their combinations, up to {MAX_COMBINATIONS:,} of them in one row of choices: give the env fewer choices, or "
+                        "Discrete or Box actions")
+    return count
+
+
 def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tuple[GroupSpec, ...], tuple[bool, ...]]:
     """Agents with the same name prefix (``red`` of ``red_0``: a team) and equal observation
     and action spaces form a group, in ``possible_agents`` order. Actions are Discrete
@@ -44,13 +58,15 @@ def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tup
     for agent in env.possible_agents:
         obs_space, masked, _ = _acting_space(agent, env.observation_space(agent))
         act_space = env.action_space(agent)
-        if not isinstance(act_space, (spaces.Discrete, spaces.Box)) or (masked and not isinstance(act_space, spaces.Discrete)):
-            raise TypeError(f"agent {agent!r}: relayrl needs Discrete or Box actions (masks for Discrete ones), got {act_space}")
+        if not isinstance(act_space, (spaces.Discrete, spaces.MultiDiscrete, spaces.Box)) or (masked and not isinstance(act_space, spaces.Discrete)):
+            raise TypeError(f"agent {agent!r}: relayrl needs Discrete, MultiDiscrete or Box actions (masks for Discrete ones), got {act_space}")
         if isinstance(act_space, spaces.Box):
             check_finite_bounds(act_space, f"agent {agent!r}: ")
         prefix = agent.rsplit("_", 1)[0] if "_" in agent else agent
-        if isinstance(act_space, spaces.Discrete):
-            actions: tuple = (int(act_space.n),)
+        if isinstance(act_space, spaces.MultiDiscrete):
+            actions: tuple = (combinations(act_space, f"agent {agent!r}: "),)
+        elif isinstance(act_space, spaces.Discrete):
+            actions = (int(act_space.n),)
         else:
             actions = (0, act_space.shape, tuple(act_space.low.reshape(-1).tolist()), tuple(act_space.high.reshape(-1).tolist()))
         key = (prefix, obs_space.shape, str(obs_space.dtype), pixels_of(obs_space), actions, masked)
@@ -102,6 +118,8 @@ class ParallelEnvAdapter:
         self._flattened = {a: source for a in env.possible_agents if (source := _acting_space(a, env.observation_space(a))[2]) is not None}
         # a Discrete(n, start) agent's choices 0..n-1 are start..start+n-1 to the env
         self._start = {a: int(s.start) for a in env.possible_agents if isinstance(s := env.action_space(a), spaces.Discrete) and s.start != 0}
+        # a MultiDiscrete agent's one choice k is the k-th combination of its choices, first choice slowest
+        self._choices = {a: (tuple(s.nvec.tolist()), s.start) for a in env.possible_agents if isinstance(s := env.action_space(a), spaces.MultiDiscrete)}
         self._finished: dict[str, int] = {}  # agents whose episode ended, and at which step
         self._warned_masks = False
         self._step = 0
@@ -238,7 +256,11 @@ class ParallelEnvAdapter:
         for agent in before:
             g, i = self._slot[agent]
             action = actions[g][i]
-            action_dict[agent] = action.astype(np.float32) if self.groups[g].continuous else int(action) + self._start.get(agent, 0)
+            if agent in self._choices:
+                nvec, start = self._choices[agent]
+                action_dict[agent] = np.array(np.unravel_index(int(action), nvec), np.int64) + start
+            else:
+                action_dict[agent] = action.astype(np.float32) if self.groups[g].continuous else int(action) + self._start.get(agent, 0)
         result = self._call("step", action_dict)
         self._step += 1
         obs, rewards, terms, truncs, _ = self._returned("step", result, ("observations", "rewards", "terminations", "truncations", "infos"))

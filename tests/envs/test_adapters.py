@@ -167,6 +167,32 @@ def test_user_spaces_discrete_start_unbounded_box_and_a_wrong_observation_shape(
         build_run(config(wrong_obs=True), None, verbose=False).train()
 
 
+def test_multi_discrete_actions_are_one_choice_among_their_combinations():
+    """MultiDiscrete([3, 2], start=[1, 0]): the learners choose among its 6 combinations (first
+    choice slowest) and the env receives the choices themselves; a DQN run learns the one
+    rewarded combination, (3, 0). Too many combinations are refused with the fix."""
+    from relayrl.envs.pettingzoo_adapter import combinations
+    from relayrl.experiment import build_config, build_run
+    from testenvs.spaces import SpacesEnv
+
+    adapter = ParallelEnvAdapter(SpacesEnv(actions="choices"))
+    (group,) = adapter.groups
+    assert group.n_actions == 6 and not group.continuous
+    adapter.reset(seed=0)
+    (step,), _ = adapter.step([np.array([4, 0])])  # combination 4 of (3, 2) is (2, 0): choices (3, 0) after the starts
+    assert step.reward.tolist() == [1.0, 0.0]
+    config = build_config({"preset": "choices", "env": {"name": "testenvs.spaces", "settings": {"actions": "choices"}, "num_envs": 2},
+                           "total_steps": 800, "report_interval": 800, "eval": {"interval": 800, "episodes": 2},
+                           "model": {"hiddens": [16], "head_hidden": 16},
+                           "dqn": {"learning_starts": 100, "buffer_size": 800, "batch_size": 8, "epsilon_steps": 400, "lr": 3e-3}})
+    run = build_run(config, None, verbose=False)
+    rows = run.train()
+    run.close()
+    assert rows[-1]["eval_reward_mean"] == 2 * 10  # both agents choose (3, 0) at every step
+    with pytest.raises(TypeError, match=r"has 10,000 combinations of choices; .* up to 4,096 .* give the env fewer choices"):
+        combinations(spaces.MultiDiscrete([100, 100]))
+
+
 def test_subprocess_copies_say_why_their_workers_cannot_start(tmp_path):
     """A factory that does not pickle is refused before any worker starts; a script that
     starts its run at import (no main guard) hears why its workers exited."""

@@ -1,6 +1,7 @@
 """A PettingZoo Parallel env with the spaces users write: ``Discrete(3, start=1)`` actions
 (an action outside 1..3 is an error; reward 1 for action 1), or Box actions without bounds
-(``actions="unbounded"``), observations of ``obs_shape`` (zeros but for the first number), and
+(``actions="unbounded"``), or ``MultiDiscrete([3, 2], start=[1, 0])`` (``actions="choices"``:
+reward 1 for the choices (3, 0)), observations of ``obs_shape`` (zeros but for the first number), and
 with ``wrong_obs`` observations one number longer than its observation space says; with
 ``mask_in_infos`` action masks in its infos. Loaded by module path as ``testenvs.spaces``."""
 
@@ -22,6 +23,8 @@ class SpacesEnv(ParallelEnv):
         return spaces.Box(-1, 1, self.obs_shape, np.float32)
 
     def action_space(self, agent):
+        if self.actions == "choices":
+            return spaces.MultiDiscrete([3, 2], start=[1, 0])
         return spaces.Discrete(3, start=1) if self.actions == "start" else spaces.Box(-np.inf, np.inf, (2,), np.float32)
 
     def _obs(self):
@@ -40,7 +43,13 @@ class SpacesEnv(ParallelEnv):
             for agent, action in actions.items():
                 if not 1 <= action <= 3:
                     raise ValueError(f"{agent} took action {action}; Discrete(3, start=1) has 1, 2 and 3")
-        rewards = {a: float(actions[a] == 1) if self.actions == "start" else 0.0 for a in self.agents}
+        if self.actions == "choices":
+            for agent, action in actions.items():
+                if not self.action_space(agent).contains(np.asarray(action, np.int64)):
+                    raise ValueError(f"{agent} took action {action}, outside {self.action_space(agent)}")
+            rewards = {a: float(tuple(np.asarray(actions[a]).tolist()) == (3, 0)) for a in self.agents}
+        else:
+            rewards = {a: float(actions[a] == 1) if self.actions == "start" else 0.0 for a in self.agents}
         self.t += 1
         obs = self._obs()
         truncs = {a: self.t >= self.max_cycles for a in self.agents}
