@@ -23,7 +23,7 @@ from pydantic import Field, model_validator
 from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec, pixels_of
 from relayrl.envs.episodes import EpisodeStats, EpisodeTally
-from relayrl.envs.flat_spaces import flat_box, flatten_obs
+from relayrl.envs.flat_spaces import combinations, env_actions, flat_box, flatten_obs
 from relayrl.envs.gym_multiagent import env_spec
 from relayrl.envs.pettingzoo_adapter import check_finite_bounds
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
@@ -37,13 +37,14 @@ def _spec(env: gym.Env, n_agents: int, name: str) -> GroupSpec:
         obs_space = flat_box(obs_space)  # a Discrete as its one-hot vector (FrozenLake, Taxi), a Dict's parts side by side
     ids = tuple(f"{name}_{k}" for k in range(n_agents))
     pixels = pixels_of(obs_space)  # handed on as float32 (below), still read divided by 255
-    if isinstance(act_space, spaces.Discrete):
-        return GroupSpec(name, ids, tuple(obs_space.shape), np.dtype(np.float32), int(act_space.n), pixels=pixels)
+    if isinstance(act_space, (spaces.Discrete, spaces.MultiDiscrete)):
+        n = int(act_space.n) if isinstance(act_space, spaces.Discrete) else combinations(act_space)
+        return GroupSpec(name, ids, tuple(obs_space.shape), np.dtype(np.float32), n, pixels=pixels)
     if isinstance(act_space, spaces.Box):
         check_finite_bounds(act_space)
         low, high = (tuple(float(v) for v in bound.reshape(-1)) for bound in (act_space.low, act_space.high))
         return GroupSpec(name, ids, tuple(obs_space.shape), np.dtype(np.float32), 0, tuple(act_space.shape), low, high, pixels=pixels)
-    raise TypeError(f"K-copies envs need Discrete or Box actions, got {act_space}")
+    raise TypeError(f"K-copies envs need Discrete, MultiDiscrete or Box actions, got {act_space}")
 
 
 def check_env_id(env_id: str) -> None:
@@ -70,7 +71,7 @@ def _action_space(env_id: str, kwargs: str) -> spaces.Space:
 def action_kind(env_id: str, kwargs: dict[str, Any]) -> str:
     """``discrete`` or ``continuous``: the kind of ``env_id``'s actions (the env is made once)."""
     space = _action_space(env_id, json.dumps(kwargs, sort_keys=True))
-    return "discrete" if isinstance(space, spaces.Discrete) else "continuous"
+    return "discrete" if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)) else "continuous"
 
 
 @dataclass
@@ -124,6 +125,7 @@ class GymCopiesEnv:
         self.groups = (spec,)
         space = self.envs[0].observation_space
         self._flattened = None if isinstance(space, spaces.Box) else space  # relayrl.envs.flat_spaces
+        self._actions = self.envs[0].action_space
         self.tally = EpisodeTally(len(self.envs), 1, agents_per_copy=n_agents)
         self._logs: list[EpisodeLog] = []  # each copy's episode in flight, for checkpoints
 
@@ -131,6 +133,15 @@ class GymCopiesEnv:
         if self._flattened is not None:
             values = [flatten_obs(self._flattened, v) for v in values]
         return np.stack(values).astype(np.float32).reshape(self.num_envs, self.n_agents, *self.groups[0].obs_shape)
+
+    def _env_actions(self, chosen: np.ndarray) -> np.ndarray:
+        """The learners' actions as the env takes them: a Discrete's with its ``start``, a
+        MultiDiscrete's combination as its choices."""
+        if isinstance(self._actions, spaces.MultiDiscrete):
+            return env_actions(self._actions, chosen)
+        if isinstance(self._actions, spaces.Discrete) and self._actions.start != 0:
+            return chosen + int(self._actions.start)
+        return chosen
 
     def reset(self, seed: int) -> list[GroupObs]:
         """Copy (e, k) is reset with seed ``seed + e * K + k``: agent k's training copy gets
@@ -142,7 +153,7 @@ class GymCopiesEnv:
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
         """``actions[0]`` is ``[E, K, ...]``; copies whose episode ended are reset on their own."""
-        flat_actions = actions[0].reshape(len(self.envs), *actions[0].shape[2:])
+        flat_actions = self._env_actions(actions[0].reshape(len(self.envs), *actions[0].shape[2:]))
         obs, next_obs = [], []
         reward = np.zeros(len(self.envs))
         terminated, truncated = np.zeros(len(self.envs), bool), np.zeros(len(self.envs), bool)

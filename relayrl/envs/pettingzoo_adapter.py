@@ -12,7 +12,7 @@ from pettingzoo.utils.env import AECEnv, ParallelEnv
 
 from relayrl.core.errors import EnvError, RelayRLError, RelayRLWarning
 from relayrl.core.specs import PIXEL_RANGE, GroupSpec, pixels_of
-from relayrl.envs.flat_spaces import flat_box, flatten_obs
+from relayrl.envs.flat_spaces import combinations, env_actions, flat_box, flatten_obs
 from relayrl.envs.types import GroupObs, GroupStep
 
 
@@ -33,20 +33,6 @@ def check_finite_bounds(space: spaces.Box, who: str = "") -> None:
     if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
         raise TypeError(f"{who}relayrl needs finite bounds on Box actions (its learners act within them), got {space}: "
                         "give the action space the range the env accepts")
-
-
-MAX_COMBINATIONS = 4096  # MultiDiscrete actions are one Discrete over their combinations up to this many
-
-
-def combinations(space: spaces.MultiDiscrete, who: str = "") -> int:
-    """The number of combinations of a MultiDiscrete's choices, which relayrl's learners
-    choose among as one Discrete action (decoded for the env in ``ParallelEnvAdapter.step``)."""
-    count = int(np.prod(space.nvec, dtype=np.int64))
-    if space.nvec.ndim != 1 or count > MAX_COMBINATIONS:
-        raise TypeError(f"{who}{space} has {count:,} combinations of choices; relayrl acts on MultiDiscrete actions as one Discrete "
-                        f"over their combinations, up to {MAX_COMBINATIONS:,} of them in one row of choices: give the env fewer choices, or "
-                        "Discrete or Box actions")
-    return count
 
 
 def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tuple[GroupSpec, ...], tuple[bool, ...]]:
@@ -118,8 +104,8 @@ class ParallelEnvAdapter:
         self._flattened = {a: source for a in env.possible_agents if (source := _acting_space(a, env.observation_space(a))[2]) is not None}
         # a Discrete(n, start) agent's choices 0..n-1 are start..start+n-1 to the env
         self._start = {a: int(s.start) for a in env.possible_agents if isinstance(s := env.action_space(a), spaces.Discrete) and s.start != 0}
-        # a MultiDiscrete agent's one choice k is the k-th combination of its choices, first choice slowest
-        self._choices = {a: (tuple(s.nvec.tolist()), s.start) for a in env.possible_agents if isinstance(s := env.action_space(a), spaces.MultiDiscrete)}
+        # a MultiDiscrete agent's one choice k is the k-th combination of its choices (flat_spaces.env_actions)
+        self._choices = {a: s for a in env.possible_agents if isinstance(s := env.action_space(a), spaces.MultiDiscrete)}
         self._finished: dict[str, int] = {}  # agents whose episode ended, and at which step
         self._warned_masks = False
         self._step = 0
@@ -257,8 +243,7 @@ class ParallelEnvAdapter:
             g, i = self._slot[agent]
             action = actions[g][i]
             if agent in self._choices:
-                nvec, start = self._choices[agent]
-                action_dict[agent] = np.array(np.unravel_index(int(action), nvec), np.int64) + start
+                action_dict[agent] = env_actions(self._choices[agent], np.asarray(action))
             else:
                 action_dict[agent] = action.astype(np.float32) if self.groups[g].continuous else int(action) + self._start.get(agent, 0)
         result = self._call("step", action_dict)

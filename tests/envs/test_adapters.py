@@ -171,7 +171,7 @@ def test_multi_discrete_actions_are_one_choice_among_their_combinations():
     """MultiDiscrete([3, 2], start=[1, 0]): the learners choose among its 6 combinations (first
     choice slowest) and the env receives the choices themselves; a DQN run learns the one
     rewarded combination, (3, 0). Too many combinations are refused with the fix."""
-    from relayrl.envs.pettingzoo_adapter import combinations
+    from relayrl.envs.flat_spaces import combinations
     from relayrl.experiment import build_config, build_run
     from testenvs.spaces import SpacesEnv
 

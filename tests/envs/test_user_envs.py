@@ -145,6 +145,23 @@ def test_a_gymnasium_id_of_a_users_module_is_named_with_the_module(tmp_path):
         build_config({"env": {"name": "testenvs.target:Targt-v0"}, "actor_critic": {}})
 
 
+@pytest.mark.parametrize("kind", ["multi", "start"])
+def test_k_copies_of_a_gymnasium_env_of_multi_discrete_or_offset_actions_learn_the_rewarded_one(kind, tmp_path):
+    """``Choices-v0``: MultiDiscrete([3, 2], start=[1, 0]) actions are one Discrete over their 6
+    combinations, Discrete(3, start=1) actions reach the env as 1..3 (the env refuses any
+    other); DQN learns the rewarded choice in both (greedy 10 of 10 per agent)."""
+    config = build_config({
+        "preset": "choices-dqn", "env": {"name": "testenvs.target:Choices-v0", "settings": {"n_agents": 2, "kwargs": {"kind": kind}}},
+        "total_steps": 800, "report_interval": 800, "eval": {"interval": 800, "episodes": 2}, "model": {"hiddens": [16], "head_hidden": 16},
+        "dqn": {"learning_starts": 100, "buffer_size": 800, "batch_size": 8, "epsilon_steps": 400, "lr": 3e-3},
+    })
+    run = build_run(config, tmp_path, verbose=False)
+    rows = run.train()
+    run.close()
+    assert run.venue.venv.groups[0].n_actions == (6 if kind == "multi" else 3)
+    assert rows[-1]["eval_reward_mean"] == 10
+
+
 @pytest.mark.parametrize(
     "name, message",
     [

@@ -1,5 +1,6 @@
-"""A one-agent Gymnasium env that this module registers as ``Target-v0`` when imported:
-an action in [0, 10], reward -(a - 7)^2 / 10, 10 steps an episode. Named by relayrl as
+"""One-agent Gymnasium envs that this module registers when imported: ``Target-v0``, an
+action in [0, 10], reward -(a - 7)^2 / 10, 10 steps an episode; ``Choices-v0`` (below), of
+MultiDiscrete or Discrete(n, start) actions. Named by relayrl as
 ``testenvs.target:Target-v0``, the form ``gymnasium.make`` takes."""
 
 import gymnasium as gym
@@ -25,3 +26,31 @@ class TargetEnv(gym.Env):
 
 
 gym.register("Target-v0", entry_point=TargetEnv)
+
+
+class ChoicesEnv(gym.Env):
+    """``Choices-v0``: one step of a constant observation per episode, 10 steps an episode;
+    with ``kind="multi"`` actions ``MultiDiscrete([3, 2], start=[1, 0])``, reward 1 for the
+    choices (3, 0); with ``kind="start"`` actions ``Discrete(3, start=1)``, reward 1 for 1.
+    Out-of-range actions are errors."""
+
+    def __init__(self, kind: str = "multi") -> None:
+        self.kind = kind
+        self.observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = spaces.MultiDiscrete([3, 2], start=[1, 0]) if kind == "multi" else spaces.Discrete(3, start=1)
+        self.t = 0
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        if not self.action_space.contains(np.asarray(action, np.int64) if self.kind == "multi" else int(action)):
+            raise ValueError(f"action {action} is outside {self.action_space}")
+        self.t += 1
+        rewarded = tuple(np.asarray(action).tolist()) == (3, 0) if self.kind == "multi" else int(action) == 1
+        return np.zeros(2, np.float32), float(rewarded), False, self.t >= 10, {}
+
+
+gym.register("Choices-v0", entry_point=ChoicesEnv)
