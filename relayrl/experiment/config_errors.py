@@ -41,7 +41,7 @@ def format_error(error: ValidationError, root: Any, hidden_tags: tuple[str, ...]
         located = [str(p) for p in item["loc"] if not str(p).startswith("function-after")]
         # discriminated unions insert the tag ("pursuit") into the location: drop it
         parts = [p for i, p in enumerate(located) if not (i > 0 and located[i - 1] == "env" and p in hidden_tags)]
-        path = ".".join(parts) or "(root)"
+        path = f"{'.'.join(parts)}: " if parts else ""  # a check across sections names its keys in its message
         message = item["msg"].removeprefix("Value error, ")
         value = item.get("input")
         shown = "" if isinstance(value, dict) else f" (got {value!r})"
@@ -49,5 +49,5 @@ def format_error(error: ValidationError, root: Any, hidden_tags: tuple[str, ...]
         if item["type"] == "extra_forbidden":
             allowed = _allowed_keys(root, located[:-1])
             hint = f" -- unknown key; allowed here: {', '.join(allowed)}" if allowed else " -- unknown key"
-        lines.append(f"  {path}: {message}{shown}{hint}")
+        lines.append(f"  {path}{message}{shown}{hint}")
     return "\n".join(lines)
