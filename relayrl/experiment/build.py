@@ -18,7 +18,7 @@ from typing import Any
 from relayrl.algos.algorithm import algorithms_with
 from relayrl.algos.dqn import NetworkFactory
 from relayrl.algos.off_policy import learner_plan
-from relayrl.algos.sections import OnPolicyConfig
+from relayrl.algos.sections import OnPolicyConfig, ValueDecompositionConfig
 from relayrl.arena.collect import Collector, LocalCollector, Venue
 from relayrl.arena.learning import LearnerPool
 from relayrl.arena.match import compile_matches
@@ -142,6 +142,20 @@ def check_alike_sides(config: RunConfig, groups: Sequence[GroupSpec]) -> None:
                 f"against {nb}, {ob}, {ab}): {why}, so the two groups need the same entities and spaces (as red and blue in battle); "
                 "for unlike sides, write the matches yourself (match: [...] in rounds)"
             )
+
+
+def check_team_episodes(config: RunConfig, first: Venue, configs: dict[str, PolicyConfig]) -> None:
+    """Refuses a learner of whole team episodes (QMIX's family) where each agent runs its own
+    episodes (K copies of a Gymnasium env): no episode of the team would ever end."""
+    if not first.venv.independent_episodes:
+        return
+    episodic = [pid for pid, policy in configs.items() if policy.learns and isinstance(config.recipe(pid)[1], ValueDecompositionConfig)]
+    if episodic:
+        raise ConfigError(
+            f"{', '.join(map(repr, episodic))}: qmix and its family learn from whole episodes of a team, and K copies of a Gymnasium env "
+            "run each agent's own episodes (each copy ends and restarts apart), so no team episode would ever end and nothing would be "
+            "learnt: train dqn (each agent learns from its own steps), or a multi-agent env"
+        )
 
 
 def check_minibatches(config: RunConfig, first: Venue, configs: dict[str, PolicyConfig]) -> None:
@@ -299,6 +313,7 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
                   "(height x width x channels): if the env puts channels first, transpose its observations")
     check_memory(config, specs, configs, verbose)
     check_minibatches(config, first, configs)
+    check_team_episodes(config, first, configs)
     saved = SavedPolicies(run_dir.parent.parent if run_dir is not None else None)
     # what the DQN builds its networks from; where an annealed learning rate reaches 0
     options = {"model": config.model, "network_factory": factories.network, "total_steps": config.total_steps}

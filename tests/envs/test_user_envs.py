@@ -162,6 +162,16 @@ def test_k_copies_of_a_gymnasium_env_of_multi_discrete_or_offset_actions_learn_t
     assert rows[-1]["eval_reward_mean"] == 10
 
 
+def test_qmix_on_k_copies_of_a_gymnasium_env_is_refused_before_training(tmp_path):
+    """Each copy ends and restarts its episode apart, so a learner of whole team episodes would
+    never update (it ran 400 env steps of CartPole with 0 updates): refused, naming dqn."""
+    config = build_config({"preset": "cartpole-vdn", "env": {"name": "CartPole-v1"}, "total_steps": 400, "eval": {"interval": 0},
+                           "qmix": {"batch_size": 2, "buffer_size": 20, "max_episode_length": 500, "mixer": "vdn"}})
+    with pytest.raises(ConfigError, match=r"'agent': qmix and its family learn from whole episodes of a team, and K copies .* train dqn"):
+        build_run(config, tmp_path / "run", verbose=False)
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize(
     "name, message",
     [
