@@ -28,22 +28,16 @@ class TargetEnv(gym.Env):
 gym.register("Target-v0", entry_point=TargetEnv)
 
 
-class ChoicesEnv(gym.Env):
-    """``Choices-v0``: one step of a constant observation per episode, 10 steps an episode;
+class ChoicesEnv(TargetEnv):
+    """``Choices-v0``: ``Target-v0``'s observations and episodes of 10 steps;
     with ``kind="multi"`` actions ``MultiDiscrete([3, 2], start=[1, 0])``, reward 1 for the
     choices (3, 0); with ``kind="start"`` actions ``Discrete(3, start=1)``, reward 1 for 1.
     Out-of-range actions are errors."""
 
     def __init__(self, kind: str = "multi") -> None:
+        super().__init__()
         self.kind = kind
-        self.observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.action_space = spaces.MultiDiscrete([3, 2], start=[1, 0]) if kind == "multi" else spaces.Discrete(3, start=1)
-        self.t = 0
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(2, np.float32), {}
 
     def step(self, action):
         if not self.action_space.contains(np.asarray(action, np.int64) if self.kind == "multi" else int(action)):
