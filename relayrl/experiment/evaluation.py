@@ -69,13 +69,13 @@ class Evaluator:
         assert self.venue is not None, "open a venue first"
         matches = self.matches or self.venue.matches
         if not self.venue.venv.independent_episodes:
-            return self._said(*evaluate(self.venue.factory, self.policies, matches, episodes, self.seed, max_steps=self.max_steps))
+            return self._episodes(self.policies, matches, episodes)
         # Gymnasium copies are kept between evaluations: building MuJoCo models costs more
         # than it does for the other envs, and a reset with the same seeds restarts them alike
         if self.venv is None or self.venv.num_envs != episodes:
             self.close()
             self.venv = make_vector_env(self.venue.factory, episodes)
-        return self._said(*evaluate(self.venue.factory, self.policies, matches, episodes, self.seed, self.venv, self.max_steps))
+        return self._episodes(self.policies, matches, episodes, self.venv)
 
     def against_random(self, episodes: int, group: int) -> tuple[np.ndarray, np.ndarray]:
         """Group ``group``'s greedy rewards, and the same group's acting uniformly at random
@@ -85,10 +85,13 @@ class Evaluator:
         spec = self.venue.venv.groups[group]
         policies = {**self.policies, "random baseline": RandomPolicy(spec, self.seed)}
         matches = replace_group(self.venue.matches, spec.name, "random baseline")
-        return trained, self._said(*evaluate(self.venue.factory, policies, matches, episodes, self.seed, max_steps=self.max_steps))[:, group]
+        return trained, self._episodes(policies, matches, episodes)[:, group]
 
-    def _said(self, returns: np.ndarray, cut: int) -> np.ndarray:
-        """The returns; the first time episodes were cut, a note that says so."""
+    def _episodes(self, policies: dict[str, Policy], matches: list[Match], episodes: int, venv: VectorEnv | None = None) -> np.ndarray:
+        """``evaluate`` from this evaluator's seed, its episodes cut at ``max_steps``; the first
+        time some were cut, a note that says so."""
+        assert self.venue is not None, "open a venue first"
+        returns, cut = evaluate(self.venue.factory, policies, matches, episodes, self.seed, venv, self.max_steps)
         if cut and not self.cut_said:
             self.cut_said = True
             print(f"note: {cut} evaluation episode(s) still ran after eval.max_episode_steps={self.max_steps} steps (does the env set no "

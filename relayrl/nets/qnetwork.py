@@ -75,9 +75,12 @@ class QNetwork(nn.Module):
         """Refuses, before allocating them, layers that training cannot hold in this machine's
         memory: large images through unstrided convolutions make the first hidden layer huge."""
         sizes = [features, *hiddens]
-        head = (sizes[-1] + 1) * head_hidden + (head_hidden + 1) * n_actions
+
+        def stream(outputs: int) -> int:  # a head stream: torso output -> head_hidden -> outputs, with biases
+            return (sizes[-1] + 1) * head_hidden + (head_hidden + 1) * outputs
+
         weights = sum(p.numel() for p in self.convs.parameters()) // n_sets
-        weights += sum((a + 1) * b for a, b in zip(sizes, sizes[1:])) + head + (head - (head_hidden + 1) * (n_actions - 1) if dueling else 0)
+        weights += sum((a + 1) * b for a, b in zip(sizes, sizes[1:])) + stream(n_actions) + (stream(1) if dueling else 0)
         need = TRAINING_COPIES * 4 * n_sets * weights
         available = available_memory()
         if available is None or need <= available:
