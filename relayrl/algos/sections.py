@@ -12,6 +12,23 @@ from relayrl.core.errors import RelayRLWarning
 from relayrl.core.strict import PositiveInt, Strict
 
 
+def with_algo_defaults(
+    section: type[Strict], name: str, data: object, default_algo: str, defaults: dict[str, dict[str, object]], only: dict[str, tuple[str, ...]]
+) -> object:
+    """The section's raw keys over its algorithm's defaults, after refusing a key set away
+    from its default that the algorithm would ignore (``only``: key -> the algorithms that
+    read it), so that a setting never silently does nothing. A run's saved config, which
+    holds every key, passes: the keys its algorithm ignores keep their defaults there."""
+    if not isinstance(data, dict):
+        return data
+    algo = str(data.get("algo", default_algo))
+    for key, algos in only.items():
+        if key in data and algo not in algos and data[key] != section.model_fields[key].default:
+            readers = " and ".join(algos)
+            raise ValueError(f"{name}.{key} is read by {readers} only, not by algo={algo}: remove {name}.{key}, or set {name}.algo to {algos[0]}")
+    return {**defaults.get(algo, {}), **data}
+
+
 class DQNConfig(Strict):
     """DQN-family hyperparameters; defaults are the SUPER paper's Pursuit column (Table 2,
     SPEC §1.1). Step counts are env steps summed over env copies."""
@@ -92,6 +109,11 @@ class ActorCriticConfig(Strict):
     reward_scale: float = Field(1.0, gt=0)
     updates_per_step: int = Field(1, ge=1, description="gradient steps per agent per env step")
     normalize_obs: bool = Field(False, description="running mean/std normalisation of observations (ddpg, Table 2)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _algo_keys(cls, data: object) -> object:
+        return with_algo_defaults(cls, "actor_critic", data, "td3", {}, {key: ("td3",) for key in ("policy_noise", "noise_clip", "policy_delay")})
 
     @model_validator(mode="after")
     def _batch_fits(self) -> "ActorCriticConfig":
@@ -262,10 +284,7 @@ class OnPolicyConfig(Strict):
     @model_validator(mode="before")
     @classmethod
     def _algo_defaults(cls, data: object) -> object:
-        if not isinstance(data, dict):
-            return data
-        defaults = ALGO_DEFAULTS.get(str(data.get("algo", "ppo")), {})
-        return {**defaults, **data}
+        return with_algo_defaults(cls, "on_policy", data, "ppo", ALGO_DEFAULTS, {"seac_coef": ("seac",)})
 
     @model_validator(mode="after")
     def _consistent(self) -> "OnPolicyConfig":
@@ -300,6 +319,13 @@ CENTRALISED_DEFAULTS: dict[str, dict[str, object]] = {
     "maddpg": {},
     "matd3": {"policy_noise": 0.2, "noise_clip": 0.5, "policy_delay": 2},
     "masac": {"critic_lr": 5e-4, "hidden": [256, 256], "initial_alpha": 1.0},
+}
+
+# The keys one kind of centralised learner reads and the others would ignore.
+CENTRALISED_ONLY: dict[str, tuple[str, ...]] = {
+    **{key: ("masac",) for key in ("alpha_lr", "initial_alpha", "auto_alpha", "target_entropy_scale")},
+    **{key: ("matd3",) for key in ("policy_noise", "noise_clip", "policy_delay")},
+    **{key: ("maddpg", "matd3") for key in ("exploration_noise", "gumbel_temperature", "logits_penalty")},
 }
 
 
@@ -343,9 +369,7 @@ class CentralisedConfig(Strict):
     @model_validator(mode="before")
     @classmethod
     def _algo_defaults(cls, data: object) -> object:
-        if not isinstance(data, dict):
-            return data
-        return {**CENTRALISED_DEFAULTS.get(str(data.get("algo", "maddpg")), {}), **data}
+        return with_algo_defaults(cls, "centralised", data, "maddpg", CENTRALISED_DEFAULTS, CENTRALISED_ONLY)
 
     @model_validator(mode="after")
     def _batch_fits(self) -> "CentralisedConfig":
