@@ -28,7 +28,7 @@ from relayrl.core.specs import GroupSpec
 from relayrl.core.strict import Strict
 from relayrl.envs.one_game import OneGameParallelEnv
 from relayrl.envs.particle_games import Landmarks, ParticleGames, ParticleSection
-from relayrl.envs.particles import action_force
+from relayrl.envs.particles import action_force, confine
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 
 
@@ -44,6 +44,7 @@ class NavigationSettings(Strict):
     collide: bool = Field(True, description="agents push each other apart (never a penalty)")
     continuous_actions: bool = True
     joint_agent: bool = Field(False, description="one agent drives every entity: the entities' observations side by side, their forces as one action")
+    walls: bool = Field(False, description="agents stay in [-1, 1]^2, where the targets are: positions clipped to it and velocity across a wall stopped (MPE has no walls)")
 
     @model_validator(mode="after")
     def _joint_forces(self) -> "NavigationSettings":
@@ -78,6 +79,11 @@ class NavigationVectorEnv(ParticleGames):
             ),
         )
         super().__init__(num_envs, groups, np.full(n, s.agent_size), s.collide, s.max_cycles, s.model_dump(), Landmarks(n))
+
+    def advance(self, force: np.ndarray) -> None:
+        super().advance(force)
+        if self.s.walls:
+            confine(self.bodies, 1.0)
 
     def occupied(self) -> np.ndarray:
         """``[E, N]``: whether some agent's centre is within the radius of each target."""

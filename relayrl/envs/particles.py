@@ -46,9 +46,12 @@ def contact_forces(pos: np.ndarray, size: np.ndarray, collide: np.ndarray) -> np
     k = CONTACT_MARGIN
     penetration = np.logaddexp(0.0, -(dist - reach) / k) * k
     pairs = collide[:, None] & collide[None, :] & ~np.eye(len(size), dtype=bool)
-    with np.errstate(invalid="ignore", divide="ignore"):  # a body against itself: masked out
+    # a body against itself, or two at one point (walls can pin them in a corner), has no
+    # direction to push: no force, where mpe2 would give nan
+    pushed = pairs[None] & (dist > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
         force = CONTACT_FORCE * delta / dist[..., None] * penetration[..., None]
-    return np.where(pairs[None, :, :, None], force, 0.0).sum(2)
+    return np.where(pushed[..., None], force, 0.0).sum(2)
 
 
 def integrate(bodies: Bodies, force: np.ndarray, max_speed: np.ndarray | None = None) -> None:
@@ -65,6 +68,15 @@ def integrate(bodies: Bodies, force: np.ndarray, max_speed: np.ndarray | None = 
             with np.errstate(invalid="ignore", divide="ignore"):  # speed 0 is never over
                 capped = bodies.vel / speed[..., None] * max_speed[:, None]
             bodies.vel = np.where(over[..., None], capped, bodies.vel)
+
+
+def confine(bodies: Bodies, bound: float) -> None:
+    """Keeps every body in ``[-bound, bound]^2`` in place: a position past a wall is put on
+    it, and a body on a wall keeps no velocity into it (MPE has no walls; the AI Arena's
+    public navigation env clips positions to its square)."""
+    np.clip(bodies.pos, -bound, bound, out=bodies.pos)
+    into_wall = (np.abs(bodies.pos) >= bound) & (bodies.vel * bodies.pos > 0)
+    bodies.vel[into_wall] = 0.0
 
 
 def action_force(actions: np.ndarray, continuous: bool) -> np.ndarray:

@@ -40,6 +40,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "eval.policies": {},
     "eval.match": [],
     "eval.max_episode_steps": 27_000,
+    "env.settings.walls": False,
     "qmix.storage": "episodes",
     "qmix.bootstrap": "own",
     "relay": None,

@@ -118,3 +118,27 @@ def test_a_joint_agent_drives_every_entity_with_one_action():
     parallel_api_test(NavigationParallelEnv(max_cycles=30, joint_agent=True), num_cycles=40)
     with pytest.raises(ValueError, match="continuous_actions=true"):
         NavigationVectorEnv(1, joint_agent=True, continuous_actions=False)
+
+
+def test_walls_keep_agents_in_the_square_of_the_targets_and_stop_them_there():
+    """``walls``: agents pushed outward for a whole episode end on the wall, at rest across
+    it; without walls (MPE's physics) they leave the square. Agents that collide stay in it
+    too, pinned together in a corner without a nan. The PettingZoo face steps the same
+    physics."""
+    walled, open_plane = (NavigationVectorEnv(4, walls=walls, collide=False, max_cycles=100) for walls in (True, False))
+    crowded = NavigationVectorEnv(4, walls=True, max_cycles=100)
+    for env in (walled, open_plane, crowded):
+        env.reset(1)
+    outward = np.tile(np.array([1.0, -1.0], np.float32), (4, 3, 1))
+    for _ in range(50):
+        for env in (walled, open_plane, crowded):
+            env.step([outward])
+    np.testing.assert_array_equal(walled.bodies.pos, np.tile([[[1.0, -1.0]]], (4, 3, 1)))
+    np.testing.assert_array_equal(walled.bodies.vel, 0.0)
+    assert (np.abs(open_plane.bodies.pos) > 5).all()
+    assert np.isfinite(crowded.bodies.pos).all() and (np.abs(crowded.bodies.pos) <= 1).all()
+    face = NavigationParallelEnv(walls=True, collide=False, max_cycles=100)
+    face.reset(seed=1)
+    for _ in range(50):
+        face.step({a: np.array([-1.0, 1.0], np.float32) for a in face.agents})
+    np.testing.assert_array_equal(face.game.bodies.pos, np.tile([[[-1.0, 1.0]]], (1, 3, 1)))
