@@ -16,6 +16,10 @@ agent's centre is within 0.1 of it (simple_spread's occupancy radius). Actions: 
 Each agent observes, as simple_spread without its (silent) communication: its velocity, its
 position, the targets' positions relative to it and the other agents' relative positions.
 The global state: every agent's position and velocity and the targets' positions.
+
+Two settings take what the authors' public navigation env (``CoverEnv`` in the AI Arena's
+examples) has and MPE has not: ``walls`` keep the agents in the square of the targets, and
+``observe_occupied`` adds a flag per target, whether it is occupied, to each observation.
 """
 
 from typing import Any, Literal
@@ -44,6 +48,7 @@ class NavigationSettings(Strict):
     collide: bool = Field(True, description="agents push each other apart (never a penalty)")
     continuous_actions: bool = True
     joint_agent: bool = Field(False, description="one agent drives every entity: the entities' observations side by side, their forces as one action")
+    observe_occupied: bool = Field(False, description="each agent also sees which targets are occupied (one flag per target), as the AI Arena's public env shows them")
     walls: bool = Field(False, description="agents stay in [-1, 1]^2, where the targets are: positions clipped to it and velocity across a wall stopped (MPE has no walls)")
 
     @model_validator(mode="after")
@@ -64,7 +69,7 @@ class NavigationVectorEnv(ParticleGames):
         s = NavigationSettings(**settings)
         self.s = s
         n = s.n_agents
-        self.obs_size = 4 + 2 * n + 2 * (n - 1)
+        self.obs_size = 4 + 2 * n + 2 * (n - 1) + (n if s.observe_occupied else 0)
         self.state_size = 6 * n
         continuous = s.continuous_actions
         # the agents the learners see: the entities, or one agent for all of them (joint_agent)
@@ -91,7 +96,10 @@ class NavigationVectorEnv(ParticleGames):
 
     def observe(self) -> list[np.ndarray]:
         landmarks, others = self.relative()
-        obs = np.concatenate((self.bodies.vel, self.bodies.pos, landmarks, others), axis=-1).astype(np.float32)
+        parts = [self.bodies.vel, self.bodies.pos, landmarks, others]
+        if self.s.observe_occupied:
+            parts.append(np.broadcast_to(self.occupied()[:, None, :], (self.num_envs, self.N, self.N)))
+        obs = np.concatenate(parts, axis=-1).astype(np.float32)
         return [obs.reshape(self.num_envs, self.agents, -1)]
 
     def state(self) -> np.ndarray:

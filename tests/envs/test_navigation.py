@@ -142,3 +142,16 @@ def test_walls_keep_agents_in_the_square_of_the_targets_and_stop_them_there():
     for _ in range(50):
         face.step({a: np.array([-1.0, 1.0], np.float32) for a in face.agents})
     np.testing.assert_array_equal(face.game.bodies.pos, np.tile([[[-1.0, 1.0]]], (1, 3, 1)))
+
+
+def test_observe_occupied_adds_each_targets_flag_to_every_observation():
+    plain, flagged = NavigationVectorEnv(2), NavigationVectorEnv(2, observe_occupied=True)
+    plain.reset(3), flagged.reset(3)
+    flagged.targets[0, 1] = flagged.bodies.pos[0, 2]  # agent 2 of game 0 sits on target 1
+    plain.targets[0, 1] = plain.bodies.pos[0, 2]
+    (seen,) = flagged.observe()
+    assert seen.shape == (2, 3, 14 + 3)
+    np.testing.assert_array_equal(seen[..., :14], plain.observe()[0])
+    np.testing.assert_array_equal(seen[..., 14:], np.broadcast_to(flagged.occupied()[:, None, :], (2, 3, 3)))
+    assert seen[0, :, 15].all()
+    parallel_api_test(NavigationParallelEnv(max_cycles=30, observe_occupied=True), num_cycles=40)
