@@ -66,9 +66,9 @@ def test_a_bad_config_fails_before_training_and_creates_nothing(tmp_path, capsys
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this torch has CUDA")
 @pytest.mark.parametrize(("section", "setting", "expected"), [
-    ({"algo": "matd3"}, {"initial_alpha": 0.05}, "centralised.initial_alpha is read by masac only, not by algo=matd3"),
-    ({"algo": "masac"}, {"policy_delay": 3}, "centralised.policy_delay is read by matd3 only, not by algo=masac"),
-    ({"algo": "masac"}, {"exploration_noise": 0.3}, "centralised.exploration_noise is read by maddpg and matd3 only"),
+    ({"algo": "matd3"}, {"initial_alpha": 0.05}, "centralised: initial_alpha is read by masac only, not by algo=matd3"),
+    ({"algo": "masac"}, {"policy_delay": 3}, "centralised: policy_delay is read by matd3 only, not by algo=masac"),
+    ({"algo": "masac"}, {"exploration_noise": 0.3}, "centralised: exploration_noise is read by maddpg and matd3 only"),
 ])
 def test_a_key_the_algorithm_ignores_is_refused_and_a_saved_config_still_loads(section, setting, expected):
     base = {"env": {"name": "simple-spread", "settings": {"continuous_actions": True}}, "total_steps": 1000}
@@ -80,9 +80,9 @@ def test_a_key_the_algorithm_ignores_is_refused_and_a_saved_config_still_loads(s
 
 
 def test_on_policy_and_td3_keys_of_other_algorithms_are_refused():
-    with pytest.raises(ConfigError, match="on_policy.seac_coef is read by seac only, not by algo=ppo"):
+    with pytest.raises(ConfigError, match="on_policy: seac_coef is read by seac only, not by algo=ppo"):
         build_config({"env": {"name": "simple-spread"}, "on_policy": {"algo": "ppo", "seac_coef": 0.5}})
-    with pytest.raises(ConfigError, match="actor_critic.policy_delay is read by td3 only, not by algo=ddpg"):
+    with pytest.raises(ConfigError, match="actor_critic: policy_delay is read by td3 only, not by algo=ddpg"):
         build_config({"env": {"name": "simple-spread", "settings": {"continuous_actions": True}}, "actor_critic": {"algo": "ddpg", "policy_delay": 4}})
 
 

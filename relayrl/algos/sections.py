@@ -25,7 +25,7 @@ def with_algo_defaults(
     for key, algos in only.items():
         if key in data and algo not in algos and data[key] != section.model_fields[key].default:
             readers = " and ".join(algos)
-            raise ValueError(f"{name}.{key} is read by {readers} only, not by algo={algo}: remove {name}.{key}, or set {name}.algo to {algos[0]}")
+            raise ValueError(f"{key} is read by {readers} only, not by algo={algo}: remove {name}.{key}, or set {name}.algo to {algos[0]}")
     return {**defaults.get(algo, {}), **data}
 
 
