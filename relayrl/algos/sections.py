@@ -29,6 +29,12 @@ def with_algo_defaults(
     return {**defaults.get(algo, {}), **data}
 
 
+# The keys one kind of learner of a section reads and the others would ignore (each
+# section's ``with_algo_defaults``; the centralised one is CENTRALISED_ONLY).
+TD3_ONLY: dict[str, tuple[str, ...]] = {key: ("td3",) for key in ("policy_noise", "noise_clip", "policy_delay")}
+SEAC_ONLY: dict[str, tuple[str, ...]] = {"seac_coef": ("seac",)}
+
+
 class DQNConfig(Strict):
     """DQN-family hyperparameters; defaults are the SUPER paper's Pursuit column (Table 2,
     SPEC §1.1). Step counts are env steps summed over env copies."""
@@ -113,7 +119,7 @@ class ActorCriticConfig(Strict):
     @model_validator(mode="before")
     @classmethod
     def _algo_keys(cls, data: object) -> object:
-        return with_algo_defaults(cls, "actor_critic", data, "td3", {}, {key: ("td3",) for key in ("policy_noise", "noise_clip", "policy_delay")})
+        return with_algo_defaults(cls, "actor_critic", data, "td3", {}, TD3_ONLY)
 
     @model_validator(mode="after")
     def _batch_fits(self) -> "ActorCriticConfig":
@@ -284,7 +290,7 @@ class OnPolicyConfig(Strict):
     @model_validator(mode="before")
     @classmethod
     def _algo_defaults(cls, data: object) -> object:
-        return with_algo_defaults(cls, "on_policy", data, "ppo", ALGO_DEFAULTS, {"seac_coef": ("seac",)})
+        return with_algo_defaults(cls, "on_policy", data, "ppo", ALGO_DEFAULTS, SEAC_ONLY)
 
     @model_validator(mode="after")
     def _consistent(self) -> "OnPolicyConfig":
