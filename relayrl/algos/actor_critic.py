@@ -43,7 +43,8 @@ class StackedMLP(nn.Module):
 
     def __init__(self, n_sets: int, sizes: Sequence[int]) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(StackedLinear(n_sets, a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+        last = len(sizes) - 2
+        self.layers = nn.ModuleList(StackedLinear(n_sets, a, b, inner=i < last) for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for i, layer in enumerate(self.layers):

@@ -7,7 +7,8 @@ Per fragment (``step``, SPEC §1.1): every learner observes its policy's fragmen
 exchanges between learners move what they share (DASE's shared replay fills), every
 learner takes the updates it earned, and the SUPER relay between learners delivers what
 each selected. The learners here are the policies' own (``home``): what acts, what
-schemes and hooks change, what checkpoints hold.
+schemes and hooks change, what checkpoints hold. Learners update with their networks' inner
+products in the run's ``precision`` (``relayrl.nets.precision``).
 """
 
 from collections.abc import Iterator, Mapping
@@ -16,15 +17,17 @@ from typing import Any
 import numpy as np
 
 from relayrl.algos.algorithm import Learner
+from relayrl.nets.precision import Precision, inner_products
 from relayrl.sharing.exchange import Exchange
 
 
 class LearnerPool(Mapping[str, Learner]):
     """Learners by policy id, learning here, and the exchanges between them."""
 
-    def __init__(self, learners: dict[str, Learner], exchanges: list[Exchange]) -> None:
+    def __init__(self, learners: dict[str, Learner], exchanges: list[Exchange], precision: Precision = "float32") -> None:
         self.home = learners
         self.exchanges = exchanges
+        self.precision = precision
         for exchange in exchanges:
             exchange.connect(learners)
 
@@ -43,8 +46,9 @@ class LearnerPool(Mapping[str, Learner]):
         agent_steps = sum(self.home[pid].observe(fragments[pid]) for pid in self.home if pid in fragments)
         for exchange in self.exchanges:
             exchange.before_learn(self.home)
-        for learner in self.home.values():
-            learner.learn(env_steps)
+        with inner_products(self.precision):
+            for learner in self.home.values():
+                learner.learn(env_steps)
         for exchange in self.exchanges:
             exchange.after_learn(self.home)
         return agent_steps

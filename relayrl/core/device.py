@@ -41,3 +41,19 @@ def configure_threads(num_threads: int) -> None:
 
     if num_threads > 0 and torch.get_num_threads() != num_threads:
         torch.set_num_threads(num_threads)
+
+
+def bfloat16_native(device: "torch.device") -> bool | None:
+    """Whether ``device`` multiplies bfloat16 in hardware: a GPU of compute capability 8.0
+    or more, a CPU with AVX512-BF16 or AMX (Linux's ``/proc/cpuinfo`` flags); None where
+    this cannot be read."""
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            flags = next((line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")), None)
+    except OSError:
+        return None
+    return None if flags is None else bool({"avx512_bf16", "amx_bf16"} & set(flags))

@@ -10,6 +10,7 @@ the CPUs the run's actors reserve.
 
 import math
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,9 +27,9 @@ from relayrl.arena.policy import LearningPolicy, Policy, PolicyBuild
 from relayrl.arena.policy_config import POLICY_KINDS, PolicyConfig
 from relayrl.arena.round import RoundSchedule
 from relayrl.arena.schemes import SCHEMES
-from relayrl.core.device import configure_threads, resolve_device
+from relayrl.core.device import bfloat16_native, configure_threads, resolve_device
 from relayrl.core.memory import keep_freed_memory
-from relayrl.core.errors import CheckpointError, ConfigError, RelayRLError
+from relayrl.core.errors import CheckpointError, ConfigError, RelayRLError, RelayRLWarning
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.resources import available_memory, human_bytes, physical_memory
 from relayrl.core.seeding import derive_seeds
@@ -285,6 +286,13 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
     if config.keep_freed_memory:
         keep_freed_memory()
     device = resolve_device(config.device)
+    if config.precision == "bfloat16" and bfloat16_native(device) is False:
+        warnings.warn(
+            f"precision=bfloat16 on {device}, which has no bfloat16 instructions (a CPU needs AVX512-BF16 or AMX, a GPU compute "
+            "capability 8.0): its products are emulated and run slower than float32 there; set precision=float32",
+            RelayRLWarning,
+            stacklevel=2,
+        )
     timer = SectionTimer()  # enabled by relayrl bench's loop profile
     venues = Venues(config, factories.env)
     first = venues(0)
@@ -363,7 +371,7 @@ def _backend(
     ``backend.learners=actors``) learner actors, with the CPUs they reserve."""
     b = config.backend
     if b.kind == "local":
-        return LocalCollector(policies, timer), LearnerPool(learners, found)
+        return LocalCollector(policies, timer), LearnerPool(learners, found, config.precision)
     if factories.env is not None:
         raise ConfigError("backend ray builds each runner's env copies by env.name: give the env by name, not as an env_factory")
     from relayrl.arena.ray.collect import RayCollector
@@ -381,8 +389,8 @@ def _backend(
         )
     collector = RayCollector(policies, b.runners, b.address, b.runner_cpus, config.seed)
     if actors:
-        return collector, RayLearnerPool(learners, found, builds, ray, b.learner_cpus, config.torch_threads, config.keep_freed_memory)
-    return collector, LearnerPool(learners, found)
+        return collector, RayLearnerPool(learners, found, builds, ray, b.learner_cpus, config.torch_threads, config.keep_freed_memory, config.precision)
+    return collector, LearnerPool(learners, found, config.precision)
 
 
 def _check_budget(config: RunConfig, n_steps: int, num_envs: int) -> None:

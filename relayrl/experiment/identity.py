@@ -71,6 +71,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "eval.policies.*.on_policy.minibatch_unit": "agent",
     "tournament": None,
     "selfplay": None,
+    "precision": "float32",
     "backend": {"kind": "local", "runners": 1, "address": None, "runner_cpus": 1.0, "fragment_steps": None},
 }
 

@@ -24,7 +24,7 @@ class StackedGRUCell(nn.Module):
     def __init__(self, n_sets: int, input_size: int, hidden_size: int) -> None:
         super().__init__()
         self.hidden_size = hidden_size
-        self.inputs = StackedLinear(n_sets, input_size, 3 * hidden_size)
+        self.inputs = StackedLinear(n_sets, input_size, 3 * hidden_size, inner=True)
         self.hidden = StackedLinear(n_sets, hidden_size, 3 * hidden_size)
 
     def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
@@ -204,7 +204,7 @@ class RecurrentQNetwork(nn.Module):
     def __init__(self, n_sets: int, input_size: int, n_actions: int, hidden_size: int = 64) -> None:
         super().__init__()
         self.hidden_size = hidden_size
-        self.encoder = StackedLinear(n_sets, input_size, hidden_size)
+        self.encoder = StackedLinear(n_sets, input_size, hidden_size, inner=True)
         self.cell = StackedGRUCell(n_sets, hidden_size, hidden_size)
         self.head = StackedLinear(n_sets, hidden_size, n_actions)
 

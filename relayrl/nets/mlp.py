@@ -35,7 +35,7 @@ class AgentNet(nn.Module):
         layers: list[nn.Module] = []
         width = in_features
         for size in hidden:
-            layers += [orthogonal_(StackedLinear(n_sets, width, size), HIDDEN_GAIN), ACTIVATIONS[activation]()]
+            layers += [orthogonal_(StackedLinear(n_sets, width, size, inner=True), HIDDEN_GAIN), ACTIVATIONS[activation]()]
             width = size
         self.body = nn.Sequential(*layers)
         self.cell = StackedGRUCell(n_sets, width, width) if recurrent else None

@@ -16,11 +16,23 @@ from torch import nn
 
 from relayrl.nets.mlp import HIDDEN_GAIN, orthogonal_
 from relayrl.nets.observations import network_input
+from relayrl.nets.precision import bfloat16, lowered
 from relayrl.nets.stacked import StackedLinear, sets_to_groups
 
 # (filters, kernel, stride) of each convolution, and the width of the layer after them
 NATURE_LAYERS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
 NATURE_WIDTH = 512
+
+
+class InnerConv2d(nn.Conv2d):
+    """A convolution that computes in bfloat16 where the run's ``precision`` says so
+    (``relayrl.nets.precision``)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if lowered():
+            assert self.bias is not None
+            return self._conv_forward(*bfloat16(x, self.weight, self.bias)).float()
+        return super().forward(x)
 
 
 def conv_output(size: int, layers: tuple[tuple[int, int, int], ...] = NATURE_LAYERS) -> int:
@@ -43,7 +55,7 @@ class NatureTorso(nn.Module):
         self.n_sets, self.obs_shape, self.pixels = n_sets, tuple(obs_shape), pixels
         convs = []
         for filters, kernel, stride in NATURE_LAYERS:
-            conv = nn.Conv2d(n_sets * channels, n_sets * filters, kernel, stride, groups=n_sets)
+            conv = InnerConv2d(n_sets * channels, n_sets * filters, kernel, stride, groups=n_sets)
             with torch.no_grad():
                 for block in conv.weight.view(n_sets, filters, -1):  # each set's own orthogonal filters
                     nn.init.orthogonal_(block, HIDDEN_GAIN)
@@ -52,7 +64,7 @@ class NatureTorso(nn.Module):
             channels = filters
         self.convs = nn.ModuleList(convs)
         flat = channels * conv_output(height) * conv_output(width)
-        self.linear = orthogonal_(StackedLinear(n_sets, flat, NATURE_WIDTH), HIDDEN_GAIN)
+        self.linear = orthogonal_(StackedLinear(n_sets, flat, NATURE_WIDTH, inner=True), HIDDEN_GAIN)
         self.out_features = NATURE_WIDTH
 
     def forward(self, screens: torch.Tensor) -> torch.Tensor:

@@ -58,13 +58,13 @@ class QNetwork(nn.Module):
         self._check_fits(n_sets, features, hiddens, head_hidden, n_actions, dueling, kernel_size)
         self.fcs = nn.ModuleList()
         for i, width_out in enumerate(hiddens):
-            self.fcs.append(StackedLinear(n_sets, features, width_out))
+            self.fcs.append(StackedLinear(n_sets, features, width_out, inner=True))
             features = width_out
         self.advantage = nn.Sequential(
-            StackedLinear(n_sets, features, head_hidden), nn.ReLU(), StackedLinear(n_sets, head_hidden, n_actions)
+            StackedLinear(n_sets, features, head_hidden, inner=True), nn.ReLU(), StackedLinear(n_sets, head_hidden, n_actions)
         )
         self.value = (
-            nn.Sequential(StackedLinear(n_sets, features, head_hidden), nn.ReLU(), StackedLinear(n_sets, head_hidden, 1))
+            nn.Sequential(StackedLinear(n_sets, features, head_hidden, inner=True), nn.ReLU(), StackedLinear(n_sets, head_hidden, 1))
             if dueling
             else None
         )

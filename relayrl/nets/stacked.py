@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from relayrl.nets.precision import bfloat16, lowered
+
 
 def _uniform_(tensor: torch.Tensor, fan_in: int) -> None:
     bound = 1.0 / math.sqrt(fan_in)
@@ -18,16 +20,21 @@ def _uniform_(tensor: torch.Tensor, fan_in: int) -> None:
 
 
 class StackedLinear(nn.Module):
-    """y[p] = x[p] @ W[p] + b[p]; ``W`` is ``[P, in, out]``."""
+    """y[p] = x[p] @ W[p] + b[p]; ``W`` is ``[P, in, out]``. An ``inner`` layer (not a
+    network's output) computes in bfloat16 where the run's ``precision`` says so
+    (``relayrl.nets.precision``)."""
 
-    def __init__(self, n_sets: int, in_features: int, out_features: int) -> None:
+    def __init__(self, n_sets: int, in_features: int, out_features: int, inner: bool = False) -> None:
         super().__init__()
+        self.inner = inner
         self.weight = nn.Parameter(torch.empty(n_sets, in_features, out_features))
         self.bias = nn.Parameter(torch.empty(n_sets, 1, out_features))
         _uniform_(self.weight, in_features)
         _uniform_(self.bias, in_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.inner and lowered():
+            return torch.baddbmm(*bfloat16(self.bias, x, self.weight)).float()
         return torch.baddbmm(self.bias, x, self.weight)
 
 
@@ -47,7 +54,8 @@ def groups_to_sets(y: torch.Tensor, n_sets: int) -> torch.Tensor:
 
 class StackedConv2d(nn.Module):
     """Stride-1, unpadded k x k convolution of P parameter sets on ``[B, P * C_in, H, W]``
-    (``sets_to_groups``), as one grouped ``conv2d`` in the channels-last memory format.
+    (``sets_to_groups``), as one grouped ``conv2d`` in the channels-last memory format; an
+    inner layer (``relayrl.nets.precision``).
 
     ``W`` is kept as ``[P, k*k*C_in, C_out]`` with rows ordered (di, dj, c): set p's kernel is
     read as an im2col matrix. One grouped convolution per layer replaced a batched matmul
@@ -69,7 +77,10 @@ class StackedConv2d(nn.Module):
         p, k, c_in, c_out = self.n_sets, self.kernel_size, self.in_channels, self.out_channels
         # [P, (di, dj, c), o] -> [P * o, c, di, dj], stored channels-last as x is
         kernel = self.weight.view(p, k, k, c_in, c_out).permute(0, 4, 1, 2, 3).reshape(p * c_out, k, k, c_in)
-        return F.conv2d(x, kernel.permute(0, 3, 1, 2), self.bias.reshape(p * c_out), groups=p)
+        weight, bias = kernel.permute(0, 3, 1, 2), self.bias.reshape(p * c_out)
+        if lowered():
+            return F.conv2d(*bfloat16(x, weight, bias), groups=p).float()
+        return F.conv2d(x, weight, bias, groups=p)
 
 
 def clip_grad_norm_per_set(parameters: list[nn.Parameter], n_sets: int, max_norm: float) -> torch.Tensor:

@@ -41,6 +41,7 @@ from relayrl.arena.ray.runners import STARTUP_S
 from relayrl.core.device import configure_threads
 from relayrl.core.errors import ConfigError
 from relayrl.core.memory import keep_freed_memory
+from relayrl.nets.precision import Precision, inner_products
 from relayrl.replay import ReplayPlan
 from relayrl.replay.shared import SharedReplay
 
@@ -96,13 +97,16 @@ class LearnerActor:
     with ``state``. States travel pickled both ways: the arrays Ray hands over as they are
     are read-only views of its object store, and a learner writes into its buffers."""
 
-    def __init__(self, build: PolicyBuild, state: bytes, threads: int, keep_memory: bool, exports: bool, first_agent: int | None) -> None:
-        """``keep_memory``: the run's ``keep_freed_memory``; ``exports``: it relays to other
+    def __init__(
+        self, build: PolicyBuild, state: bytes, threads: int, keep_memory: bool, precision: Precision, exports: bool, first_agent: int | None
+    ) -> None:
+        """``keep_memory``, ``precision``: the run's settings; ``exports``: it relays to other
         learners; ``first_agent``: its agents' first tag in the replay it shares, where it
         shares one."""
         configure_threads(threads)
         if keep_memory:
             keep_freed_memory()
+        self.precision = precision
         policy = POLICY_KINDS[build.config.kind](build)
         assert isinstance(policy, LearningPolicy)
         self.learner = policy.learner
@@ -133,7 +137,8 @@ class LearnerActor:
             size, actor = replay
             self.learner.shared_size(size)
             self.learner.shared_source(RemoteRows(actor))
-        self.learner.learn(env_steps)
+        with inner_products(self.precision):
+            self.learner.learn(env_steps)
         box, sent = self.learner.outgoing() if self.learner.exports else (None, 0)
         return (self.learner.updates, self.learner.policy_state(), sent), box
 
@@ -204,8 +209,9 @@ class RemoteLearner(HomedActor):
     ``outgoing``, ``incoming``, the shared replay's); ``home`` is the driver's copy, which
     acts (through its policy) and is what the actor starts and restarts from."""
 
-    def __init__(self, home: Learner, build: PolicyBuild, ray: Any, actor_class: Any, threads: int, keep_memory: bool) -> None:
-        self.home, self.build, self.ray, self.actor_class, self.threads, self.keep_memory = home, build, ray, actor_class, threads, keep_memory
+    def __init__(self, home: Learner, build: PolicyBuild, ray: Any, actor_class: Any, threads: int, keep_memory: bool, precision: Precision) -> None:
+        self.home, self.build, self.ray, self.actor_class = home, build, ray, actor_class
+        self.threads, self.keep_memory, self.precision = threads, keep_memory, precision
         self.name = home.name
         self.bytes_per_transition = home.bytes_per_transition
         self.exports = False  # set by the relay between learners (``export_relay``)
@@ -239,7 +245,7 @@ class RemoteLearner(HomedActor):
 
     def _launch(self) -> Any:
         state = pickle.dumps(self.home.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
-        return self.actor_class.remote(self.build, state, self.threads, self.keep_memory, self.exports, self.first_agent)
+        return self.actor_class.remote(self.build, state, self.threads, self.keep_memory, self.precision, self.exports, self.first_agent)
 
     def _restart(self, error: Exception) -> None:
         """A new actor from the home copy; the episodes in flight at its checkpoint end there

@@ -17,6 +17,7 @@ from relayrl.algos.algorithm import Learner
 from relayrl.arena.learning import LearnerPool
 from relayrl.arena.policy import PolicyBuild
 from relayrl.arena.ray.learners import LearnerActor, RemoteLearner, RemoteSharedReplay, wait_started
+from relayrl.nets.precision import Precision
 from relayrl.sharing.exchange import Exchange, SharedReplayBetween
 
 
@@ -25,9 +26,10 @@ class RayLearnerPool(LearnerPool):
     learners share, where they share one), each reserving ``learner_cpus``."""
 
     def __init__(
-        self, learners: dict[str, Learner], exchanges: list[Exchange], builds: dict[str, PolicyBuild], ray: Any, learner_cpus: float, threads: int, keep_memory: bool
+        self, learners: dict[str, Learner], exchanges: list[Exchange], builds: dict[str, PolicyBuild], ray: Any, learner_cpus: float, threads: int, keep_memory: bool,
+        precision: Precision,
     ) -> None:
-        super().__init__(learners, exchanges)
+        super().__init__(learners, exchanges, precision)
         self.builds, self.ray, self.learner_cpus, self.threads, self.keep_memory = builds, ray, learner_cpus, threads, keep_memory
         self.remote: dict[str, RemoteLearner] = {}  # while actors run
         self.shared_replay: RemoteSharedReplay | None = None
@@ -35,7 +37,7 @@ class RayLearnerPool(LearnerPool):
 
     def _start(self) -> None:
         actor_class = self.ray.remote(num_cpus=self.learner_cpus)(LearnerActor)
-        self.remote = {pid: RemoteLearner(learner, self.builds[pid], self.ray, actor_class, self.threads, self.keep_memory) for pid, learner in self.home.items()}
+        self.remote = {pid: RemoteLearner(learner, self.builds[pid], self.ray, actor_class, self.threads, self.keep_memory, self.precision) for pid, learner in self.home.items()}
         try:
             for exchange in self.exchanges:
                 exchange.connect(self.remote)

@@ -1,0 +1,47 @@
+"""The run setting ``precision``: the dtype of the products of the networks' inner layers
+during updates.
+
+``bfloat16`` runs the matrix products and convolutions of every inner layer (convolutions,
+hidden layers, a GRU's input projection) in bfloat16 while learners update: their inputs
+and weights are rounded to bfloat16, the products accumulate in float32 inside the kernel
+and come back as float32. Everything else stays float32: the weights themselves (the
+optimiser updates float32 copies), every network's output layer (Q-values and returns of
+100 would round to 0.5 in bfloat16), activations between layers, mixers, recurrences,
+targets and losses. Acting and evaluation compute in float32. This is the mixed precision
+of Micikevicius et al. 2018 with bfloat16 (Kalamkar et al. 2019), which needs no loss
+scaling; on CPUs with AVX512-BF16 or AMX (and GPUs from compute capability 8.0) the products
+run 2-3x faster (docs/results/bfloat16.md). ``float32`` (the default) changes nothing.
+
+The setting holds in the thread that entered ``inner_products`` only, so acting in another
+thread keeps float32.
+"""
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Literal
+
+import torch
+
+Precision = Literal["float32", "bfloat16"]
+_state = threading.local()
+
+
+@contextmanager
+def inner_products(precision: Precision) -> Iterator[None]:
+    """Inner layers' products in ``precision`` within the block (this thread)."""
+    before = getattr(_state, "low", False)
+    _state.low = precision == "bfloat16"
+    try:
+        yield
+    finally:
+        _state.low = before
+
+
+def lowered() -> bool:
+    """Whether inner layers compute their products in bfloat16 here and now."""
+    return getattr(_state, "low", False)
+
+
+def bfloat16(*tensors: torch.Tensor) -> list[torch.Tensor]:
+    return [t.to(torch.bfloat16) for t in tensors]
