@@ -33,7 +33,7 @@ class StackedGRUCell(nn.Module):
     def step(self, projected: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """One step from the input's projection ``inputs(x)`` (computed for many steps at once
         by ``RecurrentQNetwork.unroll``)."""
-        xr, xz, xn = projected.chunk(3, dim=-1)
+        xr, xz, xn = projected.float().chunk(3, dim=-1)
         hr, hz, hn = self.hidden(h).chunk(3, dim=-1)
         r = torch.sigmoid(xr + hr)
         z = torch.sigmoid(xz + hz)
@@ -45,7 +45,7 @@ class StackedGRUCell(nn.Module):
         H]`` -> the hidden state after each step ``[P, T, B, H]`` (``GRUSequence``).
         ``keep [P, T, B]`` (bool) zeroes the hidden state of the rows it leaves out before
         that step (an episode's first step)."""
-        time_major = projected.transpose(0, 1).contiguous()
+        time_major = projected.float().transpose(0, 1).contiguous()
         flag = None if keep is None else keep.transpose(0, 1).unsqueeze(-1)
         return GRUSequence.apply(time_major, h, self.hidden.weight, self.hidden.bias, flag).transpose(0, 1)
 
@@ -187,6 +187,7 @@ def fused_unroll(cell: StackedGRUCell, x: torch.Tensor, h: torch.Tensor) -> torc
     [T, B, in]`` from ``h [B, H]`` -> the hidden state after each step ``[T, B, H]``. On the
     CPU with relayrl's C++ loops, ``FusedOrderGRU`` computes the same values and gradients
     (QMIX's update 1.12-1.20x: docs/results/benchmarks_marl.md)."""
+    x = x.float()  # the recurrence computes in float32 (``relayrl.nets.precision``)
     if _native(x) is not None:
         projected = F.linear(x, cell.inputs.weight[0].T, cell.inputs.bias[0, 0])  # the call torch's GRU makes for its input projection
         return FusedOrderGRU.apply(projected, h, cell.hidden.weight[0], cell.hidden.bias[0, 0])

@@ -31,7 +31,7 @@ class InnerConv2d(nn.Conv2d):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if lowered():
             assert self.bias is not None
-            return self._conv_forward(*bfloat16(x, self.weight, self.bias)).float()
+            return self._conv_forward(*bfloat16(x, self.weight, self.bias))
         return super().forward(x)
 
 
@@ -77,4 +77,4 @@ class NatureTorso(nn.Module):
         for conv in self.convs:
             x = conv(x).relu_()  # in place: a convolution's backward needs its input, not its output
         flat = x.reshape(rows, p, -1).transpose(0, 1)
-        return torch.relu(self.linear(flat)).reshape(p, *lead, -1)
+        return torch.relu(self.linear(flat)).float().reshape(p, *lead, -1)

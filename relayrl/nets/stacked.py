@@ -21,7 +21,8 @@ def _uniform_(tensor: torch.Tensor, fan_in: int) -> None:
 
 class StackedLinear(nn.Module):
     """y[p] = x[p] @ W[p] + b[p]; ``W`` is ``[P, in, out]``. An ``inner`` layer (not a
-    network's output) computes in bfloat16 where the run's ``precision`` says so
+    network's output) computes in bfloat16 where the run's ``precision`` says so, and
+    returns bfloat16; a layer that is not inner reads its input as float32
     (``relayrl.nets.precision``)."""
 
     def __init__(self, n_sets: int, in_features: int, out_features: int, inner: bool = False) -> None:
@@ -34,8 +35,8 @@ class StackedLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.inner and lowered():
-            return torch.baddbmm(*bfloat16(self.bias, x, self.weight)).float()
-        return torch.baddbmm(self.bias, x, self.weight)
+            return torch.baddbmm(*bfloat16(self.bias, x, self.weight))
+        return torch.baddbmm(self.bias, x.float(), self.weight)
 
 
 def sets_to_groups(x: torch.Tensor) -> torch.Tensor:
@@ -76,11 +77,9 @@ class StackedConv2d(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         p, k, c_in, c_out = self.n_sets, self.kernel_size, self.in_channels, self.out_channels
         # [P, (di, dj, c), o] -> [P * o, c, di, dj], stored channels-last as x is
-        kernel = self.weight.view(p, k, k, c_in, c_out).permute(0, 4, 1, 2, 3).reshape(p * c_out, k, k, c_in)
-        weight, bias = kernel.permute(0, 3, 1, 2), self.bias.reshape(p * c_out)
-        if lowered():
-            return F.conv2d(*bfloat16(x, weight, bias), groups=p).float()
-        return F.conv2d(x, weight, bias, groups=p)
+        weight, bias, x = bfloat16(self.weight, self.bias, x) if lowered() else (self.weight, self.bias, x)
+        kernel = weight.view(p, k, k, c_in, c_out).permute(0, 4, 1, 2, 3).reshape(p * c_out, k, k, c_in)
+        return F.conv2d(x, kernel.permute(0, 3, 1, 2), bias.reshape(p * c_out), groups=p)
 
 
 def clip_grad_norm_per_set(parameters: list[nn.Parameter], n_sets: int, max_norm: float) -> torch.Tensor:

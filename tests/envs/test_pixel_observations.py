@@ -11,29 +11,16 @@ import pytest
 
 from relayrl.algos import ALGORITHMS
 from relayrl.experiment import build_config, build_run
+from tiny_runs import small_sections
 
 TIMING = ("sps", "updates_per_s", "wall_s", "sample_share")
 RUN = {"total_steps": 240, "report_interval": 80, "checkpoint_interval": 10**6, "eval": {"interval": 240, "episodes": 2}}
 
 
-def _sections(algo: str) -> dict:
-    """Small settings under which each learner kind updates within the run."""
-    entry = ALGORITHMS[algo]
-    if entry.capabilities.on_policy:
-        return {entry.section: {"algo": algo, "rollout_length": 16, "hidden": [16], **({"critic_input": "state"} if algo == "mappo" else {})}}
-    if entry.section == "centralised":
-        return {entry.section: {"algo": algo, "random_steps": 60, "hidden": [16], "batch_size": 16, "buffer_size": 500, "fragment_length": 4, "updates_per_fragment": 1}}
-    if entry.capabilities.centralised:
-        return {entry.section: {"algo": algo, "max_episode_length": 12, "batch_size": 2, "buffer_size": 20, "target_update_episodes": 5}}
-    if entry.section == "actor_critic":
-        return {entry.section: {"algo": algo, "random_steps": 60, "hidden": [16], "batch_size": 16, "buffer_size": 500}}
-    return {"model": {"hiddens": [16], "head_hidden": 16}, "dqn": {"learning_starts": 60, "buffer_size": 500, "batch_size": 8}}
-
-
 def _metrics(algo: str, scaled: bool) -> tuple[list[dict], object]:
     actions = "box" if ALGORITHMS[algo].section == "actor_critic" else "discrete"
     env = {"name": "testenvs.screens", "settings": {"scaled": scaled, "actions": actions}, "num_envs": 2}
-    run = build_run(build_config({"preset": f"screens-{algo}", **RUN, "env": env, **_sections(algo)}), None, verbose=False)
+    run = build_run(build_config({"preset": f"screens-{algo}", **RUN, "env": env, **small_sections(algo)}), None, verbose=False)
     try:
         rows = run.train()
         (group,) = run.venue.venv.groups

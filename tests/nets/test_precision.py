@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 import torch
 
+from relayrl.algos import ALGORITHMS
 from relayrl.experiment import build_config, build_run
-from relayrl.nets.pixels import InnerConv2d
+from relayrl.nets.pixels import InnerConv2d, NatureTorso
 from relayrl.nets.precision import inner_products
 from relayrl.nets.stacked import StackedConv2d, StackedLinear
+from tiny_runs import small_sections
 
 
 def _rounded(*tensors: torch.Tensor) -> list[torch.Tensor]:
@@ -18,6 +20,8 @@ def _rounded(*tensors: torch.Tensor) -> list[torch.Tensor]:
 
 
 def test_an_inner_layer_multiplies_bfloat16_roundings_and_an_output_layer_stays_float32():
+    """Within the block an inner layer returns bfloat16 (the next inner layer reads it as is);
+    a layer that is not inner computes in float32, from float32 or bfloat16 inputs."""
     torch.manual_seed(0)
     x = torch.randn(3, 64, 40)
     inner, output = StackedLinear(3, 40, 24, inner=True), StackedLinear(3, 40, 24)
@@ -26,10 +30,11 @@ def test_an_inner_layer_multiplies_bfloat16_roundings_and_an_output_layer_stays_
     bias, xs, weight = _rounded(inner.bias, x, inner.weight)
     reference = torch.baddbmm(bias, xs, weight)  # the rounded inputs' product, in float64
     with inner_products("bfloat16"):
-        low, high = inner(x), output(x)
-    assert low.dtype == high.dtype == torch.float32
+        low, high, after = inner(x), output(x), output(x.to(torch.bfloat16))
+    assert low.dtype == torch.bfloat16 and high.dtype == after.dtype == torch.float32
     assert torch.equal(high, exact) and torch.equal(inner(x), exact)  # outside the block: float32
-    assert not torch.equal(low, exact)
+    assert torch.equal(after, torch.baddbmm(inner.bias, x.to(torch.bfloat16).float(), inner.weight))
+    assert not torch.equal(low.float(), exact)
     # the product of the rounded inputs, rounded once more to bfloat16 on its way out
     assert torch.allclose(low.double(), reference, rtol=2**-7, atol=1e-6)
     assert (low.double() - reference).abs().max() < (exact.double() - reference).abs().max() * 2 + 1e-2
@@ -46,11 +51,22 @@ def test_convolutions_of_both_torsos_multiply_in_bfloat16_within_the_block():
         exact = layer(x)
         with inner_products("bfloat16"):
             low = layer(x)
-        assert low.dtype == torch.float32 and low.shape == exact.shape
-        assert not torch.equal(low, exact)
-        assert torch.allclose(low, exact, rtol=0.05, atol=0.05)
-        low.sum().backward()  # gradients reach the float32 weights
+        assert low.dtype == torch.bfloat16 and low.shape == exact.shape
+        assert not torch.equal(low.float(), exact)
+        assert torch.allclose(low.float(), exact, rtol=0.05, atol=0.05)
+        low.float().sum().backward()  # gradients reach the float32 weights
         assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in layer.parameters())
+
+
+def test_the_screen_torso_hands_float32_features_to_what_reads_them():
+    torch.manual_seed(2)
+    torso = NatureTorso(2, (36, 36, 4), pixels=False)
+    screens = torch.rand(2, 3, 36, 36, 4)
+    exact = torso(screens)
+    with inner_products("bfloat16"):
+        low = torso(screens)
+    assert exact.dtype == low.dtype == torch.float32 and low.shape == exact.shape == (2, 3, 512)
+    assert not torch.equal(low, exact) and torch.allclose(low, exact, rtol=0.05, atol=0.05)
 
 
 def test_the_setting_holds_in_the_thread_that_entered_it():
@@ -62,7 +78,7 @@ def test_the_setting_holds_in_the_thread_that_entered_it():
         thread = threading.Thread(target=lambda: seen.append(layer(x)))
         thread.start()
         thread.join()
-        assert not torch.equal(layer(x), exact)
+        assert layer(x).dtype == torch.bfloat16
     assert torch.equal(seen[0], exact)
 
 
@@ -98,3 +114,38 @@ def test_a_bfloat16_run_learns_keeps_float32_weights_and_is_another_run():
 def test_an_unknown_precision_is_refused_with_the_choices():
     with pytest.raises(Exception, match="float32.*bfloat16"):
         build_config(_corridor("float16"))
+
+
+SWEEP = {  # every learner kind, with its recurrent or convolutional variants
+    **{algo: {} for algo in ("dqn", "qmix", "sac", "td3", "ddpg", "ppo", "mappo", "a2c", "maddpg", "matd3", "masac")},
+    "seac": {"sharing": {"select": "all"}, "on_policy": {"param_sharing": False}},
+    "ppo-recurrent": {"on_policy": {"recurrent": True, "chunk_length": 4}},
+}
+
+
+@pytest.mark.parametrize("case", list(SWEEP))
+def test_every_learner_kind_trains_with_bfloat16_products_and_its_numbers_change(case):
+    """On 8-bit screens (convolutions for DQN), each learner updates with finite losses, and
+    its metrics differ from the same run's in float32 (the setting reached its networks)."""
+    algo = case.split("-")[0]
+    extra = SWEEP[case]
+    sections = small_sections(algo)
+    for name, values in extra.items():
+        if name in sections:
+            sections[name] = {**sections[name], **values}
+    actions = "discrete" if "discrete" in ALGORITHMS[algo].capabilities.actions else "box"
+    env = {"name": "testenvs.screens", "settings": {"actions": actions}, "num_envs": 2}
+    rows = {}
+    for precision in ("float32", "bfloat16"):
+        config = {"preset": f"bf16-{case}", "total_steps": 240, "report_interval": 80, "checkpoint_interval": 10**6, "eval": {"interval": 0},
+                  "env": env, **sections, **({"sharing": extra["sharing"]} if "sharing" in extra else {}), "precision": precision}
+        run = build_run(build_config(config), None, verbose=False)
+        try:
+            rows[precision] = run.train()
+        finally:
+            run.close()
+    low, high = rows["bfloat16"][-1], rows["float32"][-1]
+    assert low["updates"] == high["updates"] > 0
+    losses = [k for k in ("td_loss", "policy_loss", "value_loss", "actor_loss") if k in low and np.isfinite(high[k])]
+    assert losses and all(np.isfinite(low[k]) for k in losses)
+    assert any(low[k] != high[k] for k in losses), {k: (low[k], high[k]) for k in losses}
