@@ -4,7 +4,8 @@ side by side, trained past their first updates, then continued in alternating ch
 (this VM's speed drifts between processes and over minutes, so only alternation in one
 process resolves a 1.2-2x change). Reported: the median env steps per CPU second of each
 side over the chunks with its range, and the median milliseconds per update (the run's
-update section over its updates).
+update section over its updates). First, the products alone: a stacked layer's batched
+product and Battle's convolutions, forward and backward, float32 against bfloat16 inputs.
 
     python benchmarks/bfloat16_products.py [--chunks 5] [--presets pursuit-ddqn ...]
 
@@ -14,6 +15,9 @@ and bfloat16 is slower.
 
 import argparse
 import time
+from collections.abc import Callable
+
+import torch
 
 from relayrl.bench.common import timed_training
 from relayrl.experiment import build_config, build_run
@@ -34,6 +38,43 @@ PRESETS: dict[str, tuple[int, int, list[str]]] = {
 }
 
 
+def cpu_ms(call: Callable[[], object], calls: int = 30) -> float:
+    call()
+    start = time.process_time()
+    for _ in range(calls):
+        call()
+    return (time.process_time() - start) / calls * 1000
+
+
+def products() -> None:
+    """Forward and backward of the products alone, each shape in both dtypes, alternating."""
+    torch.set_num_threads(1)
+    shapes = {  # [P, B, in] x [P, in, out]: MASAC's critics at the Arena's batch, Pursuit's first DQN layer
+        "6 sets x 800 rows, 256 -> 256 (navigation-masac's critics)": (6, 800, 256, 256),
+        "8 sets x 32 rows, 1,024 -> 64 (pursuit-ddqn's first layer)": (8, 32, 1024, 64),
+        "8 sets x 1,024 rows, 1,216 -> 64 (pursuit-maddpg's critics)": (8, 1024, 1216, 64),
+    }
+    print("| product, forward and backward | float32 ms | bfloat16 ms | ratio |")
+    print("|---|---:|---:|---:|")
+    for name, (p, b, i, o) in shapes.items():
+        x, w = torch.randn(p, b, i), torch.randn(p, i, o, requires_grad=True)
+        ms = {}
+        for dtype in (torch.float32, torch.bfloat16):
+            xs, ws = x.to(dtype), w.detach().to(dtype).requires_grad_()
+            ms[dtype] = cpu_ms(lambda: torch.bmm(xs, ws).sum().backward())
+        print(f"| {name} | {ms[torch.float32]:.2f} | {ms[torch.bfloat16]:.2f} | {ms[torch.float32] / ms[torch.bfloat16]:.2f}x |")
+    convs = torch.nn.Sequential(torch.nn.Conv2d(30, 192, 2, groups=6), torch.nn.ReLU(), torch.nn.Conv2d(192, 384, 2, groups=6), torch.nn.ReLU(),
+                                torch.nn.Conv2d(384, 384, 2, groups=6))
+    screens = torch.randn(32, 30, 13, 13).contiguous(memory_format=torch.channels_last)
+    ms = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        net = convs.to(dtype).to(memory_format=torch.channels_last)
+        ms[dtype] = cpu_ms(lambda: net(screens.to(dtype)).float().sum().backward(), 10)
+    print(f"| battle's convolutions: 6 sets x 32 screens 13x13x5, 2x2 kernels of 32, 64, 64 | {ms[torch.float32]:.2f} | "
+          f"{ms[torch.bfloat16]:.2f} | {ms[torch.float32] / ms[torch.bfloat16]:.2f}x |")
+    print()
+
+
 def build(preset: str, precision: str, warm: int, overrides: list[str]):
     config = apply_overrides(preset_dict(preset), overrides)
     config.update({"preset": f"bf16-{precision}", "total_steps": warm, "report_interval": warm, "eval": {"interval": 0},
@@ -48,6 +89,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=5)
     parser.add_argument("--presets", nargs="+", default=list(PRESETS), choices=list(PRESETS))
     args = parser.parse_args()
+    products()
     print("| preset | env steps/CPU s, float32 | bfloat16 | ratio of medians | ms per update, float32 | bfloat16 | ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for preset in args.presets:

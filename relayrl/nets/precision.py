@@ -10,8 +10,10 @@ network's output layer, which reads its input as float32 (Q-values and returns o
 round to 0.5 in bfloat16), recurrences, mixers, targets and losses. Acting and evaluation
 compute in float32. This is the mixed precision
 of Micikevicius et al. 2018 with bfloat16 (Kalamkar et al. 2019), which needs no loss
-scaling; on CPUs with AVX512-BF16 or AMX (and GPUs from compute capability 8.0) the products
-run 2-3x faster (docs/results/bfloat16.md). ``float32`` (the default) changes nothing.
+scaling. On a CPU with AVX512-BF16 the products themselves ran 1.5-2.6x faster and whole
+updates 0.9-2.0x, by how much of an update is large products (docs/results/bfloat16/README.md);
+GPUs from compute capability 8.0 and CPUs with AMX have bfloat16 units too. ``float32`` (the
+default) changes nothing.
 
 The setting holds in the thread that entered ``inner_products`` only, so acting in another
 thread keeps float32.
