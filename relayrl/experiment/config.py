@@ -189,8 +189,9 @@ class RunConfig(Strict):
     torch_threads: int = Field(1, ge=0, description="0 = torch's default")
     precision: Literal["float32", "bfloat16"] = Field(
         "float32",
-        description="bfloat16: the networks' inner layers (convolutions, hidden layers) multiply in bfloat16 during updates, 2-3x faster "
-        "on CPUs with AVX512-BF16 or AMX and on recent GPUs; outputs, losses, targets and weights stay float32 (relayrl.nets.precision)",
+        description="bfloat16: the networks' inner layers (convolutions, hidden layers) multiply in bfloat16 during updates, which are up "
+        "to 2x faster where large products dominate, on CPUs with AVX512-BF16 or AMX and on recent GPUs; outputs, losses, targets and "
+        "weights stay float32 (relayrl.nets.precision)",
     )
     keep_freed_memory: bool = Field(
         True, description="glibc: large arrays reuse memory the process freed instead of fresh pages (faster updates; the process keeps its peak memory)"
