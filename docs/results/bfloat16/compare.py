@@ -61,6 +61,7 @@ def main() -> None:
                 ax.plot([r["env_steps"] for r in run], [r["episode_reward_mean"] for r in run], color=colour, alpha=0.8,
                         label=precision if k == 0 else None)
         ax.set_title(name)
+        ax.xaxis.set_major_formatter(lambda x, _: f"{x / 1000:.0f}k")
         ax.set_xlabel("env steps")
         ax.set_ylabel("training return")
         ax.legend()
