@@ -162,6 +162,24 @@ def test_k_copies_of_a_gymnasium_env_of_multi_discrete_or_offset_actions_learn_t
     assert rows[-1]["eval_reward_mean"] == 10
 
 
+def test_a_multi_agent_gymnasium_env_of_tuple_spaces_with_multi_discrete_actions_learns_the_rewarded_choices(tmp_path):
+    """``TupleChoices-v0``: a user's Gymnasium env with Tuple spaces (one entry per agent, as
+    LBF's and RWARE's) whose agents take MultiDiscrete([3, 2], start=[1, 0]) choices: each
+    agent acts among the 6 combinations, the env receives the choices with their starts,
+    and DQN learns the rewarded ones (greedy 10 of 10 per agent, 20 for the team)."""
+    config = build_config({
+        "preset": "tuple-choices-dqn", "env": {"name": "testenvs.target:TupleChoices-v0", "num_envs": 2},
+        "total_steps": 1200, "report_interval": 600, "eval": {"interval": 1200, "episodes": 2}, "model": {"hiddens": [16], "head_hidden": 16},
+        "dqn": {"learning_starts": 100, "buffer_size": 1200, "batch_size": 8, "epsilon_steps": 600, "lr": 3e-3},
+    })
+    run = build_run(config, tmp_path, verbose=False)
+    rows = run.train()
+    run.close()
+    (group,) = run.venue.venv.groups
+    assert (group.n_actions, len(group.agent_ids)) == (6, 2)
+    assert rows[-1]["eval_reward_mean"] == 20
+
+
 def test_qmix_on_k_copies_of_a_gymnasium_env_is_refused_before_training(tmp_path):
     """Each copy ends and restarts its episode apart, so a learner of whole team episodes would
     never update (it ran 400 env steps of CartPole with 0 updates): refused, naming dqn."""
