@@ -156,9 +156,11 @@ TWO_TEAMS = {"policies": {"a": {}, "b": {}}, "match": [{"runner": "a"}, {"runner
 ACTORS = {"kind": "ray", "runners": 1, "learners": "actors", "learner_cpus": 0.5}
 
 
-def test_learner_actors_equal_the_drivers_learners(tmp_path):
-    driver = _train(_config(2, **TWO_TEAMS, backend={"kind": "ray", "runners": 1}), tmp_path / "driver")
-    actors = _train(_config(2, **TWO_TEAMS, backend=ACTORS), tmp_path / "actors")
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_learner_actors_equal_the_drivers_learners(precision, tmp_path):
+    """Also with bfloat16 products, which the actors apply as the driver does."""
+    driver = _train(_config(2, **TWO_TEAMS, backend={"kind": "ray", "runners": 1}, precision=precision), tmp_path / "driver")
+    actors = _train(_config(2, **TWO_TEAMS, backend=ACTORS, precision=precision), tmp_path / "actors")
     assert rows(tmp_path / "driver" / "metrics.csv", TIMING) == rows(tmp_path / "actors" / "metrics.csv", TIMING)
     for pid in ("a", "b"):  # home again after the run, with the actors' networks
         assert type(actors.learners[pid]) is type(driver.learners[pid])
