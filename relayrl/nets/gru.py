@@ -28,12 +28,13 @@ class StackedGRUCell(nn.Module):
         self.hidden = StackedLinear(n_sets, hidden_size, 3 * hidden_size)
 
     def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-        return self.step(self.inputs(x), h)
+        return self.step(self.inputs(x).float(), h)
 
     def step(self, projected: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-        """One step from the input's projection ``inputs(x)`` (computed for many steps at once
-        by ``RecurrentQNetwork.unroll``)."""
-        xr, xz, xn = projected.float().chunk(3, dim=-1)
+        """One step from the input's projection ``inputs(x)`` as float32 (computed for many
+        steps at once by ``RecurrentQNetwork.unroll``; the recurrence computes in float32,
+        ``relayrl.nets.precision``)."""
+        xr, xz, xn = projected.chunk(3, dim=-1)
         hr, hz, hn = self.hidden(h).chunk(3, dim=-1)
         r = torch.sigmoid(xr + hr)
         z = torch.sigmoid(xz + hz)
@@ -227,7 +228,7 @@ class RecurrentQNetwork(nn.Module):
         if p == 1 and cut is None:  # one parameter set: torch's fused GRU runs the recurrence (same gates, about 1.2x faster here)
             states = fused_unroll(self.cell, encoded.reshape(t, b, -1), h[0])
             return self.head(states.reshape(1, t * b, -1)).reshape(1, t, b, -1)
-        projected = self.cell.inputs(encoded).reshape(p, t, b, -1)
+        projected = self.cell.inputs(encoded).float().reshape(p, t, b, -1)
         cuts = cut.reshape(t, p, b, 1).unbind(dim=0) if cut is not None else [None] * t
         states = []
         for step, detach in zip(projected.unbind(dim=1), cuts):  # one backward for all steps (slicing [:, k] costs T full-size gradients)
