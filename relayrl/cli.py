@@ -266,8 +266,8 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
-    from relayrl.experiment.grid import collect, progress, run_grid, status_table, with_dependencies
-    from relayrl.experiment.papers import PAPERS, check_options
+    from relayrl.experiment.grid import collect, kept_progress, progress, run_grid, status_table, with_dependencies
+    from relayrl.experiment.papers import PAPERS, check_options, with_kept
     from relayrl.experiment.presets import PRESETS
 
     if args.paper not in PAPERS:
@@ -298,9 +298,11 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
             print(f"{len(failed)} job(s) did not complete: {', '.join(failed)}", file=sys.stderr)
     copied = collect(jobs, root, results)
     results.mkdir(parents=True, exist_ok=True)
+    shown = with_kept(paper, args, results)  # a report of part of the grid keeps the rest's rows
+    listed = [job for job in paper.jobs(shown) if job in jobs or kept_progress(job, results) > 0]
     stamp = time.strftime("%Y-%m-%d %H:%M %Z")
-    (results / "status.md").write_text(f"# Progress of the selected jobs, {stamp}\n\n{status_table(jobs, root, results)}\n")
-    written, lines = paper.report(args, results)
+    (results / "status.md").write_text(f"# Progress of the selected jobs and those kept before, {stamp}\n\n{status_table(listed, root, results)}\n")
+    written, lines = paper.report(shown, results)
     print(f"copied the metrics of {copied} run(s) into {results / 'runs'}; wrote {', '.join(str(p) for p in written)}")
     for line in lines:
         print(line)

@@ -50,3 +50,22 @@ def test_a_seed_started_later_does_not_pull_a_table_cell_back_to_its_step(tmp_pa
         (runs / str(seed) / "metrics.csv").write_text("\n".join(lines) + "\n")
     row = next(line for line in table(tmp_path, ["lbf-8x8-2p-2f-coop"], ["ia2c"], 3).splitlines() if "| IA2C |" in line)
     assert row == "| lbf-8x8-2p-2f-coop | IA2C | 0.40 [1/3 seeds] | 0.10 [1/3 seeds] | 2,000,000 |"
+
+
+def test_a_report_of_part_of_the_grid_keeps_the_rows_of_runs_kept_before(tmp_path):
+    """Kept IA2C metrics on the coop task, then a report of IPPO on another task alone: the
+    tables and the status still show the coop run (a grid of one task once overwrote them)."""
+    preset = "lbf-8x8-2p-2f-coop-ia2c"
+    seed_dir = tmp_path / "results" / "runs" / f"{preset}-{load_preset(preset).config_hash()}" / "0"
+    seed_dir.mkdir(parents=True)
+    (seed_dir / "metrics.csv").write_text("env_steps,episode_reward_mean,eval_reward_mean\n20000,0.05,0.1\n40000,0.06,0.2\n")
+    args = ["reproduce", "seac", "--tasks", "lbf-8x8-2p-2f", "--algos", "ippo", "--seeds", "1",
+            "--out", str(tmp_path / "runs"), "--results", str(tmp_path / "results"), "--report-only"]
+    assert main(args) == 0
+    tables = (tmp_path / "results" / "tables.md").read_text()
+    assert "| lbf-8x8-2p-2f-coop | IA2C | 0.15 | 0.06 | 40,000 |" in tables
+    assert "| lbf-8x8-2p-2f | IPPO | not run |" in tables, "the chosen task is there too"
+    assert "| lbf-10x10-3p-3f |" not in tables, "a task with nothing kept and not chosen stays out"
+    status = (tmp_path / "results" / "status.md").read_text()
+    assert "| lbf-8x8-2p-2f-coop-ia2c | 0 | 40,000 |" in status and "| lbf-8x8-2p-2f-ippo | 0 | 0 |" in status
+    assert "lbf-8x8-2p-2f-ia2c" not in status and "coop-ippo" not in status, "the status lists chosen and kept runs only"

@@ -6,6 +6,7 @@ its grid of runs, the options it takes and its report; ``common`` holds what sev
 
 import argparse
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Protocol
 
 from relayrl.core.errors import RelayRLError
@@ -26,6 +27,9 @@ class Paper(Protocol):
     """Its folder under docs/results."""
     OPTIONS: frozenset[str]
     """The ``SPECIFIC_OPTIONS`` it takes."""
+    CHOICES: dict[str, Sequence[str]]
+    """Its options that choose what the grid covers (tasks, domains, settings, examples; a
+    variant where its tables show only those chosen), each with every value it knows."""
     REFUSAL: tuple[frozenset[str], str]
     """Other papers' options it refuses with a message of its own, naming the options it
     takes, and that message; any other is refused by naming the papers that take it."""
@@ -48,6 +52,29 @@ class Paper(Protocol):
 PAPERS: Registry[Paper] = Registry("paper")
 for _paper in (super_paper, dase, accmer, arena, seac):
     PAPERS.add(_paper.NAME, _paper)
+
+
+def with_kept(paper: Paper, args: argparse.Namespace, results: Path) -> argparse.Namespace:
+    """``args`` with each of ``paper.CHOICES`` widened to the values whose runs have metrics
+    kept under ``results`` (in the order the paper knows them), so that the status, tables
+    and figures written after part of a grid (``--tasks rware-tiny-2ag``) still show the runs
+    kept before it."""
+    from relayrl.experiment.grid import kept_progress
+
+    chosen = {job.preset for job in paper.jobs(args)}
+    everything = argparse.Namespace(**{**vars(args), **{option: list(values) for option, values in paper.CHOICES.items()}})
+    wider = argparse.Namespace(**vars(args))
+
+    def jobs_with(base: argparse.Namespace, option: str, value: str) -> list[Job]:
+        return paper.jobs(argparse.Namespace(**{**vars(base), option: [value]}))
+
+    for option, values in paper.CHOICES.items():
+        setattr(wider, option, [
+            value for value in values
+            if any(job.preset in chosen for job in jobs_with(args, option, value))
+            or any(kept_progress(job, results) > 0 for job in jobs_with(everything, option, value))
+        ])
+    return wider
 
 
 def check_options(paper: Paper, args: argparse.Namespace) -> None:

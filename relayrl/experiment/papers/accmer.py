@@ -33,6 +33,7 @@ SETTINGS = {
     "-small": "4 predators, 2 stags, 5x5 (ours)",
 }
 DEFAULT_SETTINGS = ("", "-hard")
+CHOICES = {"settings": tuple(s.removeprefix("-") or "base" for s in SETTINGS)}
 ALGOS = ("qmix", "macpo", "accmer", "vdn", "iql")
 DEFAULT_ALGOS = ("qmix", "macpo", "accmer")
 STEPS = {"-small": 40_000}  # the rest: 1M, the reference config's budget

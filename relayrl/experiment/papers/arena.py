@@ -55,6 +55,7 @@ EXAMPLES = {
         ("battle-2v2-vs-frozen", "blue against a frozen co-trained red"),
     ),
 }
+CHOICES = {"examples": tuple(EXAMPLES)}
 LAST_EVALUATIONS = 5
 
 

@@ -27,6 +27,7 @@ REFUSAL = frozenset({"domains", "settings", "scale_switch_from"}), "--domains, -
 
 TASKS = ("halfcheetah", "swimmer", "ant", "lunarlander")  # the tasks of Tables 4-5
 DEFAULT_TASKS = ("halfcheetah", "swimmer")
+CHOICES = {"tasks": tuple(GYM_TASKS)}
 DEFAULT_STEPS = 300_000  # per agent: past the 25k random start and a full 100k replay
 LAST_EVALUATIONS = 10
 WINDOW = 25

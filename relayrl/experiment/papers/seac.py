@@ -35,6 +35,7 @@ LAST_EVALUATIONS = 5
 LABELS = {
     "ia2c": "IA2C", "seac": "SEAC", "seac-q10": "SEAC, quantile 10%", "seac-q01": "SEAC, quantile 1%", "ippo": "IPPO", "mappo": "MAPPO",
 }
+CHOICES = {"tasks": TASKS, "algos": tuple(LABELS)}
 
 
 def _variants(task: str, algos: list[str] | None) -> list[str]:

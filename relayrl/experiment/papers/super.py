@@ -32,6 +32,7 @@ OPTIONS = frozenset({"domains", "algos", "steps", "scale_switch_from"})
 REFUSAL = frozenset({"tasks", "settings"}), "--tasks and --settings are options of reproduce dase and accmer; SUPER takes --domains"
 
 DOMAINS = ("pursuit", "battle", "adversarial-pursuit")
+CHOICES = {"domains": DOMAINS}
 TABLE_STEPS = {"pursuit": 800_000, "battle": 300_000, "adversarial-pursuit": 300_000}  # Table 1 (appendix C.1)
 BIN = {"pursuit": 8000, "battle": 6000, "adversarial-pursuit": 6000}
 ALPHA = {"pursuit": 0.3, "battle": 0.1, "adversarial-pursuit": 0.25}
