@@ -286,7 +286,12 @@ class RunConfig(Strict):
         changes = getattr(policy, name)
         try:
             if changes:
-                section = type(section).model_validate({**section.model_dump(), **changes})
+                base = section.model_dump()
+                if changes.get("algo", base.get("algo")) != base.get("algo"):
+                    # another algorithm: the run's own settings carry over, its algorithm's defaults do not
+                    defaults = type(section).model_validate({"algo": base["algo"]}).model_dump()
+                    base = {key: value for key, value in base.items() if value != defaults[key]}
+                section = type(section).model_validate({**base, **changes})
             sharing = SharingConfig.model_validate({**self.sharing.model_dump(), **policy.sharing}) if policy.sharing else self.sharing
         except ValidationError as error:
             raise ValueError(f"policies.{pid}: " + format_error(error, RunConfig, ENV_TAGS).removeprefix("invalid configuration:\n  ")) from None

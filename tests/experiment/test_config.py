@@ -205,3 +205,18 @@ def test_missing_pursuit_extra_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pettingzoo.sisl", None)  # as if pymunk/sisl were not installed
     with pytest.raises(MissingExtraError, match=r"relayrl\[sisl\]"):
         make_pursuit()
+
+
+def test_a_policy_of_another_algorithm_takes_that_algorithms_defaults_and_the_runs_own_settings():
+    """A policy ``{on_policy: {algo: a2c}}`` on a PPO run trains A2C as A2C's defaults say (it
+    once kept PPO's clip and 10 epochs), with the keys the run itself set; the same for a
+    MATD3 policy on a MADDPG run."""
+    env = {"name": "simple-tag", "num_envs": 2, "settings": {"continuous_actions": True}}
+    run = build_config({"env": env, "on_policy": {"algo": "ppo", "rollout_length": 64}, "policies": {"agent": {"on_policy": {"algo": "a2c"}}}})
+    a2c_run = build_config({"env": env, "on_policy": {"algo": "a2c", "rollout_length": 64}})
+    algo, section, _ = run.recipe("agent")
+    assert algo == "a2c" and section == a2c_run.recipe("")[1]
+    assert (section.rollout_length, section.epochs, section.clip) == (64, 1, None)
+    assert run.recipe("adversary")[1].clip == 0.2, "the run's own policies stay PPO"
+    run = build_config({"env": env, "centralised": {"algo": "maddpg"}, "policies": {"agent": {"centralised": {"algo": "matd3"}}}})
+    assert run.recipe("agent")[1] == build_config({"env": env, "centralised": {"algo": "matd3"}}).recipe("")[1]
