@@ -58,9 +58,11 @@ def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tup
         key = (prefix, obs_space.shape, str(obs_space.dtype), pixels_of(obs_space), actions, masked)
         members.setdefault(key, []).append(agent)
     groups, masks = [], []
+    prefixes = {key[0] for key in members}
     for (name, shape, dtype, pixels, actions, masked), agents in members.items():
-        if any(g.name == name for g in groups):
-            name = f"{name}{len(groups)}"
+        if any(g.name == name for g in groups):  # a second group of one prefix: a name no other group has or will have
+            taken = prefixes | {g.name for g in groups}
+            name = next(f"{name}{k}" for k in range(len(groups), len(groups) + len(taken) + 1) if f"{name}{k}" not in taken)
         chosen = np.dtype((obs_dtypes or {}).get(name, dtype))
         flat = len(shape) not in (1, 3)  # the networks take images HxWxC or flat vectors
         kept = (int(np.prod(shape)),) if flat else tuple(shape)
@@ -138,9 +140,7 @@ class ParallelEnvAdapter:
         the state before it stands in where ``state()`` fails (multiwalker's does once its
         walkers fell): no learner bootstraps from a terminal state."""
         try:
-            state = np.asarray(self.env.state(), np.float32)
-            self._last_state = state / np.float32(PIXEL_RANGE) if self._pixel_state else state
-            return self._last_state
+            given = self.env.state()
         except Exception as error:
             if terminated and self._last_state is not None:
                 return self._last_state
@@ -149,6 +149,13 @@ class ParallelEnvAdapter:
                 f"{list(self.env.agents)}). This run's learners read the env's global state (relayrl list: 'reads the global "
                 f"state'): train a learner that does not, or fix the env's state() for that step"
             ) from None
+        declared = tuple(self.env.state_space.shape)
+        if given is None or np.size(given) != int(np.prod(declared)):
+            got = "None" if given is None else f"shape {np.shape(given)}"
+            raise self._contract(f"state() returned {got}, its state_space {declared}")
+        state = np.asarray(given, np.float32).reshape(declared)
+        self._last_state = state / np.float32(PIXEL_RANGE) if self._pixel_state else state
+        return self._last_state
 
     def _check_known(self, *collections: Any) -> None:
         unknown = sorted({a for c in collections for a in c} - self._slot.keys())

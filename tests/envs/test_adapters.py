@@ -267,3 +267,20 @@ def test_observations_that_are_not_boxes_are_read_flat_and_learnt_from(observati
     rows = run.train()
     run.close()
     assert rows[-1]["eval_reward_mean"] == 2 * 10
+
+
+class _Prefixes(CorridorEnv):
+    """Agents ``agent_0`` (4 numbers), ``agent2_0`` (4) and ``agent_1`` (6): the second group
+    of the prefix ``agent`` must not take the name of the group ``agent2``."""
+
+    def __init__(self) -> None:
+        super().__init__(3, 5, 12)
+        self.possible_agents = ["agent_0", "agent2_0", "agent_1"]
+
+    def observation_space(self, agent):
+        return spaces.Box(-1.0, 1.0, (6 if agent == "agent_1" else 4,), np.float32)
+
+
+def test_groups_of_one_prefix_are_named_apart_from_every_other_group():
+    groups = ParallelEnvAdapter(_Prefixes()).groups
+    assert [(g.name, g.agent_ids) for g in groups] == [("agent", ("agent_0",)), ("agent2", ("agent2_0",)), ("agent3", ("agent_1",))]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from relayrl.core.errors import ConfigError, EnvError
+from relayrl.core.errors import ConfigError, EnvError, NonFiniteError
 from relayrl.envs import EnvFactory
 from relayrl.envs.corridor import CorridorEnv
 from relayrl.experiment import Factories, build_config, build_run
@@ -61,6 +61,38 @@ def test_a_failing_state_is_named_where_a_learner_reads_it():
     config = build_config({"preset": "stateful", "env": {"name": "corridor"}, **SHORT, **QMIX})
     run = build_run(config, None, Factories(env=EnvFactory(StatefulCorridor)), verbose=False)
     with pytest.raises(EnvError, match=r"StatefulCorridor\.state\(\) raised RuntimeError: no state after step 2, at step 3 of its episode.*train a learner that does not"):
+        run.train()
+    run.close()
+
+
+class OddStateCorridor(CorridorEnv):
+    """The corridor whose ``state()`` breaks its ``state_space`` in one way (``mode``)."""
+
+    def __init__(self, mode: str) -> None:
+        super().__init__(3, 5, 12)
+        self.mode = mode
+        self.state_space = spaces.Box(0.0, 5.0, (3,), np.float32)
+
+    def state(self) -> np.ndarray | None:
+        if self.mode == "none":
+            return None
+        if self.mode == "shape":
+            return np.zeros(5, np.float32)
+        return np.array([np.nan if self._steps == 2 else 0.0, 0.0, 0.0], np.float32)
+
+
+@pytest.mark.parametrize("mode, error, message", [
+    ("none", EnvError, r"OddStateCorridor breaks the PettingZoo Parallel API at step 0 of its episode: state\(\) returned None, its state_space \(3,\)"),
+    ("shape", EnvError, r"state\(\) returned shape \(5,\), its state_space \(3,\)"),
+    ("nan", NonFiniteError, r"the environment returned a non-finite global state \(nan, its state\(\)\) in env copy 0"),
+])
+def test_a_state_that_breaks_its_state_space_or_is_not_finite_is_named(mode, error, message):
+    """MAPPO's critic reads the state: one of the wrong shape, None or NaN stops the run
+    naming state() (a wrong shape once reached the critic as a size mismatch of a matmul,
+    a NaN as a diverging loss)."""
+    config = build_config({"preset": f"odd-state-{mode}", "env": {"name": "corridor"}, **SHORT, "on_policy": {"algo": "mappo", "rollout_length": 8}})
+    run = build_run(config, None, Factories(env=EnvFactory(OddStateCorridor, {"mode": mode})), verbose=False)
+    with pytest.raises(error, match=message):
         run.train()
     run.close()
 
