@@ -84,3 +84,18 @@ def test_env_name_user_stands_for_the_env_factory_and_its_actions_are_checked_on
         train(build_config(td3), out=None, env_factory=EnvFactory(CorridorEnv, {"n_agents": 2}), verbose=False)
     with pytest.raises(ConfigError, match=r"env.name=user is the env that train\(config, env_factory=...\) is given in Python"):
         build_run(build_config(td3), None, verbose=False)
+
+
+def test_a_critic_over_its_groups_agents_says_it_reads_no_other_group(capsys):
+    """MADDPG on speaker-listener: the speaker and the listener are two groups (other spaces),
+    so each critic reads its own agent only; the run says so before training."""
+    import pytest
+
+    pytest.importorskip("mpe2")
+    config = build_config({"preset": "speaker-listener", "env": {"name": "mpe2.simple_speaker_listener_v4", "settings": {"max_cycles": 25}},
+                           "centralised": {"algo": "maddpg", "batch_size": 8, "hidden": [16], "random_steps": 10, "buffer_size": 100, "fragment_length": 10, "updates_per_fragment": 1},
+                           "total_steps": 30, "report_interval": 30, "eval": {"interval": 0}})
+    build_run(config, None, verbose=True).close()
+    out = capsys.readouterr().out
+    assert ("note: the critics of policy 'speaker' (maddpg) read the observations and actions of its 1 agent(s) ['speaker_0'], "
+            "not those of the env's other groups ['listener']") in out

@@ -276,6 +276,21 @@ def exchanges(config: RunConfig, specs: dict[str, GroupSpec]) -> list[Exchange]:
     return found
 
 
+def note_group_critics(config: RunConfig, specs: dict[str, GroupSpec], configs: dict[str, PolicyConfig], names: list[str]) -> None:
+    """Says where a learner's critic reads its agents' joint observations (MADDPG, MATD3,
+    MASAC; MAPPO on ``joint_obs``) in an env of several groups: it reads its own group's
+    agents only, which a user who expects every agent of the env would not see otherwise."""
+    for pid, spec in specs.items():
+        if configs[pid].kind != "learning":
+            continue
+        algo, section, _ = config.recipe(pid)
+        reads = "observations and actions" if getattr(section, "critic", None) == "joint" else "observations" if getattr(section, "critic_input", None) == "joint_obs" else None
+        if reads:
+            others = [name for name in names if name != spec.name]
+            print(f"note: the critics of policy {pid!r} ({algo}) read the {reads} of its {spec.n_agents} agent(s) {list(spec.agent_ids)}, not those of "
+                  f"the env's other groups {others} (relayrl groups an env's agents by name prefix and spaces)")
+
+
 def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factories = Factories(), verbose: bool = True) -> Run:
     """The run of ``config``, checkpointed in ``run_dir`` (None: in memory only)."""
     made = tuple(name for name, given in (("env_factory", factories.env), ("network_factory", factories.network)) if given is not None)
@@ -319,6 +334,8 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
             height, width, channels = group.obs_shape
             print(f"note: {group.name}'s observations {group.obs_shape} are read as images of {height}x{width} with {channels} channels "
                   "(height x width x channels): if the env puts channels first, transpose its observations")
+    if verbose and len(names) > 1:
+        note_group_critics(config, specs, configs, names)
     check_memory(config, specs, configs, verbose)
     check_minibatches(config, first, configs)
     check_team_episodes(config, first, configs)
