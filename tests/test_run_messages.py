@@ -2,7 +2,13 @@
 ends before a learner updated (a budget below qmix.batch_size episodes), its progress line,
 and the table of a short run."""
 
+import os
+
+import pytest
+import torch
+
 from relayrl.cli import main
+from relayrl.core.errors import RelayRLWarning
 from relayrl.experiment import build_config, build_run, load_preset
 
 
@@ -89,8 +95,6 @@ def test_env_name_user_stands_for_the_env_factory_and_its_actions_are_checked_on
 def test_a_critic_over_its_groups_agents_says_it_reads_no_other_group(capsys):
     """MADDPG on speaker-listener: the speaker and the listener are two groups (other spaces),
     so each critic reads its own agent only; the run says so before training."""
-    import pytest
-
     pytest.importorskip("mpe2")
     config = build_config({"preset": "speaker-listener", "env": {"name": "mpe2.simple_speaker_listener_v4", "settings": {"max_cycles": 25}},
                            "centralised": {"algo": "maddpg", "batch_size": 8, "hidden": [16], "random_steps": 10, "buffer_size": 100, "fragment_length": 10, "updates_per_fragment": 1},
@@ -99,3 +103,11 @@ def test_a_critic_over_its_groups_agents_says_it_reads_no_other_group(capsys):
     out = capsys.readouterr().out
     assert ("note: the critics of policy 'speaker' (maddpg) read the observations and actions of its 1 agent(s) ['speaker_0'], "
             "not those of the env's other groups ['listener']") in out
+
+
+def test_more_torch_threads_than_cores_are_warned_of():
+    threads = (os.cpu_count() or 1) + 1
+    config = build_config({"preset": "threads", "env": {"name": "corridor"}, "total_steps": 100, "eval": {"interval": 0}, "torch_threads": threads})
+    with pytest.warns(RelayRLWarning, match=rf"torch_threads={threads} is more than this machine's {threads - 1} cores"):
+        build_run(config, None, verbose=False).close()
+    torch.set_num_threads(1)  # the other tests' processes keep their one thread

@@ -297,7 +297,11 @@ class OnPolicyConfig(Strict):
         if self.algo == "seac" and self.param_sharing:
             raise ValueError("seac weighs other agents' steps by pi_i / pi_k, which is 1 for agents that share parameters: set on_policy.param_sharing=false")
         if self.recurrent and self.rollout_length % self.chunk_length:
-            raise ValueError(f"on_policy.rollout_length={self.rollout_length} is not a multiple of chunk_length={self.chunk_length}: the rollout is cut into chunks")
+            fits = max(k for k in range(1, self.chunk_length + 1) if self.rollout_length % k == 0)
+            raise ValueError(f"on_policy.rollout_length={self.rollout_length} is not a multiple of chunk_length={self.chunk_length}: the rollout is cut "
+                             f"into chunks; set on_policy.chunk_length to a divisor of {self.rollout_length} (e.g. {fits}), or change rollout_length")
+        if not self.recurrent and self.chunk_length != type(self).model_fields["chunk_length"].default:
+            raise ValueError("on_policy.chunk_length is read by recurrent policies only: set on_policy.recurrent=true, or remove chunk_length")
         if self.algo == "seac" and self.recurrent:
             raise ValueError("seac's agents learn from other agents' single steps: set on_policy.recurrent=false")
         if self.algo == "seac" and self.minibatches != 1:
@@ -381,6 +385,8 @@ class CentralisedConfig(Strict):
     def _batch_fits(self) -> "CentralisedConfig":
         if self.batch_size > self.buffer_size:
             raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower centralised.batch_size")
+        if not self.auto_alpha and self.alpha_lr != type(self).model_fields["alpha_lr"].default:
+            raise ValueError("centralised.alpha_lr is the learnt temperature's, and auto_alpha=false fixes it at initial_alpha: remove alpha_lr, or set auto_alpha=true")
         return self
 
     @model_validator(mode="after")

@@ -32,6 +32,11 @@ class EnvError(RelayRLError):
     """An environment broke its contract (PettingZoo's, or a worker process failed)."""
 
 
+class SpaceError(EnvError, TypeError):
+    """An environment's observation or action space is one relayrl cannot act on or read
+    (raised where the env is wrapped, and refused as itself, not as its settings')."""
+
+
 class PolicyError(RelayRLError):
     """A user's policy (a scripted one) raised or returned actions the env cannot take."""
 

@@ -7,7 +7,7 @@ import numpy as np
 
 # where a learner that reads the global state (``GroupSpec.state_shape``) finds it, for the
 # errors that say an env gives none
-STATE_SOURCE = "relayrl hands up an env's state() where the env declares its state_space beside it, as PettingZoo's API asks"
+STATE_SOURCE = "relayrl passes an env's state() to its learners where the env declares its state_space beside it, as PettingZoo's API asks"
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,18 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from relayrl.core.errors import SpaceError
+
 
 def flat_box(space: spaces.Space, who: str = "") -> spaces.Box:
-    """The float32 Box of ``space``'s flat form; TypeError naming the space where gymnasium
+    """The float32 Box of ``space``'s flat form; a SpaceError naming the space where gymnasium
     cannot flatten it to one (Text, Graph, Sequence)."""
     try:
         flat = spaces.flatten_space(space)
     except NotImplementedError:
         flat = None
     if not isinstance(flat, spaces.Box):
-        raise TypeError(f"{who}relayrl reads Box observations and flattens Discrete, MultiDiscrete, MultiBinary, Dict and Tuple ones "
+        raise SpaceError(f"{who}relayrl reads Box observations and flattens Discrete, MultiDiscrete, MultiBinary, Dict and Tuple ones "
                         f"(gymnasium.spaces.flatten), got {space}: give the env an observation space of those")
     return spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32), dtype=np.float32)
 
@@ -36,7 +38,7 @@ def combinations(space: spaces.MultiDiscrete, who: str = "") -> int:
     choose among as one Discrete action (``env_actions`` gives the env its choices)."""
     count = int(np.prod(space.nvec, dtype=np.int64))
     if space.nvec.ndim != 1 or count > MAX_COMBINATIONS:
-        raise TypeError(f"{who}{space} has {count:,} combinations of choices; relayrl acts on MultiDiscrete actions as one Discrete "
+        raise SpaceError(f"{who}{space} has {count:,} combinations of choices; relayrl acts on MultiDiscrete actions as one Discrete "
                         f"over their combinations, up to {MAX_COMBINATIONS:,} of them in one row of choices: give the env fewer choices, or "
                         "Discrete or Box actions")
     return count

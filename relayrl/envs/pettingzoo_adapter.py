@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import AECEnv, ParallelEnv
 
-from relayrl.core.errors import EnvError, RelayRLError, RelayRLWarning
+from relayrl.core.errors import EnvError, RelayRLError, RelayRLWarning, SpaceError
 from relayrl.core.specs import PIXEL_RANGE, GroupSpec, pixels_of
 from relayrl.envs.flat_spaces import combinations, env_actions, flat_box, flatten_obs
 from relayrl.envs.types import GroupObs, GroupStep
@@ -31,7 +31,7 @@ def _acting_space(agent: str, space: spaces.Space) -> tuple[spaces.Box, bool, sp
 def check_finite_bounds(space: spaces.Box, who: str = "") -> None:
     """Box actions need finite bounds: relayrl's learners act within them."""
     if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
-        raise TypeError(f"{who}relayrl needs finite bounds on Box actions (its learners act within them), got {space}: "
+        raise SpaceError(f"{who}relayrl needs finite bounds on Box actions (its learners act within them), got {space}: "
                         "give the action space the range the env accepts")
 
 
@@ -45,7 +45,7 @@ def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tup
         obs_space, masked, _ = _acting_space(agent, env.observation_space(agent))
         act_space = env.action_space(agent)
         if not isinstance(act_space, (spaces.Discrete, spaces.MultiDiscrete, spaces.Box)) or (masked and not isinstance(act_space, spaces.Discrete)):
-            raise TypeError(f"agent {agent!r}: relayrl needs Discrete, MultiDiscrete or Box actions (masks for Discrete ones), got {act_space}")
+            raise SpaceError(f"agent {agent!r}: relayrl needs Discrete, MultiDiscrete or Box actions (masks for Discrete ones), got {act_space}")
         if isinstance(act_space, spaces.Box):
             check_finite_bounds(act_space, f"agent {agent!r}: ")
         prefix = agent.rsplit("_", 1)[0] if "_" in agent else agent
@@ -147,7 +147,8 @@ class ParallelEnvAdapter:
             raise EnvError(
                 f"{self._name()}.state() raised {type(error).__name__}: {error}, at step {self._step} of its episode (agents left: "
                 f"{list(self.env.agents)}). This run's learners read the env's global state (relayrl list: 'reads the global "
-                f"state'): train a learner that does not, or fix the env's state() for that step"
+                f"state'): train a learner that does not (MAPPO's critic reads every agent's observation with on_policy.critic_input=joint_obs), "
+                f"or fix the env's state() for that step"
             ) from None
         declared = tuple(self.env.state_space.shape)
         if given is None or np.size(given) != int(np.prod(declared)):

@@ -298,6 +298,10 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
     if factories.env is not None and any(r.env for r in config.rounds):
         raise ConfigError("rounds change env.settings, which a given env_factory cannot apply: build the env by name, or drop the rounds' env")
     configure_threads(config.torch_threads)
+    cores = os.cpu_count() or 1
+    if config.torch_threads > cores:  # threads beyond the cores wait on each other at every operation
+        warnings.warn(f"torch_threads={config.torch_threads} is more than this machine's {cores} cores, and the learners' operations will "
+                      f"crawl: set torch_threads={cores} or fewer (1, the default, suits small networks)", RelayRLWarning, stacklevel=2)
     if config.keep_freed_memory:
         keep_freed_memory()
     device = resolve_device(config.device)

@@ -238,10 +238,9 @@ def check_recipe(config: RunConfig, pid: str, algo: str, section: Any, sharing: 
         raise ValueError(f"{where}sharing.select={sharing.select} applies to {selecting} learners, not {algo}: set sharing.select=none")
     if not capabilities.shared_replay and (sharing.replay == "shared" or sharing.correction != "none"):
         sharing_replay = ", ".join(algorithms_with(lambda c: c.shared_replay))
-        raise ValueError(
-            f"{where}sharing.replay=shared and correction=dps apply to actor-critic learners ({sharing_replay}), not {algo}: DQN "
-            "targets do not depend on the behaviour policy, and DPS needs deterministic continuous actions (docs/results/dase/README.md)"
-        )
+        why = ("a policy-gradient learner learns from its own rollouts, not from a replay" if capabilities.on_policy else
+               "its targets do not depend on the behaviour policy, and DPS needs deterministic continuous actions (docs/results/dase/README.md)")
+        raise ValueError(f"{where}sharing.replay=shared and correction=dps apply to actor-critic learners ({sharing_replay}), not {algo}: {why}")
     if settings.param_sharing and not capabilities.param_sharing:
         raise ValueError(f"{where}{algo} keeps a parameter set per agent: set {config.algorithm_section()}.param_sharing=false")
     if capabilities.on_policy and capabilities.select and sharing.select == "none":

@@ -149,7 +149,7 @@ def test_user_spaces_discrete_start_unbounded_box_and_a_wrong_observation_shape(
     """Discrete(n, start) actions reach the env as start..start+n-1 (a run trains on them and
     learns the rewarded one); Box actions without finite bounds are refused before
     training; an observation of another shape than its space names the agent and both."""
-    from relayrl.core.errors import ConfigError, EnvError
+    from relayrl.core.errors import EnvError
     from relayrl.experiment import build_config, build_run
 
     def config(**settings):
@@ -161,7 +161,7 @@ def test_user_spaces_discrete_start_unbounded_box_and_a_wrong_observation_shape(
     rows = run.train()
     run.close()
     assert rows[-1]["eval_reward_mean"] == 2 * 10  # both agents take the env's action 1 at every step
-    with pytest.raises(ConfigError, match=r"relayrl needs finite bounds on Box actions .* give the action space the range the env accepts"):
+    with pytest.raises(EnvError, match=r"relayrl needs finite bounds on Box actions .* give the action space the range the env accepts"):
         build_run(config(actions="unbounded"), None, verbose=False)
     with pytest.raises(EnvError, match=r"agent 'agent_0''s observation has shape \(5,\), its observation_space \(4,\)"):
         build_run(config(wrong_obs=True), None, verbose=False).train()

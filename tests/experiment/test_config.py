@@ -220,3 +220,17 @@ def test_a_policy_of_another_algorithm_takes_that_algorithms_defaults_and_the_ru
     assert run.recipe("adversary")[1].clip == 0.2, "the run's own policies stay PPO"
     run = build_config({"env": env, "centralised": {"algo": "maddpg"}, "policies": {"agent": {"centralised": {"algo": "matd3"}}}})
     assert run.recipe("agent")[1] == build_config({"env": env, "centralised": {"algo": "matd3"}}).recipe("")[1]
+
+
+def test_settings_their_learner_would_not_read_are_refused_and_a_recurrent_chunk_is_fitted():
+    """chunk_length without a recurrent policy, alpha_lr with a fixed temperature: refused
+    (they would do nothing); a recurrent PPO at its defaults (rollouts of 128, chunks of 10)
+    is told a chunk length that divides its rollouts."""
+    env = {"name": "simple-spread"}
+    with pytest.raises(ConfigError, match=r"on_policy\.chunk_length is read by recurrent policies only: set on_policy\.recurrent=true"):
+        build_config({"env": env, "on_policy": {"algo": "mappo", "chunk_length": 16}})
+    with pytest.raises(ConfigError, match=r"on_policy\.rollout_length=128 is not a multiple of chunk_length=10.*a divisor of 128 \(e\.g\. 8\)"):
+        build_config({"env": env, "on_policy": {"algo": "ppo", "recurrent": True}})
+    assert build_config({"env": env, "on_policy": {"algo": "ppo", "recurrent": True, "chunk_length": 8}}).on_policy.chunk_length == 8
+    with pytest.raises(ConfigError, match=r"centralised\.alpha_lr is the learnt temperature's, and auto_alpha=false fixes it"):
+        build_config({"env": {"name": "simple-spread", "settings": {"continuous_actions": True}}, "centralised": {"algo": "masac", "auto_alpha": False, "alpha_lr": 1e-3}})

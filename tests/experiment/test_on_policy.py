@@ -133,5 +133,5 @@ def test_a_learner_of_the_global_state_on_an_env_without_one_names_both_fixes(se
     """The corridor has no state_space: MAPPO's critic and QMIX's mixer say where relayrl
     finds a state (state() beside a declared state_space) and what to set instead."""
     config = {"preset": "no-state", "total_steps": 100, "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 3, "max_steps": 8}}, **section}
-    with pytest.raises(ConfigError, match=rf"gives no.* \(relayrl hands up an env's state\(\) where the env declares its state_space .*\): declare the env's state_space, or set {fix}"):
+    with pytest.raises(ConfigError, match=rf"gives no.* \(relayrl passes an env's state\(\) to its learners where the env declares its state_space .*\): declare the env's state_space, or set {fix}"):
         build_run(build_config(config), None, verbose=False)
