@@ -410,14 +410,18 @@ def build_parser() -> argparse.ArgumentParser:
 def _show_warning(
     message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None, line: str | None = None
 ) -> None:
-    """relayrl's own warnings read as its errors do, ``warning: <message>``; others as Python prints them."""
+    """relayrl's own warnings read as its errors do, ``warning: <message>``, each once (a config
+    section is validated again for every policy that trains with it); others as Python prints them."""
     if issubclass(category, RelayRLWarning):
-        print(f"warning: {message}", file=sys.stderr if file is None else file)
+        if str(message) not in _shown:
+            _shown.add(str(message))
+            print(f"warning: {message}", file=sys.stderr if file is None else file)
     else:
         _python_show_warning(message, category, filename, lineno, file, line)
 
 
 _python_show_warning = warnings.showwarning
+_shown: set[str] = set()
 
 
 def main(argv: list[str] | None = None) -> int:

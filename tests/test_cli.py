@@ -211,3 +211,15 @@ def test_relayrls_warnings_read_as_its_errors_do():
     assert shown.returncode == 0
     assert shown.stderr.startswith("warning: centralised.updates_per_fragment=50 gradient steps every fragment_length=40 env steps")
     assert "UserWarning" not in shown.stderr and "pydantic" not in shown.stderr
+
+
+def test_a_warning_prints_once_however_often_its_section_is_validated(tmp_path, capsys):
+    """A MASAC policy of 50 updates per 8 env steps beside MAPPO: its section is validated for
+    the run and again for the policy's recipe, and the warning once printed three times."""
+    config = tmp_path / "mix.yaml"
+    config.write_text("total_steps: 50\nreport_interval: 50\neval: {interval: 0}\n"
+                      "env: {name: simple-tag, num_envs: 2, settings: {continuous_actions: true}}\n"
+                      "on_policy: {algo: mappo, rollout_length: 25, epochs: 1, minibatches: 1}\n"
+                      "policies: {agent: {centralised: {algo: masac, batch_size: 8, hidden: [8], fragment_length: 8, random_steps: 16, buffer_size: 100}}}\n")
+    assert main(["train", str(config), "--out", str(tmp_path / "runs")]) == 0
+    assert capsys.readouterr().err.count("warning: centralised.updates_per_fragment=50") == 1
