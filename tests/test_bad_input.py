@@ -442,3 +442,16 @@ def test_a_plot_of_a_column_the_metrics_lack_is_one_line(tmp_path, capsys):
     capsys.readouterr()
     assert main(["plot", str(run_dir), "--key", "no_such_column", "--out", str(tmp_path / "p.png")]) == 2
     assert capsys.readouterr().err.strip() == f"error: no 'no_such_column' values in {run_dir}: pick a column of its metrics.csv"
+
+
+@pytest.mark.parametrize("settings, section, message", [
+    ({"continuous_actions": True}, {"centralised": {"algo": "maddpg", "gumbel_temperature": 0.5}},
+     r"centralised\.gumbel_temperature is read for discrete actions only, and group 'agent' has Box actions: remove gumbel_temperature"),
+    ({}, {"on_policy": {"algo": "mappo", "log_std_init": -1.0}}, r"on_policy\.log_std_init is read for Box actions only, and group 'agent' has discrete actions"),
+    ({}, {"on_policy": {"algo": "ppo", "action_bounds": "clip"}}, r"on_policy\.action_bounds is read for Box actions only"),
+    ({}, {"on_policy": {"algo": "ppo", "agent_id": False, "param_sharing": False}}, r"on_policy\.agent_id=false .* param_sharing=false gives each agent a network of its own"),
+])
+def test_a_setting_the_groups_actions_make_its_learner_ignore_is_refused(settings, section, message):
+    config = build_config({"env": {"name": "simple-spread", "settings": settings}, **section, "total_steps": 200, "eval": {"interval": 0}})
+    with pytest.raises(ConfigError, match=message):
+        build_run(config, None, verbose=False)

@@ -38,7 +38,7 @@ from relayrl.envs.registry import EnvFactory, make_env_factory
 from relayrl.envs.vector_env import VectorEnv, make_vector_env
 from relayrl.experiment.checkpoint import MANIFEST, list_checkpoints, load_policies
 from relayrl.experiment.clock import Clock
-from relayrl.experiment.config import RunConfig
+from relayrl.experiment.config import SECTION_TYPES, RunConfig
 from relayrl.experiment.evaluation import Evaluator
 from relayrl.experiment.report import ReportLayout, Reporter
 from relayrl.experiment.run import Run
@@ -181,6 +181,30 @@ def check_minibatches(config: RunConfig, first: Venue, configs: dict[str, Policy
                 f"{units} {what} ({count}); set on_policy.minibatches to at most {units}, or lengthen on_policy.rollout_length, "
                 "or add env copies (env.num_envs)"
             )
+
+
+# settings that only one kind of action reads: (Box actions, discrete ones)
+BOX_ONLY = ("log_std_init", "action_bounds")
+DISCRETE_ONLY = ("gumbel_temperature", "logits_penalty")
+
+
+def check_action_settings(config: RunConfig, specs: dict[str, GroupSpec], configs: dict[str, PolicyConfig]) -> None:
+    """Refuses a learner's setting that its group's actions make it ignore (a Box policy's
+    log std on discrete actions, the Gumbel-softmax's temperature on Box ones), and the
+    agents' index without parameter sharing, so that no setting silently does nothing."""
+    for pid, spec in specs.items():
+        if pid not in configs or not configs[pid].learns:
+            continue
+        section = config.recipe(pid)[1]
+        name = next(n for n, kind in SECTION_TYPES.items() if isinstance(section, kind))
+        fields = type(section).model_fields
+        for key in DISCRETE_ONLY if spec.continuous else BOX_ONLY:
+            if key in fields and getattr(section, key) != fields[key].default:
+                has, reads = ("Box", "discrete") if spec.continuous else ("discrete", "Box")
+                raise ConfigError(f"policy {pid!r}: {name}.{key} is read for {reads} actions only, and group {spec.name!r} has {has} actions: remove {key}")
+        if "agent_id" in fields and not section.agent_id and not getattr(section, "param_sharing", True):
+            raise ConfigError(f"policy {pid!r}: {name}.agent_id=false takes the agents' index out of a shared network's inputs, and "
+                              "param_sharing=false gives each agent a network of its own: remove agent_id")
 
 
 def check_memory(config: RunConfig, specs: dict[str, GroupSpec], configs: dict[str, PolicyConfig], verbose: bool) -> None:
@@ -340,6 +364,7 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
                   "(height x width x channels): if the env puts channels first, transpose its observations")
     if verbose and len(names) > 1:
         note_group_critics(config, specs, configs, names)
+    check_action_settings(config, specs, configs)
     check_memory(config, specs, configs, verbose)
     check_minibatches(config, first, configs)
     check_team_episodes(config, first, configs)
