@@ -54,11 +54,11 @@ def env_check(groups: list[GroupSpec], first_copy: int = 0) -> Callable[[int, Gr
                 f"the environment returned a non-finite {field_name} ({value}) for agent {spec.agent_ids[i]!r} "
                 f"of group {spec.name!r} in env copy {first_copy + e}"
             )
-        state = step.next_state
-        if g == 0 and state is not None and not np.isfinite(state).all():  # one state for every group: checked once
-            e = int(np.argwhere(~np.isfinite(state.reshape(len(state), -1)).all(-1))[0, 0])
-            flat = state[e].reshape(-1)
-            raise NonFiniteError(f"the environment returned a non-finite global state ({flat[~np.isfinite(flat)][0]}, its state()) in env copy {first_copy + e}")
+        for state in (step.state, step.next_state) if g == 0 else ():  # one state for every group: checked once
+            if state is not None and not np.isfinite(state).all():
+                e = int(np.argwhere(~np.isfinite(state.reshape(len(state), -1)).all(-1))[0, 0])
+                flat = state[e].reshape(-1)
+                raise NonFiniteError(f"the environment returned a non-finite global state ({flat[~np.isfinite(flat)][0]}, its state()) in env copy {first_copy + e}")
         mask = step.action_mask
         if mask is not None:
             stuck = step.alive & ~mask.any(-1)

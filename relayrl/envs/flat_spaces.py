@@ -21,7 +21,7 @@ def flat_box(space: spaces.Space, who: str = "") -> spaces.Box:
         flat = None
     if not isinstance(flat, spaces.Box):
         raise SpaceError(f"{who}relayrl reads Box observations and flattens Discrete, MultiDiscrete, MultiBinary, Dict and Tuple ones "
-                        f"(gymnasium.spaces.flatten), got {space}: give the env an observation space of those")
+                          f"(gymnasium.spaces.flatten), got {space}: give the env an observation space of those")
     return spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32), dtype=np.float32)
 
 
@@ -39,8 +39,8 @@ def combinations(space: spaces.MultiDiscrete, who: str = "") -> int:
     count = int(np.prod(space.nvec, dtype=np.int64))
     if space.nvec.ndim != 1 or count > MAX_COMBINATIONS:
         raise SpaceError(f"{who}{space} has {count:,} combinations of choices; relayrl acts on MultiDiscrete actions as one Discrete "
-                        f"over their combinations, up to {MAX_COMBINATIONS:,} of them in one row of choices: give the env fewer choices, or "
-                        "Discrete or Box actions")
+                          f"over their combinations, up to {MAX_COMBINATIONS:,} of them in one row of choices: give the env fewer choices, or "
+                          "Discrete or Box actions")
     return count
 
 

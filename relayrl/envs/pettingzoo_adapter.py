@@ -32,7 +32,7 @@ def check_finite_bounds(space: spaces.Box, who: str = "") -> None:
     """Box actions need finite bounds: relayrl's learners act within them."""
     if not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
         raise SpaceError(f"{who}relayrl needs finite bounds on Box actions (its learners act within them), got {space}: "
-                        "give the action space the range the env accepts")
+                          "give the action space the range the env accepts")
 
 
 def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tuple[GroupSpec, ...], tuple[bool, ...]]:
