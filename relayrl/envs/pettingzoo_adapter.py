@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo.utils.env import AECEnv, ParallelEnv
 
-from relayrl.core.errors import EnvError, RelayRLError, RelayRLWarning, SpaceError
+from relayrl.core.errors import ConfigError, EnvError, RelayRLError, RelayRLWarning, SpaceError
 from relayrl.core.specs import PIXEL_RANGE, GroupSpec, pixels_of
 from relayrl.envs.flat_spaces import combinations, env_actions, flat_box, flatten_obs
 from relayrl.envs.types import GroupObs, GroupStep
@@ -35,11 +35,18 @@ def check_finite_bounds(space: spaces.Box, who: str = "") -> None:
                           "give the action space the range the env accepts")
 
 
-def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tuple[GroupSpec, ...], tuple[bool, ...]]:
+def _groups_of(
+    env: ParallelEnv, obs_dtypes: dict[str, Any] | None, named: dict[str, tuple[str, ...]] | None = None
+) -> tuple[tuple[GroupSpec, ...], tuple[bool, ...]]:
     """Agents with the same name prefix (``red`` of ``red_0``: a team) and equal observation
-    and action spaces form a group, in ``possible_agents`` order. Actions are Discrete
-    choices or Box vectors with finite bounds. Also returns whether each group's
-    observations carry action masks."""
+    and action spaces form a group, in ``possible_agents`` order; ``named`` (``env.groups``)
+    puts the agents it lists in the groups it names instead, which need equal spaces.
+    Actions are Discrete choices or Box vectors with finite bounds. Also returns whether each
+    group's observations carry action masks."""
+    chosen_group = {agent: name for name, agents in (named or {}).items() for agent in agents}
+    unknown = sorted(set(chosen_group) - set(env.possible_agents))
+    if unknown:
+        raise ConfigError(f"env.groups names agent(s) {unknown}, which the env does not have; its possible_agents: {list(env.possible_agents)}")
     members: dict[tuple, list[str]] = {}
     for agent in env.possible_agents:
         obs_space, masked, _ = _acting_space(agent, env.observation_space(agent))
@@ -48,7 +55,7 @@ def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tup
             raise SpaceError(f"agent {agent!r}: relayrl needs Discrete, MultiDiscrete or Box actions (masks for Discrete ones), got {act_space}")
         if isinstance(act_space, spaces.Box):
             check_finite_bounds(act_space, f"agent {agent!r}: ")
-        prefix = agent.rsplit("_", 1)[0] if "_" in agent else agent
+        prefix = chosen_group.get(agent) or (agent.rsplit("_", 1)[0] if "_" in agent else agent)
         if isinstance(act_space, spaces.MultiDiscrete):
             actions: tuple = (combinations(act_space, f"agent {agent!r}: "),)
         elif isinstance(act_space, spaces.Discrete):
@@ -57,6 +64,12 @@ def _groups_of(env: ParallelEnv, obs_dtypes: dict[str, Any] | None) -> tuple[tup
             actions = (0, act_space.shape, tuple(act_space.low.reshape(-1).tolist()), tuple(act_space.high.reshape(-1).tolist()))
         key = (prefix, obs_space.shape, str(obs_space.dtype), pixels_of(obs_space), actions, masked)
         members.setdefault(key, []).append(agent)
+    for name in named or {}:
+        apart = [agents for key, agents in members.items() if key[0] == name]
+        if len(apart) > 1:
+            sets = " and ".join(str(agents) for agents in apart)
+            raise ConfigError(f"env.groups.{name} lists agents of different spaces: {sets} differ in their observations, their dtype or their "
+                              "actions; a group's agents share one network, so list only agents of equal spaces")
     groups, masks = [], []
     prefixes = {key[0] for key in members}
     for (name, shape, dtype, pixels, actions, masked), agents in members.items():
@@ -91,11 +104,13 @@ class ParallelEnvAdapter:
     (entities that left the episode may take every action).
     """
 
-    def __init__(self, env: ParallelEnv, obs_dtypes: dict[str, Any] | None = None, with_state: bool = True) -> None:
+    def __init__(
+        self, env: ParallelEnv, obs_dtypes: dict[str, Any] | None = None, with_state: bool = True, named: dict[str, tuple[str, ...]] | None = None
+    ) -> None:
         if isinstance(env, AECEnv):
             raise EnvError(f"{type(env).__name__} is a PettingZoo AEC env, not a Parallel one: {AEC_HINT}")
         self.env = env
-        groups, self.masked = _groups_of(env, obs_dtypes)
+        groups, self.masked = _groups_of(env, obs_dtypes, named)
         self.has_state = with_state and getattr(env, "state_space", None) is not None
         if self.has_state:  # handed up as float32 (below)
             groups = tuple(replace(g, state_shape=tuple(env.state_space.shape)) for g in groups)

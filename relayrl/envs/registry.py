@@ -34,6 +34,8 @@ class EnvFactory:
     # whether the adapter hands up the env's ``state()``: only where a learner reads it (an
     # env's state() may be costly, or fail where its observations do not, as multiwalker's)
     with_state: bool = True
+    # env.groups: group name -> the agents it puts there (instead of grouping by name prefix)
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def make(self) -> ParallelEnv:
         if self.maker is None:
@@ -41,7 +43,7 @@ class EnvFactory:
         return self.maker(**self.settings)
 
     def adapter(self) -> ParallelEnvAdapter:
-        return ParallelEnvAdapter(self.make(), self.obs_dtypes, self.with_state)
+        return ParallelEnvAdapter(self.make(), self.obs_dtypes, self.with_state, self.groups)
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ def _import_fix(module: str, error: ImportError) -> str:
     return f"{package} has no module {leaf}; its modules: {', '.join(present)}"
 
 
+GROUPS_HELP = "group name -> the agents it holds (equal spaces), for agents whose names do not group them (alice, bob); the others group by name prefix"
 MODULE_PATH = r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$"  # a module of the working directory (my_env) or a package's (mpe2.simple_spread_v3)
 
 
@@ -115,6 +118,7 @@ class PettingZooSection(EnvSection):
 
     name: str = Field(pattern=MODULE_PATH)
     settings: dict[str, Any] = Field(default_factory=dict, description="passed to the module's parallel_env")
+    groups: dict[str, list[str]] = Field(default_factory=dict, description=GROUPS_HELP)
     actions: ClassVar[str] = "any"
 
     @model_validator(mode="after")

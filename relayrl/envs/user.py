@@ -8,13 +8,14 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from relayrl.core.errors import ConfigError
-from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
+from relayrl.envs.registry import ENVS, GROUPS_HELP, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
 
 
 class UserSection(EnvSection):
     name: Literal["user"] = "user"
     settings: dict[str, Any] = Field(default_factory=dict, description="unused: the env_factory carries its own settings")
+    groups: dict[str, list[str]] = Field(default_factory=dict, description=GROUPS_HELP)
     actions: ClassVar[str] = "any"
 
     def group_names(self) -> None:

@@ -71,6 +71,11 @@ class Venues:
         section = self._section(index)
         reads_state = self.config.reads_state()
         factory = replace(self.factory, with_state=reads_state) if self.factory else make_env_factory(section.name, section.env_settings(), reads_state)
+        named = {name: tuple(agents) for name, agents in getattr(section, "groups", {}).items()}
+        if named:
+            if factory.vectorised is not None:
+                raise ConfigError(f"env.groups regroups the agents of an env relayrl wraps agent by agent; {section.name} is batched and keeps its own groups")
+            factory = replace(factory, groups=named)
         try:
             return factory, make_vector_env(factory, section.num_envs, section.vector)
         except RelayRLError:  # relayrl's own refusals say what is wrong

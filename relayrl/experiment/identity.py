@@ -41,6 +41,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "eval.match": [],
     "eval.max_episode_steps": 27_000,
     "env.settings.walls": False,
+    "env.groups": {},
     "env.settings.observe_occupied": False,
     "qmix.storage": "episodes",
     "qmix.bootstrap": "own",

@@ -14,6 +14,7 @@ from pettingzoo.test import parallel_api_test
 
 from relayrl.core.errors import ConfigError
 from relayrl.envs import EnvFactory
+from relayrl.envs.registry import ENVS
 from relayrl.envs.list_interface import ListFace, ParallelFace
 from relayrl.envs.corridor import CorridorEnv
 from relayrl.experiment import Factories, build_run, build_config
@@ -250,3 +251,29 @@ def test_a_network_factory_that_the_learner_would_not_use_is_refused(section, al
     dqn.close()
     with pytest.raises(ConfigError, match=rf"network_factory builds the networks of dqn; {algo} builds its own .*: drop network_factory, or train dqn"):
         build_run(build_config({"preset": "mine", "env": {"name": "user"}, **SHORT, **section}), None, Factories(env=env, network=_TinyQ), verbose=False)
+
+
+def test_env_groups_put_agents_whose_names_do_not_group_them_in_one_group():
+    """alice, bob and carol are three groups of one by their names; ``env.groups`` makes them
+    one team, whose MAPPO critic reads all three (a run trains on it); an agent the env does
+    not have, or agents of unequal spaces, are refused naming them."""
+    base = {"env": {"name": "testenvs.named"}, "on_policy": {"algo": "mappo", "critic_input": "joint_obs", "rollout_length": 10, "hidden": [16]},
+            "total_steps": 100, "report_interval": 100, "eval": {"interval": 0}}
+    apart = build_run(build_config(base), None, verbose=False)
+    assert [g.name for g in apart.venue.venv.groups] == ["alice", "bob", "carol"]
+    apart.close()
+    team = build_run(build_config({**base, "env": {**base["env"], "groups": {"team": ["alice", "bob", "carol"]}}}), None, verbose=False)
+    assert [(g.name, g.agent_ids) for g in team.venue.venv.groups] == [("team", ("alice", "bob", "carol"))]
+    rows = team.train()
+    team.close()
+    assert rows[-1]["env_steps"] == 100
+    with pytest.raises(ConfigError, match=r"env\.groups names agent\(s\) \['dave'\], which the env does not have; its possible_agents: \['alice', 'bob', 'carol'\]"):
+        build_run(build_config({**base, "env": {**base["env"], "groups": {"team": ["alice", "dave"]}}}), None, verbose=False)
+    wide = {"name": "testenvs.named", "settings": {"carol_wide": True}, "groups": {"team": ["alice", "bob", "carol"]}}
+    with pytest.raises(ConfigError, match=r"env\.groups\.team lists agents of different spaces: \['alice', 'bob'\] and \['carol'\] differ"):
+        build_run(build_config({**base, "env": wide}), None, verbose=False)
+    batched = ENVS["simple-spread"].factory({})  # a batched env handed over in Python keeps its groups too
+    with pytest.raises(ConfigError, match=r"env\.groups regroups the agents of an env relayrl wraps agent by agent; user is batched"):
+        build_run(build_config({**base, "env": {"name": "user", "groups": {"team": ["agent_0"]}}}), None, Factories(env=batched), verbose=False)
+    with pytest.raises(ConfigError, match=r"env\.groups: Extra inputs are not permitted -- unknown key"):  # a built-in env keeps its groups
+        build_config({**base, "env": {"name": "simple-spread", "groups": {"team": ["agent_0"]}}})
