@@ -199,6 +199,22 @@ class OnPolicyLearner(LearnerBase):
             for group in optimizer.param_groups:
                 group["lr"] = lr
 
+    def hyperparameters(self) -> dict[str, float]:
+        """As every learner's; with ``lr_anneal`` the ``lr`` is the one the schedule anneals
+        from, not the optimiser's annealed value of the last update."""
+        found = super().hyperparameters()
+        if self.config.lr_anneal and self.total_steps:
+            found["lr"] = self.lr
+        return found
+
+    def set_hyperparameters(self, values: dict[str, float]) -> None:
+        """As every learner's; with ``lr_anneal`` a new ``lr`` is the one the next rollouts
+        anneal from (a scheme's copy or perturbation of it is kept, not annealed away)."""
+        if "lr" in values and self.config.lr_anneal and self.total_steps:
+            self.lr = values["lr"]
+            values = {key: value for key, value in values.items() if key != "lr"}
+        super().set_hyperparameters(values)
+
     def _advantages(self, r: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """GAE(lambda) advantages and returns ``[T, W, N]`` of a rollout."""
         c = self.config
@@ -294,6 +310,7 @@ class OnPolicyLearner(LearnerBase):
             "rng": self.rng.bit_generator.state,
             "tally": asdict(self.tally),
             "exploration_scale": self.exploration_scale,
+            "lr": self.lr,
             "updates": self.updates,
             "rollouts": self.rollouts,
         }
@@ -307,7 +324,7 @@ class OnPolicyLearner(LearnerBase):
         self.hidden, self.last_over = state["hidden"], state["last_over"]
         self.rng.bit_generator.state = state["rng"]
         self.tally = MetricTally(**state["tally"])
-        self.exploration_scale = state["exploration_scale"]
+        self.exploration_scale, self.lr = state["exploration_scale"], state["lr"]
         self.updates, self.rollouts = state["updates"], state["rollouts"]
         if self.shares:
             self.selector.load_state_dict(state["selector"])

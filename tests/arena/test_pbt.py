@@ -227,3 +227,40 @@ def test_a_generation_of_ppo_members_continues_from_the_best_one_alone(tmp_path,
 def test_survivors_leave_someone_to_replace():
     with pytest.raises(ConfigError, match=r"pbt.survivors=3 leaves no member to replace in a population of 3: choose 1 to 2"):
         build_config(_config(pbt={"population": ["a", "b", "c"], "survivors": 3}))
+
+
+LR_HOOKS = '''
+import json, os
+
+def record(context):
+    """After the scheme: each member's optimiser learning rate (annealed at its last update)."""
+    entry = {pid: context.policies[pid].learner.algorithm.optimizer.param_groups[0]["lr"] for pid in ("a", "b", "c")}
+    with open(os.environ["RELAYRL_TEST_HOOKS"], "a") as handle:
+        handle.write(json.dumps(entry) + "\\n")
+'''
+
+
+def test_an_annealed_learning_rate_anneals_from_the_one_the_scheme_gave(tmp_path, monkeypatch):
+    """PPO members with ``lr_anneal``: a member that took a perturbed learning rate at a
+    round's end trains the next round from it, annealed (it once kept annealing its own
+    configured rate, so the table's rate was never used)."""
+    log = hook_module(tmp_path, monkeypatch, "lr_hooks", LR_HOOKS)
+    config = {
+        "preset": "tiny-pbt-ppo-anneal",
+        "env": {"name": "corridor", "num_envs": 3, "settings": {"n_agents": 2, "length": 4, "max_steps": 10}},
+        "on_policy": {"algo": "ppo", "rollout_length": 20, "hidden": [16], "minibatches": 2, "epochs": 2, "lr_anneal": True},
+        "policies": {"a": {"on_policy": {"lr": 1e-3}}, "b": {"on_policy": {"lr": 3e-3}}, "c": {"on_policy": {"lr": 1e-2}}},
+        "match": [{"runner": "a"}, {"runner": "b"}, {"runner": "c"}],
+        "rounds": [{"steps": 180}] * 3, "total_steps": 540,
+        "pbt": {"population": ["a", "b", "c"], "fraction": 0.34, "perturb": ["lr"]},
+        "hooks": {"on_round_end": ["lr_hooks:record"]},
+        "report_interval": 60, "checkpoint_interval": 540, "eval": {"interval": 0},
+    }
+    train(config, tmp_path / "run")
+    table = _lineage(tmp_path / "run")
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    given = {r["member"]: float(r["lr"]) for r in table if int(r["round"]) == 0}
+    kept = [r["member"] for r in table if int(r["round"]) == 1 and not r["copied_from"]]  # trained round 2 from round 1's rate
+    assert any(r["copied_from"] for r in table if int(r["round"]) == 0) and kept
+    for pid in kept:
+        assert seen[1][pid] == pytest.approx(given[pid] * (1 - 360 / 540))
