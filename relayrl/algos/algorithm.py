@@ -176,6 +176,7 @@ class Capabilities:
     reads_state: bool = False  # learns from the env's global state (``state()``), which envs then compute
     param_sharing: bool = False  # its agents may share one parameter set
     network_factory: bool = False  # its networks may come from the network_factory given to train() in Python
+    scaled_exploration: bool = False  # it explores by a schedule (epsilon) that a scheme's exploration scale multiplies
     # the sharing modes that apply (DESIGN.md §1)
     select: bool = False  # sharing.select other than none: a selection rule at the sender (SUPER)
     shared_replay: bool = False  # sharing.replay=shared, corrected by sharing.correction (dps: DASE)

@@ -13,13 +13,14 @@ from relayrl.core.specs import GroupSpec
 
 # DQN's targets do not depend on the behaviour policy: there is nothing for DPS to correct
 # on a shared replay (docs/results/dase/README.md)
-DQN = Capabilities(frozenset({"discrete"}), param_sharing=True, select=True, relay_between=True, network_factory=True)
+DQN = Capabilities(frozenset({"discrete"}), param_sharing=True, select=True, relay_between=True, network_factory=True, scaled_exploration=True)
 # TD3, DDPG and deterministic SAC: each agent keeps parameters of its own, and DPS weighs
 # shared transitions by how close their deterministic actions are (paper 001)
 ACTOR_CRITIC = Capabilities(frozenset({"continuous"}), select=True, shared_replay=True, relay_between=True, shared_replay_between=True)
 # whole episodes of the group's agents trained together: no agent's own transitions to
 # select, relay or share
-QMIX = Capabilities(frozenset({"discrete"}), recurrent=True, centralised=True, group_acting=True, reads_state=True, param_sharing=True)
+QMIX = Capabilities(frozenset({"discrete"}), recurrent=True, centralised=True, group_acting=True, reads_state=True, param_sharing=True,
+                    scaled_exploration=True)
 
 
 def no_transition_fields(spec: GroupSpec) -> dict[str, Any]:

@@ -76,6 +76,16 @@ def check_pbt(config: RunConfig) -> None:
         strangers = [pid for pid in config.pbt.population if pid not in config.policies or not config.policies[pid].learns]
         if strangers:
             raise ValueError(f"pbt.population names {strangers}, which are not learning policies declared in policies")
+        recipes = {pid: config.recipe(pid)[0] for pid in config.pbt.population}
+        if len(set(recipes.values())) > 1:
+            raise ValueError(f"pbt.population mixes algorithms ({', '.join(f'{pid}: {algo}' for pid, algo in recipes.items())}): a member takes the "
+                             "best one's networks and optimiser state, so every member trains one algorithm")
+        if "exploration" in config.pbt.perturb:
+            fixed = [pid for pid, algo in recipes.items() if not ALGORITHMS[algo].capabilities.scaled_exploration]
+            if fixed:
+                scaled = ", ".join(algorithms_with(lambda c: c.scaled_exploration))
+                raise ValueError(f"pbt.perturb has 'exploration' but {fixed} explore by their own policies' noise or sampling, which no scale "
+                                 f"changes (the exploration scale multiplies the epsilon schedule of {scaled}): drop 'exploration'")
         if "bandwidth" in config.pbt.perturb:
             silent = [pid for pid in config.pbt.population if not config.recipe(pid)[2].relays_by_bandwidth]
             if silent:

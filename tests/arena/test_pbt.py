@@ -123,6 +123,9 @@ def test_a_population_stopped_inside_a_round_resumes_exactly(tmp_path):
         ({"rounds": [{"steps": 600}]}, "at least 2 rounds"),
         ({"pbt": {"population": ["a", "d"]}}, "not learning policies"),
         ({"policies": {"a": {}, "b": {}, "c": {"kind": "random"}}, "pbt": {"population": ["a", "c"]}}, "not learning policies"),
+        ({"policies": {"a": {}, "b": {}, "c": {"dqn": {"lr": 1e-3}}}}, r"pbt\.population mixes algorithms \(a: qmix, b: qmix, c: dqn\)"),
+        ({"qmix": None, "on_policy": {"algo": "ppo"}, "pbt": {"population": ["a", "b", "c"], "perturb": ["lr", "exploration"]}},
+         r"pbt\.perturb has 'exploration' but \['a', 'b', 'c'\] explore by their own policies' noise or sampling.*drop 'exploration'"),
     ],
 )
 def test_bad_populations_are_refused_before_training(change, message):

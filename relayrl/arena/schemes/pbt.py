@@ -7,12 +7,13 @@ group). Exploit: each member of the bottom ``fraction`` (at least one) takes the
 targets and optimiser state of a member of the top ``fraction`` drawn uniformly (its own
 replay, exploration RNG and counters stay), its exploration scale and, where members relay
 (SUPER), its sharing bandwidth. Explore: each hyperparameter in ``perturb`` (the learning
-rates; the scale of the exploration schedule, epsilon or action noise; the bandwidth b,
+rates; the scale of the epsilon schedule of DQN and QMIX members; the bandwidth b,
 kept at most 1) is multiplied by a factor drawn from ``factors`` (Jaderberg et al.'s
 perturb: 0.8 or 1.2). With ``survivors: k`` a round is a generation of paper 004's
 evolution over PPO (appendix A.1.1): the k best members continue and every other member
 takes the networks of one of them; ``perturb: []`` copies without exploring. Learning
-rates live in the optimisers' state, the exploration scale in the learner's and the
+rates live in the optimisers' state (an annealed on-policy learner's base rate in the
+learner's), the exploration scale in the learner's and the
 bandwidth in its selector's, so a checkpoint keeps all three; the lineage (who copied
 whom, each member's hyperparameters and return per round) is the scheme's table.
 """
