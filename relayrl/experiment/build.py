@@ -455,6 +455,30 @@ def _check_budget(config: RunConfig, n_steps: int, num_envs: int) -> None:
             f"least {fragment:,}, or shorten the fragment (on_policy.rollout_length, the learner's fragment_length, or "
             "backend.fragment_steps) or use fewer env copies (env.num_envs)"
         )
+    _check_rounds(config, fragment)
+
+
+def _check_rounds(config: RunConfig, fragment: int) -> None:
+    """A round ends with the first whole fragment that reaches its end, one round per
+    fragment: a round shorter than a fragment would push the later ones past the budget
+    (the last ones never ran), so it is refused; lengths that whole fragments would change by
+    more than a tenth are said with the lengths the rounds will have."""
+    short = [(i, r.steps) for i, r in enumerate(config.rounds) if r.steps < fragment]
+    if short:
+        i, steps = short[0]
+        raise ConfigError(f"rounds[{i}].steps={steps:,} is shorter than one fragment of this run ({fragment:,} env steps), and a round ends "
+                          f"with a whole fragment: give every round at least {fragment:,} steps (a multiple of {fragment:,} keeps them as "
+                          "given), or shorten the fragment (on_policy.rollout_length, the learner's fragment_length, or backend.fragment_steps)")
+    ends, done, wanted = [], 0, 0
+    for r in config.rounds:
+        wanted += r.steps
+        done = max(done + fragment, -(-wanted // fragment) * fragment)
+        ends.append(done)
+    lengths = [b - a for a, b in zip([0, *ends], ends)]
+    if any(abs(length - r.steps) > 0.1 * r.steps for length, r in zip(lengths, config.rounds)):  # a few steps more or less: not said
+        warnings.warn(f"the rounds' steps {[r.steps for r in config.rounds]} are not whole fragments of this run ({fragment:,} env steps), "
+                      f"and a round ends with the first fragment that reaches its end: they will run {lengths} env steps; give them "
+                      f"multiples of {fragment:,} to keep them as given", RelayRLWarning, stacklevel=3)
 
 
 def _reported_group(config: RunConfig, first: Venue, learners: dict[str, Any]) -> int:

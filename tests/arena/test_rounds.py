@@ -14,7 +14,7 @@ import yaml
 
 from relayrl.arena.round import end_episodes
 from relayrl.arena.schemes.curriculum import curriculum
-from relayrl.core.errors import ConfigError, HookError
+from relayrl.core.errors import ConfigError, HookError, RelayRLWarning
 from relayrl.experiment.checkpoint import list_checkpoints
 from relayrl.experiment import build_run, build_config
 from round_runs import cut_copy, hook_module, rows, train
@@ -196,3 +196,19 @@ def test_a_hook_that_fails_stops_the_run_naming_it_and_keeps_what_was_written(tm
     with pytest.raises(HookError, match=message + r".*The run stopped there; the last checkpoint step_\d+ and the metrics so far are kept\. Fix the hook, then resume: relayrl resume "):
         train(_config(ROUNDS, hooks={"on_round_end": [hook]}), tmp_path)
     assert list_checkpoints(tmp_path / "checkpoints") and (tmp_path / "metrics.csv").read_text().count("\n") >= 2
+
+
+def test_rounds_that_whole_fragments_would_drop_or_stretch_are_refused_or_said():
+    """PPO's fragment here is its rollout, 20 steps of 3 copies = 60 env steps, and a round
+    ends with the first fragment that reaches its end: a round of 30 pushed the last round
+    past the budget (it never ran, without a word), so it is refused; rounds of 130, 130 and
+    100 run 180, 120 and 60 env steps, which the run says."""
+    def config(rounds: list[int]) -> dict:
+        return build_config({"env": {"name": "corridor", "num_envs": 3, "settings": {"n_agents": 2, "length": 4, "max_steps": 10}},
+                             "on_policy": {"algo": "ppo", "rollout_length": 20, "hidden": [8]}, "rounds": [{"steps": s} for s in rounds],
+                             "eval": {"interval": 0}})
+
+    with pytest.raises(ConfigError, match=r"rounds\[1\]\.steps=30 is shorter than one fragment of this run \(60 env steps\)"):
+        build_run(config([60, 30, 60]), None, verbose=False)
+    with pytest.warns(RelayRLWarning, match=r"the rounds' steps \[130, 130, 100\] are not whole fragments of this run \(60 env steps\).*they will run \[180, 120, 60\] env steps"):
+        build_run(config([130, 130, 100]), None, verbose=False).close()
