@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from relayrl.algos.algorithm import ALGORITHMS
 from relayrl.algos.layout import AgentLayout
 from relayrl.core.errors import CheckpointError, ConfigError
 from relayrl.core.specs import GroupSpec
@@ -190,9 +191,14 @@ def load_policy_state(algorithm: Any, param_sharing: bool, algo: str, state: dic
     """Loads a learner's ``policy_state`` into ``algorithm`` (a frozen opponent, an env
     runner's copy or an evaluation), refusing networks of another algorithm, layout or shape."""
     if state["algo"] != algo or state["param_sharing"] != param_sharing:
+        fix = ""
+        if state["algo"] in ALGORITHMS:  # the policy's keys that load it: its algorithm's section
+            section, name = ALGORITHMS[state["algo"]].section, who.strip("'")
+            keys = ("" if section == "dqn" else f"algo: {state['algo']}, ") + f"param_sharing: {str(state['param_sharing']).lower()}, ..."
+            fix = f": give {who} the settings it was trained with (its run's config.yaml), e.g. policies.{name}: {{{section}: {{{keys}}}}}"
         raise CheckpointError(
             f"{source}: {who} was trained as {state['algo']} with param_sharing={state['param_sharing']}; "
-            f"this run has {algo} with param_sharing={param_sharing}"
+            f"this run has {algo} with param_sharing={param_sharing}{fix}"
         )
     saved, here = _parameter_sets(state["networks"]), _parameter_sets(algorithm.policy_state())
     if not param_sharing and saved != here:

@@ -268,3 +268,14 @@ def test_a_frozen_policy_whose_networks_do_not_fit_names_what_differs(tmp_path):
                                   policies={"walker": {"kind": "frozen", "checkpoint": str(tmp_path / "pretrain")}}))
     with pytest.raises(CheckpointError, match=r"networks do not fit this run's model \(Error\(s\) in loading state_dict for .*: size mismatch for fcs.0.weight: copying a param with shape torch.Size\(\[2, 4, 16\]\) from checkpoint"):
         build_run(config, None, verbose=False)
+
+
+def test_a_frozen_policy_of_another_algorithm_is_told_the_settings_to_give_it(tmp_path):
+    """A DQN walker frozen into a PPO run: refused naming the algorithm it was trained as and
+    the policy's settings that load it."""
+    _pretrain(tmp_path)
+    config = build_config(_config(on_policy={"algo": "ppo", "rollout_length": 20, "hidden": [8]},
+                                  policies={"walker": {"kind": "frozen", "checkpoint": str(tmp_path / "pretrain")}}))
+    with pytest.raises(CheckpointError, match=r"'walker' was trained as dqn with param_sharing=False; this run has ppo with param_sharing=True: "
+                                              r"give 'walker' the settings it was trained with \(its run's config.yaml\), e.g. policies\.walker: \{dqn: \{param_sharing: false, \.\.\.\}\}"):
+        build_run(config, None, verbose=False)
