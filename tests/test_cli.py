@@ -223,3 +223,13 @@ def test_a_warning_prints_once_however_often_its_section_is_validated(tmp_path, 
                       "policies: {agent: {centralised: {algo: masac, batch_size: 8, hidden: [8], fragment_length: 8, random_steps: 16, buffer_size: 100}}}\n")
     assert main(["train", str(config), "--out", str(tmp_path / "runs")]) == 0
     assert capsys.readouterr().err.count("warning: centralised.updates_per_fragment=50") == 1
+
+
+def test_plot_rounds_of_a_run_without_a_scheme_says_what_it_draws(tmp_path, capsys):
+    config = tmp_path / "rounds.yaml"
+    config.write_text("env: {name: corridor}\ntotal_steps: 200\nrounds: [{steps: 100}, {steps: 100}]\neval: {interval: 0}\n")
+    assert main(["train", str(config), "--out", str(tmp_path / "runs")]) == 0
+    capsys.readouterr()
+    assert main(["plot", "--rounds", str(_run_dir(tmp_path / "runs").parent), "--out", str(tmp_path / "r.png")]) == 2
+    err = capsys.readouterr().err
+    assert "--rounds draws what a tournament, PBT or self-play wrote each round" in err and "disk space" not in err

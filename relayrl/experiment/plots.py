@@ -135,7 +135,9 @@ def plot_rounds(runs: list[Path], out: Path) -> Path:
     found = {name: [(run, run / f"{name}.csv") for experiment in runs for run in seed_dirs(experiment) if (run / f"{name}.csv").is_file()] for name in ROUND_TABLES}
     found = {name: tables for name, tables in found.items() if tables}
     if not found:
-        raise FileNotFoundError(f"no scheme table ({', '.join(f'{n}.csv' for n in ROUND_TABLES)}) in {', '.join(map(str, runs))}")
+        raise RelayRLError(f"no scheme table ({', '.join(f'{n}.csv' for n in ROUND_TABLES)}) in {', '.join(map(str, runs))}: --rounds draws "
+                           "what a tournament, PBT or self-play wrote each round; a run of rounds without such a scheme (a curriculum) has "
+                           "its curve in relayrl plot without --rounds")
     fig, axes = plt.subplots(1, len(found), figsize=(6 * len(found), 4.2), squeeze=False)
     for ax, (name, tables) in zip(axes[0], found.items()):
         by, value = ROUND_TABLES[name]
