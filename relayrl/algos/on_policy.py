@@ -106,7 +106,7 @@ class OnPolicyLearner(LearnerBase):
 
     def _agents(self, like: np.ndarray) -> np.ndarray:
         """Each entity's index, shaped as ``like [T, W, N]``."""
-        return np.ascontiguousarray(np.broadcast_to(np.arange(self.spec.n_agents), like.shape))
+        return np.broadcast_to(np.arange(self.spec.n_agents), like.shape).copy()  # a view of one step would stay read-only
 
     def _behaviour(self, f: dict[str, np.ndarray], over: np.ndarray) -> dict[str, np.ndarray]:
         """What the networks that acted compute for a fragment's steps ``[T, W, N]`` in one
