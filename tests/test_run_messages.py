@@ -111,3 +111,14 @@ def test_more_torch_threads_than_cores_are_warned_of():
     with pytest.warns(RelayRLWarning, match=rf"torch_threads={threads} is more than this machine's {threads - 1} cores"):
         build_run(config, None, verbose=False).close()
     torch.set_num_threads(1)  # the other tests' processes keep their one thread
+
+
+def test_train_from_python_on_a_complete_run_says_nothing_more_is_trained(tmp_path, capsys):
+    from relayrl.experiment import train
+
+    config = build_config({"preset": "complete", "env": {"name": "corridor"}, "total_steps": 100, "eval": {"interval": 0}, "checkpoint_interval": 100})
+    first = train(config, tmp_path)
+    capsys.readouterr()
+    again = train(config, tmp_path)
+    assert "is already complete: its checkpoint is at 100 env steps, total_steps=100; nothing more is trained" in capsys.readouterr().out
+    assert again.counters.env_steps == first.counters.env_steps == 100

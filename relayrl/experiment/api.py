@@ -6,6 +6,7 @@ from typing import Any
 
 from relayrl.algos.dqn import NetworkFactory
 from relayrl.experiment.build import Factories, build_run
+from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.config import RunConfig, build_config
 from relayrl.experiment.run import Run
 from relayrl.experiment.identity import run_dir_for
@@ -22,6 +23,10 @@ def train(
     """Trains (or resumes, if the run directory has checkpoints) and returns the Run.
     ``out=None`` trains in memory without writing a run directory."""
     run_dir = run_dir_for(config, Path(out)) if out is not None else None
+    done = list_checkpoints(run_dir / "checkpoints") if run_dir is not None else []
+    if verbose and done and checkpoint_steps(done[-1]) >= config.total_steps:  # as the command line says it
+        print(f"{run_dir} is already complete: its checkpoint is at {checkpoint_steps(done[-1]):,} env steps, "
+              f"total_steps={config.total_steps:,}; nothing more is trained (the run is returned as it is)")
     run = build_run(config, run_dir, Factories(env_factory, network_factory), verbose)
     try:
         run.train()
