@@ -7,8 +7,9 @@ import os
 import pytest
 import torch
 
+from relayrl.arena.schemes import SCHEMES
 from relayrl.cli import main
-from relayrl.core.errors import RelayRLWarning
+from relayrl.core.errors import ConfigError, RelayRLWarning
 from relayrl.experiment import build_config, build_run, load_preset
 
 
@@ -122,3 +123,14 @@ def test_train_from_python_on_a_complete_run_says_nothing_more_is_trained(tmp_pa
     again = train(config, tmp_path)
     assert "is already complete: its checkpoint is at 100 env steps, total_steps=100; nothing more is trained" in capsys.readouterr().out
     assert again.counters.env_steps == first.counters.env_steps == 100
+
+
+def test_a_scheme_registered_without_a_config_section_is_named():
+    """A scheme joins through SCHEMES under the name of its RunConfig section; one without
+    that section made every run fail with an AttributeError of RunConfig."""
+    SCHEMES.add("keepbest", object)
+    try:
+        with pytest.raises(ConfigError, match=r"scheme\(s\) \['keepbest'\] are registered in SCHEMES without a section of their name"):
+            build_run(build_config({"env": {"name": "corridor"}, "total_steps": 100, "eval": {"interval": 0}}), None, verbose=False)
+    finally:
+        SCHEMES.remove("keepbest")

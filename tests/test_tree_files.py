@@ -14,7 +14,7 @@ import torch
 from relayrl.cli import main
 from relayrl.core.errors import CheckpointError
 from relayrl.core.tree_files import read_tree, tree_files, write_tree
-from relayrl.experiment import build_run, build_config
+from relayrl.experiment import build_run, build_config, train
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint, load_policies
 
 
@@ -166,3 +166,13 @@ def test_a_damaged_or_crafted_checkpoint_is_refused_by_name(tmp_path, damage):
         _swap(checkpoint, "state.json", b"{not json")
     with pytest.raises(CheckpointError, match=r"not relayrl checkpoint data|does not hold a state this run resumes from"):
         build_run(build_config({**config, "total_steps": 400}), tmp_path, verbose=False).train()
+
+
+def test_a_run_directory_given_for_a_checkpoint_names_its_checkpoints(tmp_path):
+    run = train(build_config({"preset": "where", "env": {"name": "corridor"}, "total_steps": 100, "checkpoint_interval": 100, "eval": {"interval": 0}}),
+                tmp_path, verbose=False)
+    last = list_checkpoints(run.run_dir.path / "checkpoints")[-1]
+    for given in (run.run_dir.path, run.run_dir.path / "checkpoints"):
+        with pytest.raises(CheckpointError, match=rf"is not a checkpoint but holds them: pass one of .*step_\* \(the last: {last}"):
+            load_policies(given)
+    assert set(load_policies(last)) == {"runner"}

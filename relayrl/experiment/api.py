@@ -5,11 +5,13 @@ from pathlib import Path
 from typing import Any
 
 from relayrl.algos.dqn import NetworkFactory
+from relayrl.core.errors import ConfigError
+from relayrl.envs.registry import EnvFactory
 from relayrl.experiment.build import Factories, build_run
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 from relayrl.experiment.config import RunConfig, build_config
 from relayrl.experiment.run import Run
-from relayrl.experiment.identity import run_dir_for
+from relayrl.experiment.identity import factory_identity, run_dir_for
 
 
 def train(
@@ -21,8 +23,14 @@ def train(
     verbose: bool = True,
 ) -> Run:
     """Trains (or resumes, if the run directory has checkpoints) and returns the Run.
-    ``out=None`` trains in memory without writing a run directory."""
-    run_dir = run_dir_for(config, Path(out)) if out is not None else None
+    ``out=None`` trains in memory without writing a run directory. ``env_factory``: an
+    ``EnvFactory``, or a function that makes one PettingZoo ParallelEnv; the factories'
+    names join the run directory's hash, so other factories train another run."""
+    if env_factory is not None and not isinstance(env_factory, EnvFactory):
+        if not callable(env_factory):
+            raise ConfigError(f"env_factory must be a relayrl.envs.EnvFactory or a function that makes a PettingZoo ParallelEnv, got {env_factory!r}")
+        env_factory = EnvFactory(env_factory)
+    run_dir = run_dir_for(config, Path(out), factory_identity(env_factory, network_factory)) if out is not None else None
     done = list_checkpoints(run_dir / "checkpoints") if run_dir is not None else []
     if verbose and done and checkpoint_steps(done[-1]) >= config.total_steps:  # as the command line says it
         print(f"{run_dir} is already complete: its checkpoint is at {checkpoint_steps(done[-1]):,} env steps, "

@@ -406,6 +406,10 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
         len(names) == 1 and len(policies) == 1, bool(config.rounds),
     )
     reporter = Reporter(layout, f"[{config.preset} s{config.seed}]", config.total_steps, len(config.rounds), verbose)
+    unset = [name for name in SCHEMES if name not in RunConfig.model_fields]
+    if unset:
+        raise ConfigError(f"scheme(s) {unset} are registered in SCHEMES without a section of their name in the run's config: a scheme is "
+                          "configured by a RunConfig field of its name (as pbt:, tournament:, selfplay:), which relayrl.experiment.config declares")
     schemes = [SCHEMES[name](getattr(config, name), derive_seeds(config.seed, 1, name)[0]) for name in SCHEMES if getattr(config, name) is not None]
     rounds = RoundSchedule(config.rounds, config.hooks, schemes, directory.write_table if directory else None, verbose)
     evaluator = Evaluator(policies, held_out, config.eval.match, config.seed + config.eval.seed_offset, config.eval.max_episode_steps)

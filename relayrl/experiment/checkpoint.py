@@ -96,6 +96,10 @@ def _verified(path: Path, *names: str) -> None:
     """Checks files of a checkpoint against its manifest's sha256."""
     manifest_path = path / MANIFEST
     if not manifest_path.is_file():
+        inner = path / "checkpoints" if (path / "checkpoints").is_dir() else path
+        found = list_checkpoints(inner)
+        if found:  # a run directory or its checkpoints folder, not one checkpoint
+            raise CheckpointError(f"{path} is not a checkpoint but holds them: pass one of {inner}/step_* (the last: {found[-1]}; list_checkpoints lists them)")
         raise CheckpointError(f"{path} has no {MANIFEST}: incomplete checkpoint; resume from another one")
     listed = json.loads(manifest_path.read_text())["files"]
     for name in names:

@@ -2,6 +2,7 @@
 (everything that changes the experiment) and the check of a resumed run's config against the
 one it was trained with."""
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -13,9 +14,33 @@ from relayrl.envs.registry import ENVS
 if TYPE_CHECKING:
     from relayrl.experiment.config import RunConfig
 
-def run_dir_for(config: "RunConfig", root: Path) -> Path:
-    """``<root>/<preset>-<config hash>/<seed>/`` (DESIGN.md §5)."""
-    return root / f"{config.preset}-{config.config_hash()}" / str(config.seed)
+def run_dir_for(config: "RunConfig", root: Path, made: str = "") -> Path:
+    """``<root>/<preset>-<config hash>/<seed>/`` (DESIGN.md §5); ``made`` names the Python
+    API's factories (``factory_identity``), which the hash then covers too."""
+    key = config.config_hash() if not made else hashlib.sha256(f"{config.config_hash()} {made}".encode()).hexdigest()[:8]
+    return root / f"{config.preset}-{key}" / str(config.seed)
+
+
+def _named(thing: Any) -> str:
+    """A function's or class's import path (a partial's with its arguments)."""
+    if thing is None:
+        return "-"
+    if isinstance(thing, functools.partial):
+        return f"{_named(thing.func)}(*{thing.args!r}, **{thing.keywords!r})"
+    return f"{getattr(thing, '__module__', '?')}.{getattr(thing, '__qualname__', type(thing).__qualname__)}"
+
+
+def factory_identity(env_factory: Any, network_factory: Any) -> str:
+    """What the Python API's factories build, by name: the env's maker with its settings and
+    the network factory, so that a run of other factories is another experiment (another
+    run directory) and never resumes this one's. Two lambdas of one module share a name."""
+    parts = []
+    if env_factory is not None:
+        settings = json.dumps(env_factory.settings, sort_keys=True, default=repr)
+        parts.append(f"env {_named(env_factory.maker)} {settings} {_named(env_factory.vectorised)} {sorted(env_factory.obs_dtypes.items())}")
+    if network_factory is not None:
+        parts.append(f"network {_named(network_factory)}")
+    return "; ".join(parts)
 
 
 # Keys that do not change what is learned (up to float rounding across devices/threads).

@@ -277,3 +277,28 @@ def test_env_groups_put_agents_whose_names_do_not_group_them_in_one_group():
         build_run(build_config({**base, "env": {"name": "user", "groups": {"team": ["agent_0"]}}}), None, Factories(env=batched), verbose=False)
     with pytest.raises(ConfigError, match=r"env\.groups: Extra inputs are not permitted -- unknown key"):  # a built-in env keeps its groups
         build_config({**base, "env": {"name": "simple-spread", "groups": {"team": ["agent_0"]}}})
+
+
+def _short_corridor() -> CorridorEnv:
+    return CorridorEnv(2, 3, 6)
+
+
+def _long_corridor() -> CorridorEnv:
+    return CorridorEnv(2, 5, 15)
+
+
+def test_runs_of_other_env_factories_train_apart_and_a_function_is_a_factory(tmp_path):
+    """Two env makers under one config (``env.name: user``) once shared a run directory, so
+    the second returned, or resumed, the first one's networks; a plain function is taken as
+    the factory it makes (it was a TypeError of dataclasses.replace)."""
+    from relayrl.experiment import train
+
+    config = build_config({"preset": "makers", "env": {"name": "user"}, "total_steps": 100, "eval": {"interval": 0}, "checkpoint_interval": 100,
+                           "dqn": {"learning_starts": 50, "buffer_size": 200, "batch_size": 8}, "model": {"hiddens": [8], "head_hidden": 8}})
+    short = train(config, tmp_path, env_factory=_short_corridor, verbose=False)
+    long = train(config, tmp_path, env_factory=EnvFactory(_long_corridor), verbose=False)
+    again = train(config, tmp_path, env_factory=EnvFactory(_short_corridor), verbose=False)
+    assert long.run_dir.path != short.run_dir.path == again.run_dir.path
+    assert again.counters.env_steps == 100
+    with pytest.raises(ConfigError, match=r"env_factory must be a relayrl\.envs\.EnvFactory or a function that makes a PettingZoo ParallelEnv"):
+        train(config, tmp_path, env_factory="corridor")
