@@ -31,6 +31,7 @@ from relayrl.replay.shared import RowSource, SharedDraws
 from relayrl.sharing.config import CORRECTIONS, SharingConfig
 from relayrl.sharing.corrections import DPSCorrection, ExternalWeights
 from relayrl.sharing.relay import Relay, RelayStats
+from relayrl.sharing.selectors import selection
 
 
 def replay_plan(spec: GroupSpec, algo: str, params: OffPolicyParams, sharing: SharingConfig) -> ReplayPlan:
@@ -200,7 +201,7 @@ class OffPolicyLearner(LearnerBase):
     def _relay(self, rows: dict[str, np.ndarray], mask: np.ndarray) -> None:
         assert self.relay is not None
         td_abs = self._scores(rows)
-        selected = self.selector.select(td_abs, mask)
+        selected = selection(self.selector, td_abs, mask)
         receive = self.relay.route(selected, mask, self.bytes_per_transition)
         n, m = mask.shape
         flat = {k: v.reshape(n * m, *v.shape[2:]) for k, v in rows.items()}

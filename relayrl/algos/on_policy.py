@@ -34,6 +34,7 @@ from relayrl.core.specs import GroupSpec
 from relayrl.replay import FieldSpec, ReplayPlan
 from relayrl.sharing.config import SharingConfig
 from relayrl.sharing.relay import RelayStats
+from relayrl.sharing.selectors import selection
 
 # what a rollout keeps of a fragment's steps, besides what the policy computed for them
 KEPT = ("obs", "action", "action_mask", "reward", "valid")
@@ -290,7 +291,7 @@ class OnPolicyLearner(LearnerBase):
     def _shared(self, batch: dict[str, np.ndarray], score: np.ndarray) -> dict[str, np.ndarray]:
         """SEAC's rows from other agents: each sender's selection by |advantage|, routed by
         the relay to the other members of the team."""
-        selected = self.selector.select(score, batch["valid"])
+        selected = selection(self.selector, score, batch["valid"])
         return shared_rows(batch, self.relay.route(selected, batch["valid"], self.bytes_per_transition))
 
     def _check_finite(self, metrics: dict[str, float]) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from relayrl.core.errors import ConfigError
 from relayrl.core.registry import Registry
 
 
@@ -281,7 +282,24 @@ def bandwidth_rules() -> list[str]:
 
 
 def make_selector(mode: str, n_senders: int, *, bandwidth: float, window: int, **options: Any) -> Selector:
-    """The selector registered as ``mode``; ``options``: the other ``SelectionParams``."""
+    """The selector registered as ``mode``; ``options``: the other ``SelectionParams``. One
+    registered by a user must have the ``Selector`` protocol's methods."""
     if mode not in SELECTORS:
         raise ValueError(f"unknown selection mode {mode!r}; allowed: {', '.join(SELECTORS)}")
-    return SELECTORS[mode].build(SelectionParams(n_senders, bandwidth, window, **options))
+    selector = SELECTORS[mode].build(SelectionParams(n_senders, bandwidth, window, **options))
+    missing = [name for name in ("select", "state_dict", "load_state_dict", "bandwidth") if not hasattr(selector, name)]
+    if missing:
+        raise ConfigError(f"the selector of sharing.select={mode} ({type(selector).__name__}) lacks {missing}: a selector has the methods and "
+                          "the attribute of relayrl.sharing.selectors.Selector (its state is saved with every checkpoint)")
+    return selector
+
+
+def selection(selector: Selector, scores: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``selector.select``, with its answer checked: a boolean mask of the scores' shape
+    ``[N, M]`` (a user's rule that returned indices relayed half the steps at random)."""
+    chosen = selector.select(scores, valid)
+    if not (isinstance(chosen, np.ndarray) and chosen.dtype == np.bool_ and chosen.shape == scores.shape):
+        got = f"{type(chosen).__name__} {getattr(chosen, 'dtype', '')} of shape {getattr(chosen, 'shape', '?')}"
+        raise ConfigError(f"{type(selector).__name__}.select returned a {got}; it must return a boolean mask of the scores' shape "
+                          f"{scores.shape} (True: the step is relayed)")
+    return chosen

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from relayrl.sharing.selectors import SELECTORS, make_selector
+from relayrl.core.errors import ConfigError
+from relayrl.experiment import build_config, build_run
+from relayrl.sharing.selectors import SELECTORS, SelectionRule, make_selector
 
 INVALID_TD = 1e6  # |td| placed on invalid rows: would dominate any window / threshold it leaked into
 
@@ -551,3 +553,49 @@ def test_a_bandwidth_changed_at_run_time_selects_as_one_built_with_it_and_is_sav
         np.testing.assert_array_equal(resumed.select(td, valid), expected)
         shared += int(expected.sum())
     assert shared > 0
+
+
+class _Indices:
+    """A user's rule that returns the indices of each sender's 2 largest |td| (not a mask)."""
+
+    bandwidth = 0.25
+
+    def select(self, td_abs, valid):
+        return np.argsort(-td_abs, axis=1)[:, :2]
+
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        pass
+
+
+class _Stateless:
+    bandwidth = 0.25
+
+    def select(self, td_abs, valid):
+        return valid.copy()
+
+
+def test_a_users_selection_rule_is_checked_before_it_relays():
+    """A rule registered from Python: one without a state (checkpoints save it) is refused when
+    built; one that answers with indices instead of a mask is refused at its first fragment
+    (bitwise-anded with the valid steps, it once relayed about half of them whatever their
+    |td|)."""
+    SELECTORS.add("indices", SelectionRule(lambda s: _Indices(), True))
+    SELECTORS.add("stateless", SelectionRule(lambda s: _Stateless(), True))
+    try:
+        def config(select: str):
+            return build_config({"env": {"name": "corridor", "settings": {"n_agents": 3, "length": 4, "max_steps": 12}}, "total_steps": 200,
+                                 "eval": {"interval": 0}, "sharing": {"select": select, "bandwidth": 0.25},
+                                 "dqn": {"learning_starts": 50, "buffer_size": 300, "batch_size": 8}, "model": {"hiddens": [8], "head_hidden": 8}})
+
+        with pytest.raises(ConfigError, match=r"the selector of sharing\.select=stateless \(_Stateless\) lacks \['state_dict', 'load_state_dict'\]"):
+            build_run(config("stateless"), None, verbose=False)
+        run = build_run(config("indices"), None, verbose=False)
+        with pytest.raises(ConfigError, match=r"_Indices\.select returned a ndarray int64 of shape \(3, 2\); it must return a boolean mask of the scores' shape \(3, \d+\)"):
+            run.train()
+        run.close()
+    finally:
+        SELECTORS.remove("indices")
+        SELECTORS.remove("stateless")
