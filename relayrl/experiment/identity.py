@@ -5,6 +5,7 @@ one it was trained with."""
 import functools
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,7 @@ def factory_identity(env_factory: Any, network_factory: Any) -> str:
         parts.append(f"env {_named(env_factory.maker)} {settings} {_named(env_factory.vectorised)} {sorted(env_factory.obs_dtypes.items())}")
     if network_factory is not None:
         parts.append(f"network {_named(network_factory)}")
-    return "; ".join(parts)
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", "; ".join(parts))  # an object's address in a repr changes with every process
 
 
 # Keys that do not change what is learned (up to float rounding across devices/threads).

@@ -302,3 +302,23 @@ def test_runs_of_other_env_factories_train_apart_and_a_function_is_a_factory(tmp
     assert again.counters.env_steps == 100
     with pytest.raises(ConfigError, match=r"env_factory must be a relayrl\.envs\.EnvFactory or a function that makes a PettingZoo ParallelEnv"):
         train(config, tmp_path, env_factory="corridor")
+
+
+class _Options:
+    """An argument whose repr holds its address, which changes with every process."""
+
+
+def _corridor_with(options: _Options) -> CorridorEnv:
+    return CorridorEnv(2, 3, 6)
+
+
+def test_an_env_factory_of_an_object_argument_finds_its_run_again(tmp_path):
+    import functools
+
+    from relayrl.experiment import train
+
+    config = build_config({"preset": "objects", "env": {"name": "user"}, "total_steps": 100, "eval": {"interval": 0}, "checkpoint_interval": 100,
+                           "dqn": {"learning_starts": 50, "buffer_size": 200, "batch_size": 8}, "model": {"hiddens": [8], "head_hidden": 8}})
+    first = train(config, tmp_path, env_factory=functools.partial(_corridor_with, _Options()), verbose=False)
+    again = train(config, tmp_path, env_factory=functools.partial(_corridor_with, _Options()), verbose=False)
+    assert first.run_dir.path == again.run_dir.path
