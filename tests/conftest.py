@@ -20,3 +20,23 @@ def register():
     yield add
     for registry, name in reversed(added):
         registry.remove(name)
+
+
+@pytest.fixture
+def unload_plugins():
+    """``unload_plugins()`` withdraws what test modules (``testenvs.*``) registered in the
+    registries and forgets those modules, as a fresh process would be; it runs again after
+    the test."""
+    import sys
+
+    from relayrl.core.registry import REGISTRIES
+
+    def unload():
+        for registry in REGISTRIES:
+            for name in [n for n in registry if registry.origin(n).startswith("testenvs.")]:
+                sys.modules.pop(registry.origin(name), None)
+                registry.remove(name)
+
+    unload()
+    yield unload
+    unload()

@@ -26,4 +26,4 @@ def small_sections(algo: str) -> dict:
         return {entry.section: {"algo": algo, "max_episode_length": 12, "batch_size": 2, "buffer_size": 20, "target_update_episodes": 5}}
     if entry.section == "actor_critic":
         return {entry.section: {"algo": algo, "random_steps": 60, "hidden": [16], "batch_size": 16, "buffer_size": 500}}
-    return {"model": {"hiddens": [16], "head_hidden": 16}, "dqn": {"learning_starts": 60, "buffer_size": 500, "batch_size": 8}}
+    return {"model": {"hiddens": [16], "head_hidden": 16}, "dqn": {"algo": algo, "learning_starts": 60, "buffer_size": 500, "batch_size": 8}}

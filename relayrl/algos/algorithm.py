@@ -207,15 +207,25 @@ class Capabilities:
         return ", ".join(traits) + (f"; sharing modes: {', '.join(modes)}" if modes else "; no sharing mode")
 
 
+# The learner config sections (``relayrl.algos.sections``), each a field of RunConfig and of
+# PolicyConfig: ``dqn`` is the default learner, the others replace it where set.
+SECTIONS = ("dqn", "qmix", "actor_critic", "on_policy", "centralised")
+
+
 @dataclass(frozen=True)
 class AlgorithmEntry:
     """``make(spec, config, n_sets, device, seed, **options)`` builds the algorithm for a
-    group from the run's config section ``section`` (``dqn``, ``actor_critic`` or ``qmix``;
-    the last two name it in their ``algo`` key); ``fields(spec)`` are the observation and
-    action fields its replay stores; ``capabilities``: what it supports. ``learner``
-    builds the learner that feeds it, with the off-policy learner's arguments, and
-    ``plan(spec, config)`` is that learner's replay before anything is built (None: the
-    off-policy learner of transitions, ``relayrl.algos.off_policy``)."""
+    group from the run's config section ``section`` (``dqn``, ``actor_critic``, ``qmix``,
+    ``on_policy`` or ``centralised``, each naming it in its ``algo`` key); ``fields(spec)``
+    are the observation and action fields its replay stores; ``capabilities``: what it
+    supports. ``learner`` builds the learner that feeds it, with the off-policy learner's
+    arguments, and ``plan(spec, config)`` is that learner's replay before anything is built
+    (None: the off-policy learner of transitions, ``relayrl.algos.off_policy``).
+
+    ``base``: the built-in algorithm whose section defaults, keys and update variant the
+    entry takes (``td3``'s twin critics, ``a2c``'s defaults). Built-in entries name
+    themselves, so an entry registered again under a new name trains as the one it copies;
+    None: the name it is registered under (an algorithm of a user's own)."""
 
     make: Callable[..., Algorithm]
     fields: Callable[[GroupSpec], dict[str, FieldSpec]]
@@ -223,9 +233,26 @@ class AlgorithmEntry:
     capabilities: Capabilities
     learner: Callable[..., Any] | None = None
     plan: Callable[[GroupSpec, Any], Any] | None = None
+    base: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.section not in SECTIONS:
+            raise ValueError(f"an algorithm's section {self.section!r} is not one of relayrl's config sections ({', '.join(SECTIONS)}): register it with "
+                             "the section whose keys it reads (a new section is a field of RunConfig and PolicyConfig, and a name in SECTIONS)")
+        if not isinstance(self.capabilities, Capabilities):
+            raise TypeError(f"an algorithm's capabilities are a relayrl.algos.Capabilities, not {type(self.capabilities).__name__}")
+        for key in ("make", "fields", "learner", "plan"):
+            if getattr(self, key) is not None and not callable(getattr(self, key)):
+                raise TypeError(f"an algorithm's {key} must be callable (a function, a class or a Lazy import path), not {getattr(self, key)!r}")
 
 
 ALGORITHMS: Registry[AlgorithmEntry] = Registry("algorithm")
+
+
+def base_algorithm(algo: str) -> str:
+    """The built-in algorithm ``algo`` trains as (``AlgorithmEntry.base``): builders and
+    section defaults test this name, never the one a user registered."""
+    return (ALGORITHMS[algo].base or algo) if algo in ALGORITHMS else algo
 
 
 def algo_key(section: str) -> AfterValidator:

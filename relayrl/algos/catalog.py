@@ -2,7 +2,8 @@
 its code named by import path (``relayrl.core.registry.Lazy``), so that validating a config
 or listing the algorithms imports no network code. A user's algorithm registers the same
 way, from its own module: ``ALGORITHMS.add(name, AlgorithmEntry(make, fields, section,
-capabilities))``."""
+capabilities))``; one registered again under a new name (``ALGORITHMS["td3"]``) keeps its
+``base`` and trains as the built-in it copies."""
 
 from dataclasses import replace
 from typing import Any
@@ -23,14 +24,19 @@ QMIX = Capabilities(frozenset({"discrete"}), recurrent=True, centralised=True, g
                     scaled_exploration=True)
 
 
+def builtin(name: str, entry: AlgorithmEntry) -> None:
+    """Registers a built-in algorithm as its own base (``AlgorithmEntry.base``)."""
+    ALGORITHMS.add(name, replace(entry, base=name))
+
+
 def no_transition_fields(spec: GroupSpec) -> dict[str, Any]:
     """``fields`` describes transition rows, which the episode and rollout learners do not store."""
     return {}
 
 
 # in this order, messages list the algorithms of a section
-ALGORITHMS.add("dqn", AlgorithmEntry(Lazy("relayrl.algos.dqn:make_dqn"), Lazy("relayrl.algos.dqn:dqn_fields"), "dqn", DQN))
-ALGORITHMS.add(
+builtin("dqn", AlgorithmEntry(Lazy("relayrl.algos.dqn:make_dqn"), Lazy("relayrl.algos.dqn:dqn_fields"), "dqn", DQN))
+builtin(
     "qmix",
     AlgorithmEntry(
         Lazy("relayrl.algos.qmix:make_qmix"),
@@ -42,9 +48,9 @@ ALGORITHMS.add(
     ),
 )
 continuous_fields = Lazy("relayrl.algos.actor_critic:continuous_fields")
-ALGORITHMS.add("sac", AlgorithmEntry(Lazy("relayrl.algos.sac_deterministic:make_sac"), continuous_fields, "actor_critic", ACTOR_CRITIC))
-ALGORITHMS.add("td3", AlgorithmEntry(Lazy("relayrl.algos.td3:make_td3"), continuous_fields, "actor_critic", ACTOR_CRITIC))
-ALGORITHMS.add("ddpg", AlgorithmEntry(Lazy("relayrl.algos.td3:make_td3"), continuous_fields, "actor_critic", ACTOR_CRITIC))
+builtin("sac", AlgorithmEntry(Lazy("relayrl.algos.sac_deterministic:make_sac"), continuous_fields, "actor_critic", ACTOR_CRITIC))
+builtin("td3", AlgorithmEntry(Lazy("relayrl.algos.td3:make_td3"), continuous_fields, "actor_critic", ACTOR_CRITIC))
+builtin("ddpg", AlgorithmEntry(Lazy("relayrl.algos.td3:make_td3"), continuous_fields, "actor_critic", ACTOR_CRITIC))
 
 # policy gradients on rollouts (``relayrl.algos.on_policy``): discrete and Box actions, one
 # parameter set per agent or shared; MAPPO's critic reads the env's state; SEAC's agents
@@ -53,9 +59,9 @@ ON_POLICY = Capabilities(frozenset({"discrete", "continuous"}), on_policy=True, 
 on_policy_learner, rollout_plan = Lazy("relayrl.algos.on_policy:OnPolicyLearner"), Lazy("relayrl.algos.on_policy:rollout_plan")
 make_policy_gradient = Lazy("relayrl.algos.policy_gradient:make_policy_gradient")
 for name, capabilities in (("ppo", ON_POLICY), ("mappo", replace(ON_POLICY, reads_state=True)), ("a2c", ON_POLICY)):
-    ALGORITHMS.add(name, AlgorithmEntry(make_policy_gradient, no_transition_fields, "on_policy", capabilities, on_policy_learner, rollout_plan))
+    builtin(name, AlgorithmEntry(make_policy_gradient, no_transition_fields, "on_policy", capabilities, on_policy_learner, rollout_plan))
 SEAC = Capabilities(frozenset({"discrete", "continuous"}), on_policy=True, select=True)
-ALGORITHMS.add("seac", AlgorithmEntry(Lazy("relayrl.algos.seac:make_seac"), no_transition_fields, "on_policy", SEAC, on_policy_learner, rollout_plan))
+builtin("seac", AlgorithmEntry(Lazy("relayrl.algos.seac:make_seac"), no_transition_fields, "on_policy", SEAC, on_policy_learner, rollout_plan))
 
 # centralised critics on joint transitions (``relayrl.algos.centralised``): every agent's
 # critic sees the group's observations and actions, so teammates share one replay and
@@ -68,4 +74,4 @@ for name, make, capabilities in (
     ("matd3", Lazy("relayrl.algos.maddpg:make_maddpg"), replace(CENTRALISED, actions=frozenset({"continuous"}))),
     ("masac", Lazy("relayrl.algos.masac:make_masac"), CENTRALISED),
 ):
-    ALGORITHMS.add(name, AlgorithmEntry(make, Lazy("relayrl.algos.joint_critics:joint_fields"), "centralised", capabilities, centralised_learner, joint_plan))
+    builtin(name, AlgorithmEntry(make, Lazy("relayrl.algos.joint_critics:joint_fields"), "centralised", capabilities, centralised_learner, joint_plan))

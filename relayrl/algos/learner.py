@@ -194,7 +194,7 @@ def load_policy_state(algorithm: Any, param_sharing: bool, algo: str, state: dic
         fix = ""
         if state["algo"] in ALGORITHMS:  # the policy's keys that load it: its algorithm's section
             section, name = ALGORITHMS[state["algo"]].section, who.strip("'")
-            keys = ("" if section == "dqn" else f"algo: {state['algo']}, ") + f"param_sharing: {str(state['param_sharing']).lower()}, ..."
+            keys = f"algo: {state['algo']}, param_sharing: {str(state['param_sharing']).lower()}, ..."
             fix = f": give {who} the settings it was trained with (its run's config.yaml), e.g. policies.{name}: {{{section}: {{{keys}}}}}"
         raise CheckpointError(
             f"{source}: {who} was trained as {state['algo']} with param_sharing={state['param_sharing']}; "
@@ -212,7 +212,10 @@ def load_policy_state(algorithm: Any, param_sharing: bool, algo: str, state: dic
     except (RuntimeError, KeyError) as error:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         message = " ".join(lines[:3])[:400]  # torch's first line is a title; the next name what differs, every tensor of it
-        raise CheckpointError(f"{source}: {who}'s networks do not fit this run's model ({message})") from None
+        name = who.strip("'")
+        raise CheckpointError(f"{source}: {who}'s networks do not fit the ones this run builds for it ({message}): give it the sizes it was trained "
+                              f"with, from its run's config.yaml (dqn: policies.{name}.model; the other learners: their section's, e.g. "
+                              f"policies.{name}.on_policy: {{hidden: [...]}})") from None
 
 
 def chosen_parameter_sets(state: dict[str, Any], agents: list[int], source: str, who: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from relayrl.algos.actor_critic import soft_update
-from relayrl.algos.algorithm import Weights
+from relayrl.algos.algorithm import Weights, base_algorithm
 from relayrl.algos.joint_critics import JointCritics, masked_mean
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.stacked import clip_grad_norm_per_set
@@ -116,7 +116,7 @@ class MADDPG(JointCritics):
 def make_maddpg(spec: GroupSpec, config: Any, n_sets: int, device: torch.device, seed: int, **_: Any) -> MADDPG:
     """MADDPG, or MATD3 (``algo: matd3``: twin critics, smoothing, delayed actor)."""
     c = config
-    matd3 = c.algo == "matd3"
+    matd3 = base_algorithm(c.algo) == "matd3"
     params = MADDPGParams(
         actor_lr=c.actor_lr,
         critic_lr=c.critic_lr,

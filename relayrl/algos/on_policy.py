@@ -175,6 +175,14 @@ class OnPolicyLearner(LearnerBase):
             self.ready.append(self.storage)
             self.storage, self.filled = {}, 0
 
+    def copy_networks_from(self, other: LearnerBase) -> None:
+        """Takes ``other``'s networks (population-based training) and drops the rollout in
+        progress: its steps were taken and valued by the networks replaced, so PPO's ratio
+        would be measured from another policy and the advantages from another critic. At
+        most one rollout's steps are lost per copy."""
+        super().copy_networks_from(other)
+        self.storage, self.filled = {}, 0
+
     def end_workers(self, workers: np.ndarray) -> None:
         """The episodes in flight of ``workers`` end as truncations at the last step stored:
         their env copies were restarted elsewhere (a step learnt already needs nothing but

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from relayrl.algos.algorithm import OffPolicyParams, OnPolicyParams, algo_key
+from relayrl.algos.algorithm import OffPolicyParams, OnPolicyParams, algo_key, base_algorithm
 from relayrl.core.errors import RelayRLWarning
 from relayrl.core.strict import PositiveInt, Strict
 
@@ -22,11 +22,12 @@ def with_algo_defaults(
     if not isinstance(data, dict):
         return data
     algo = str(data.get("algo", default_algo))
+    base = base_algorithm(algo)  # an entry registered under another name takes its base's defaults
     for key, algos in only.items():
-        if key in data and algo not in algos and data[key] != section.model_fields[key].default:
+        if key in data and base not in algos and data[key] != section.model_fields[key].default:
             readers = " and ".join(algos)
             raise ValueError(f"{key} is read by {readers} only, not by algo={algo}: remove {name}.{key}, or set {name}.algo to {algos[0]}")
-    return {**defaults.get(algo, {}), **data}
+    return {**defaults.get(base, {}), **data}
 
 
 # The keys one kind of learner of a section reads and the others would ignore (each
@@ -37,8 +38,10 @@ SEAC_ONLY: dict[str, tuple[str, ...]] = {"seac_coef": ("seac",)}
 
 class DQNConfig(Strict):
     """DQN-family hyperparameters; defaults are the SUPER paper's Pursuit column (Table 2,
-    SPEC §1.1). Step counts are env steps summed over env copies."""
+    SPEC §1.1). Step counts are env steps summed over env copies. ``algo``: an algorithm
+    registered with this section (``dqn``, or a user's)."""
 
+    algo: Annotated[str, algo_key("dqn")] = "dqn"
     lr: float = Field(1.6e-4, gt=0)
     adam_eps: float = Field(1e-8, gt=0, description="RLlib's default")
     batch_size: int = Field(32, ge=1, description="per agent; parameter sharing uses N x this")
@@ -294,7 +297,7 @@ class OnPolicyConfig(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> "OnPolicyConfig":
-        if self.algo == "seac" and self.param_sharing:
+        if base_algorithm(self.algo) == "seac" and self.param_sharing:
             raise ValueError("seac weighs other agents' steps by pi_i / pi_k, which is 1 for agents that share parameters: set on_policy.param_sharing=false")
         if self.recurrent and self.rollout_length % self.chunk_length:
             fits = max(k for k in range(1, self.chunk_length + 1) if self.rollout_length % k == 0)
@@ -302,15 +305,15 @@ class OnPolicyConfig(Strict):
                              f"into chunks; set on_policy.chunk_length to a divisor of {self.rollout_length} (e.g. {fits}), or change rollout_length")
         if not self.recurrent and self.chunk_length != type(self).model_fields["chunk_length"].default:
             raise ValueError("on_policy.chunk_length is read by recurrent policies only: set on_policy.recurrent=true, or remove chunk_length")
-        if self.algo == "seac" and self.recurrent:
+        if base_algorithm(self.algo) == "seac" and self.recurrent:
             raise ValueError("seac's agents learn from other agents' single steps: set on_policy.recurrent=false")
-        if self.algo == "seac" and self.minibatches != 1:
+        if base_algorithm(self.algo) == "seac" and self.minibatches != 1:
             raise ValueError("seac adds the other agents' steps of the whole rollout to each update: set on_policy.minibatches=1")
         if self.torso == "nature_cnn" and self.critic_input != "obs":
             raise ValueError(f"on_policy.torso=nature_cnn feeds the actor's screens to the critic too: set on_policy.critic_input=obs (not {self.critic_input})")
         if self.torso == "flat" and not self.hidden:
             raise ValueError("on_policy.hidden is empty: give the MLPs at least one layer, e.g. [64, 64]")
-        if self.algo != "mappo" and self.critic_input != "obs":
+        if base_algorithm(self.algo) != "mappo" and self.critic_input != "obs":
             raise ValueError(f"on_policy.critic_input={self.critic_input} is a centralised critic: set on_policy.algo=mappo")
         return self
 

@@ -37,7 +37,7 @@ from relayrl.algos.actor_critic import (
     soft_update,
     weighted_mean,
 )
-from relayrl.algos.algorithm import Weights
+from relayrl.algos.algorithm import Weights, base_algorithm
 from relayrl.core.specs import GroupSpec
 
 
@@ -146,7 +146,7 @@ class TD3(DeterministicActor):
 def make_td3(spec: GroupSpec, config: ActorCriticConfig, n_sets: int, device: torch.device, seed: int, **_: object) -> TD3:
     """TD3, or DDPG: one critic, no target smoothing, actor and targets every step."""
     c = config
-    td3 = c.algo == "td3"
+    td3 = base_algorithm(c.algo) == "td3"
     params = TD3Params(
         actor_lr=c.actor_lr,
         critic_lr=c.critic_lr,

@@ -39,6 +39,9 @@ class PolicyConfig(Strict):
     on_policy: dict[str, Any] = Field(default_factory=dict, description="changes to the run's on_policy section")
     centralised: dict[str, Any] = Field(default_factory=dict, description="changes to the run's centralised section")
     sharing: dict[str, Any] = Field(default_factory=dict, description="changes to the run's sharing section")
+    model: dict[str, Any] = Field(
+        default_factory=dict, description="changes to the run's model section, the Q-network a dqn policy builds (a frozen opponent trained with other sizes)"
+    )
     script: str | None = Field(None, description="scripted: the acting function's import path")
     of: str | None = Field(None, description="snapshot: the learning policy whose snapshots it plays (self-play)")
     checkpoint: str | None = None

@@ -2,32 +2,45 @@
 layer above them lists their kinds."""
 
 import importlib
-from collections.abc import Callable, Iterator
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import AfterValidator
 from pydantic_core import PydanticCustomError
 
+from relayrl.core.errors import ConfigError
+
 T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """``name -> entry``; an unknown name is an error that lists the registered ones."""
+    """``name -> entry``; an unknown name is an error that lists the registered ones. Each
+    entry remembers the module that registered it, so that other processes of a run
+    (Ray's actors) import the same modules (``plugin_modules``)."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._entries: dict[str, T] = {}
+        self._origins: dict[str, str] = {}
+        REGISTRIES.append(self)
 
     def add(self, name: str, entry: T) -> T:
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is registered twice")
         self._entries[name] = entry
+        self._origins[name] = sys._getframe(1).f_globals.get("__name__", "")
         return entry
 
     def remove(self, name: str) -> None:
         """Withdraws an entry (a plugin unloaded, a test undoing its registration)."""
         del self._entries[name]
+        del self._origins[name]
+
+    def origin(self, name: str) -> str:
+        """The module whose code registered ``name`` (``__main__``: a script's own body)."""
+        return self._origins[name]
 
     def __getitem__(self, name: str) -> T:
         try:
@@ -40,6 +53,66 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
+
+
+REGISTRIES: list[Registry[Any]] = []  # every registry, in the order their modules were imported
+
+
+def plugin_modules() -> list[str]:
+    """The modules outside relayrl that registered entries in this process, in order."""
+    origins = (registry.origin(name) for registry in REGISTRIES for name in registry)
+    return list(dict.fromkeys(origin for origin in origins if origin != "relayrl" and not origin.startswith("relayrl.")))
+
+
+def script_entries() -> list[str]:
+    """The entries a script registered in its own body (``kind 'name'``), which no other
+    process can import."""
+    return [f"{registry.kind} {name!r}" for registry in REGISTRIES for name in registry if registry.origin(name) == "__main__"]
+
+
+def import_plugins(modules: Sequence[str], paths: Sequence[str] = ()) -> None:
+    """Imports ``modules`` (which register entries as they are imported), after appending
+    the ``paths`` this process lacks to ``sys.path`` (another process's, where they are)."""
+    sys.path.extend(path for path in paths if path not in sys.path)
+    for module in modules:
+        importlib.import_module(module)
+
+
+@dataclass(frozen=True)
+class Plugins:
+    """What another process of a run (a Ray actor) imports before it builds anything, so
+    that it knows the names registered here: the modules outside relayrl that registered
+    entries, this process's ``sys.path``, and those entries (``kind``, name, module)."""
+
+    modules: tuple[str, ...]
+    paths: tuple[str, ...]
+    entries: tuple[tuple[str, str, str], ...]
+
+    @classmethod
+    def here(cls) -> "Plugins":
+        """This process's, refusing entries a script registered in its own body, which no
+        other process can import."""
+        scripted = script_entries()
+        if scripted:
+            raise ConfigError(
+                f"{', '.join(scripted)} {'was' if len(scripted) == 1 else 'were'} registered in the script itself (__main__), which Ray's "
+                "actors cannot import: move the registrations into a module of their own and import it (or name it in the config's "
+                "plugins), or run with backend.kind=local"
+            )
+        entries = tuple(
+            (registry.kind, name, registry.origin(name)) for registry in REGISTRIES for name in registry if registry.origin(name) in plugin_modules()
+        )
+        return cls(tuple(plugin_modules()), tuple(sys.path), entries)
+
+    def load(self) -> None:
+        """Imports the modules; an entry they did not register (one a function of theirs
+        registered when called) is named."""
+        import_plugins(self.modules, self.paths)
+        kinds = {registry.kind: registry for registry in REGISTRIES}
+        missing = [f"{kind} {name!r} ({module})" for kind, name, module in self.entries if kind in kinds and name not in kinds[kind]]
+        if missing:
+            raise ConfigError(f"importing {', '.join(dict.fromkeys(m for *_, m in self.entries))} in a Ray actor did not register {', '.join(missing)}: "
+                              "register entries when their module is imported, so that every process of the run has them")
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from relayrl.core.device import bfloat16_native, configure_threads, resolve_devi
 from relayrl.core.memory import keep_freed_memory
 from relayrl.core.errors import CheckpointError, ConfigError, RelayRLError, RelayRLWarning
 from relayrl.core.profiler import SectionTimer
+from relayrl.core.registry import Plugins
 from relayrl.core.resources import available_memory, human_bytes, physical_memory
 from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
@@ -374,14 +375,14 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
     check_minibatches(config, first, configs)
     check_team_episodes(config, first, configs)
     saved = SavedPolicies(run_dir.parent.parent if run_dir is not None else None)
-    # what the DQN builds its networks from; where an annealed learning rate reaches 0
+    # what the DQN builds its networks from (each policy's model: config.model_of); where an annealed learning rate reaches 0
     options = {"model": config.model, "network_factory": factories.network, "total_steps": config.total_steps}
     policies: dict[str, Policy] = {}
     builds: dict[str, PolicyBuild] = {}  # what a learner actor builds its learner from
     for index, (pid, spec) in enumerate(specs.items()):
         # the first policy keeps the single-group stream, so one-group runs reproduce exactly
         seeds = derive_seeds(config.seed, 4, "trainer" if index == 0 else f"trainer/{pid}")
-        build = PolicyBuild(spec, configs[pid], config.recipe(pid), device, seeds, timer, options)
+        build = PolicyBuild(spec, configs[pid], config.recipe(pid), device, seeds, timer, {**options, "model": config.model_of(pid)})
         policies[pid] = POLICY_KINDS[configs[pid].kind](replace(build, saved=lambda pid=pid: saved(pid, configs[pid])))
         builds[pid] = build
     learners = {pid: policy.learner for pid, policy in policies.items() if isinstance(policy, LearningPolicy)}
@@ -394,7 +395,8 @@ def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factori
             if pid not in compiled:
                 raise ConfigError(f"eval.policies.{pid} drives no entity: give it slots in eval.match")
             seeds = derive_seeds(config.seed, 4, f"eval/{pid}")
-            build = PolicyBuild(compiled[pid].spec, policy, config.recipe(pid), device, seeds, timer, options, lambda pid=pid, policy=policy: saved(pid, policy))
+            build = PolicyBuild(compiled[pid].spec, policy, config.recipe(pid), device, seeds, timer, {**options, "model": config.model_of(pid)},
+                                lambda pid=pid, policy=policy: saved(pid, policy))
             held_out[pid] = POLICY_KINDS[policy.kind](build)
     n_steps = config.backend.fragment_steps or min(learner.fragment_steps(first.venv.num_envs) for learner in learners.values())
     _check_budget(config, n_steps, first.venv.num_envs)
@@ -433,6 +435,7 @@ def _backend(
     from relayrl.arena.ray.learning import RayLearnerPool
     from relayrl.arena.ray.runners import start_ray
 
+    Plugins.here()  # a script's own registrations, which the actors cannot import, are refused before Ray starts
     actors = len(learners) if b.learners == "actors" else 0
     need = b.runners * b.runner_cpus + actors * b.learner_cpus
     ray, _ = start_ray(b.address, max(os.cpu_count() or 1, math.ceil(need)))

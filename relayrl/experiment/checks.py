@@ -145,6 +145,7 @@ def check_evaluation(config: RunConfig) -> None:
     for pid, policy in config.eval.policies.items():
         if policy.kind == "frozen":
             check_recipe(config, pid, *config.recipe(pid))
+        check_model(config, pid, policy)
 
 
 def check_selfplay(config: RunConfig) -> None:
@@ -183,6 +184,7 @@ def check_policies(config: RunConfig) -> None:
     for pid, policy in config.policies.items():
         if policy.kind in ("learning", "frozen"):
             check_recipe(config, pid, *config.recipe(pid))
+        check_model(config, pid, policy)
         if policy.of is not None and (policy.of not in config.policies or not config.policies[policy.of].learns):
             raise ValueError(f"policies.{pid}.of names {policy.of!r}, which is not a learning policy declared in policies")
 
@@ -237,6 +239,20 @@ def _check_shared_replay(config: RunConfig, between: list[str]) -> None:
         raise ValueError(f"shared_replay.between: the learners' buffer_size differ ({sizes}); the one replay has one capacity")
     if config.rounds:
         raise ValueError("shared_replay.between runs without rounds: its learners keep their places in the one replay for the whole run")
+
+
+def check_model(config: RunConfig, pid: str, policy: Any) -> None:
+    """A policy's ``model`` keys are valid and size a network its algorithm builds (dqn's)."""
+    if not policy.model:
+        return
+    config.model_of(pid)
+    if policy.kind not in ("learning", "frozen"):
+        raise ValueError(f"policies.{pid}.model sizes the networks of a learning or frozen dqn policy, not of a {policy.kind} one: remove it")
+    algo = config.recipe(pid)[0]
+    section = ALGORITHMS[algo].section
+    if section != "dqn":
+        raise ValueError(f"policies.{pid}.model sizes the Q-network dqn builds; {algo} builds its networks from its {section} section: "
+                         f"set the sizes there (policies.{pid}.{section}: {{hidden: [...]}})")
 
 
 def check_recipe(config: RunConfig, pid: str, algo: str, section: Any, sharing: SharingConfig) -> None:

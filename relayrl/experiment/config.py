@@ -6,9 +6,10 @@ import os
 import re
 from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
+from pydantic import BeforeValidator, Discriminator, Field, PlainValidator, SerializeAsAny, Tag, ValidationError, field_validator, model_validator
 
 from relayrl.algos import ALGORITHMS
+from relayrl.algos.algorithm import SECTIONS
 from relayrl.algos.sections import ActorCriticConfig, CentralisedConfig, DQNConfig, OnPolicyConfig, ValueDecompositionConfig
 from relayrl.arena.match import Match, check_match_syntax, default_match, match_policy_ids
 from relayrl.arena.policy_config import PolicyConfig
@@ -17,6 +18,7 @@ from relayrl.arena.schemes.pbt import PBTConfig
 from relayrl.arena.schemes.selfplay import SelfPlayConfig
 from relayrl.arena.schemes.tournament import TournamentConfig, round_robin
 from relayrl.core.errors import ConfigError
+from relayrl.core.registry import import_plugins
 from relayrl.core.strict import Strict
 from relayrl.envs.pursuit import PursuitSection
 from relayrl.envs.registry import ENVS, MODULE_PATH, PettingZooSection
@@ -27,10 +29,25 @@ from relayrl.nets.model_config import ModelConfig
 from relayrl.sharing.config import SharingConfig
 
 
+LATER = "registered-later"  # the union member of env sections registered after this module was imported
+
+
 def _env_kind(value: Any) -> str:
-    """The union member of an env section: a built-in name's, else a module path's (PettingZoo)."""
+    """The union member of an env section: a built-in name's, a module path's (PettingZoo),
+    or that of a section registered later (a plugin's own section class)."""
     name = value.get("name", "pursuit") if isinstance(value, dict) else getattr(value, "name", "pursuit")
-    return ENVS[name].section.__name__ if name in ENVS else PettingZooSection.__name__
+    if name not in ENVS:
+        return PettingZooSection.__name__
+    section = ENVS[name].section
+    return section.__name__ if section in ENV_SECTIONS else LATER
+
+
+def _later_section(value: Any) -> EnvSection:
+    """An env section whose class was registered after the union was built, validated by its
+    own class (its errors keep their paths: ``env.settings.size``)."""
+    if isinstance(value, EnvSection):
+        return value
+    return ENVS[value.get("name")].section.model_validate(value)
 
 
 GYM_MODULE_ID = r"^[A-Za-z_][\w.]*:[^:]+$"  # a Gymnasium id with the module that registers it, as gymnasium.make takes it
@@ -66,13 +83,14 @@ def _named_env(value: Any) -> Any:
     )
 
 
-# Every built-in env's section (registered beside the env) and the section of a PettingZoo
-# module path: the union is built when this module is imported, after ``relayrl.envs``
-# registered the built-in envs.
+# Every built-in env's section (registered beside the env), the section of a PettingZoo
+# module path, and the sections of envs registered later: the union is built when this module
+# is imported, after ``relayrl.envs`` registered the built-in envs; a later one's class
+# validates its own (``plugins`` import their modules before the config is read).
 ENV_SECTIONS: tuple[type[EnvSection], ...] = (*dict.fromkeys(ENVS[name].section for name in ENVS), PettingZooSection)
-ENV_TAGS = tuple(section.__name__ for section in ENV_SECTIONS)
+ENV_TAGS = (*(section.__name__ for section in ENV_SECTIONS), LATER)
 EnvConfig = Annotated[
-    Union[tuple(Annotated[section, Tag(section.__name__)] for section in ENV_SECTIONS)],
+    Union[(*(Annotated[section, Tag(section.__name__)] for section in ENV_SECTIONS), Annotated[SerializeAsAny[EnvSection], PlainValidator(_later_section), Tag(LATER)])],
     Discriminator(_env_kind),
     BeforeValidator(_named_env),
 ]
@@ -148,7 +166,7 @@ class BackendConfig(Strict):
 # ``dqn`` replaces it as the run's learner where it is set. Each is a field of RunConfig and of
 # PolicyConfig (a policy's changes to it); ``_sections_declared`` below checks both.
 LearnerSection = DQNConfig | ActorCriticConfig | ValueDecompositionConfig | OnPolicyConfig | CentralisedConfig
-LEARNER_SECTIONS = tuple(dict.fromkeys(ALGORITHMS[name].section for name in ALGORITHMS if ALGORITHMS[name].section != "dqn"))
+LEARNER_SECTIONS = SECTIONS[1:]
 
 
 class RunConfig(Strict):
@@ -196,6 +214,10 @@ class RunConfig(Strict):
     keep_freed_memory: bool = Field(
         True, description="glibc: large arrays reuse memory the process freed instead of fresh pages (faster updates; the process keeps its peak memory)"
     )
+    plugins: list[Annotated[str, Field(pattern=MODULE_PATH)]] = Field(
+        default_factory=list, description="modules imported before the rest of the config is read, in every process of the run (the command "
+        "line, resume, Ray's actors): yours that register algorithms, envs, selection rules or schemes (my_algos for my_algos.py)"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -241,6 +263,23 @@ class RunConfig(Strict):
             return data  # the tournament's validation names what is wrong
         return {**data, "match": round_robin(table["policies"], table["groups"])}
 
+    @model_validator(mode="before")
+    @classmethod
+    def _import_plugins(cls, data: Any) -> Any:
+        """Imports ``plugins`` before anything else is read (the last "before" validator runs
+        first), so that the names they register are valid config values."""
+        if not isinstance(data, dict) or not isinstance(data.get("plugins"), list):
+            return data
+        for module in data["plugins"]:
+            if not isinstance(module, str) or not re.match(MODULE_PATH, module):
+                continue  # the field's validation names it
+            try:
+                import_plugins([module])
+            except ImportError as error:
+                raise ValueError(f"plugins: {module} cannot be imported ({error}): put {module.replace('.', '/')}.py in the working directory "
+                                 f"(here {os.getcwd()}) or on PYTHONPATH, or install its package") from None
+        return data
+
     @field_validator("device")
     @classmethod
     def _device(cls, name: str) -> str:
@@ -267,7 +306,7 @@ class RunConfig(Strict):
     def algorithm(self) -> tuple[str, LearnerSection]:
         """The registered algorithm the run's learners train, with its config section."""
         section = getattr(self, self.algorithm_section())
-        return getattr(section, "algo", "dqn"), section
+        return section.algo, section
 
     def recipe(self, pid: str) -> tuple[str, LearnerSection, SharingConfig]:
         """What policy ``pid`` learns (or was trained) with: the registered algorithm, its
@@ -295,7 +334,20 @@ class RunConfig(Strict):
             sharing = SharingConfig.model_validate({**self.sharing.model_dump(), **policy.sharing}) if policy.sharing else self.sharing
         except ValidationError as error:
             raise ValueError(f"policies.{pid}: " + format_error(error, RunConfig, ENV_TAGS).removeprefix("invalid configuration:\n  ")) from None
-        return getattr(section, "algo", "dqn"), section, sharing
+        return section.algo, section, sharing
+
+    def model_of(self, pid: str) -> ModelConfig:
+        """The Q-network sizes policy ``pid`` builds (a dqn policy's): the run's ``model``
+        changed by the policy's own ``model`` keys (a frozen opponent trained with others)."""
+        policy = self.policies.get(pid) or self.eval.policies.get(pid) or PolicyConfig()
+        if policy.of is not None:  # a snapshot has the networks of the policy it copies
+            return self.model_of(policy.of)
+        if not policy.model:
+            return self.model
+        try:
+            return ModelConfig.model_validate({**self.model.model_dump(), **policy.model})
+        except ValidationError as error:
+            raise ValueError(f"policies.{pid}.model." + format_error(error, ModelConfig).removeprefix("invalid configuration:\n  ")) from None
 
     def reads_state(self) -> bool:
         """Whether a policy of the run learns from, or acts on networks trained on, the env's
@@ -346,7 +398,7 @@ def build_config(data: dict[str, Any]) -> RunConfig:
 
 
 def _sections_declared() -> None:
-    """Every registered algorithm's config section is a RunConfig and a PolicyConfig field
+    """Every learner config section (``SECTIONS``) is a RunConfig and a PolicyConfig field
     (what a new section must add besides its registration)."""
     for name in ("dqn", *LEARNER_SECTIONS):
         missing = [model.__name__ for model in (RunConfig, PolicyConfig) if name not in model.model_fields]

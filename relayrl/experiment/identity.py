@@ -44,8 +44,9 @@ def factory_identity(env_factory: Any, network_factory: Any) -> str:
     return re.sub(r" at 0x[0-9a-fA-F]+", "", "; ".join(parts))  # an object's address in a repr changes with every process
 
 
-# Keys that do not change what is learned (up to float rounding across devices/threads).
-RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "keep_freed_memory", "device", "checkpoint_interval", "keep_checkpoints"}
+# Keys that do not change what is learned (up to float rounding across devices/threads); plugins
+# say where the code of the names the config gives is, not what it is.
+RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "keep_freed_memory", "device", "checkpoint_interval", "keep_checkpoints", "plugins"}
 # What a resume may change: the budget and how the run executes (a seed names another run).
 RESUMABLE_KEYS = tuple(sorted(RUNTIME_KEYS - {"seed"}))
 # Sections added after runs existed: hashed only when set, so older run directories keep their hashes.
@@ -55,6 +56,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "scale": None,
     "report_group": None,
     "actor_critic": None,
+    "dqn.algo": "dqn",
     "qmix": None,
     "sharing.replay": "own",
     "sharing.correction": "none",
@@ -80,6 +82,8 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "policies.*.of": None,
     "policies.*.qmix": {},
     "policies.*.agents": None,
+    "policies.*.model": {},
+    "eval.policies.*.model": {},
     "on_policy": None,
     "policies.*.on_policy": {},
     "eval.policies.*.on_policy": {},

@@ -302,3 +302,39 @@ def test_a_policy_gradient_learns_the_corridor(algo):
     run.train()
     run.close()
     assert run.reporter.history[-1]["eval_reward_mean"] == 2.0
+
+
+def _fragment(rng: np.random.Generator, steps: int) -> dict[str, np.ndarray]:
+    """``steps`` env steps of 3 copies of 2 agents with arbitrary numbers."""
+    return {
+        "obs": rng.normal(size=(steps, 3, 2, 4)).astype(np.float32),
+        "next_obs": rng.normal(size=(steps, 3, 2, 4)).astype(np.float32),
+        "action": rng.integers(0, 3, (steps, 3, 2)),
+        "reward": rng.normal(size=(steps, 3, 2)).astype(np.float32),
+        "terminated": np.zeros((steps, 3, 2), bool),
+        "truncated": np.zeros((steps, 3, 2), bool),
+        "valid": np.ones((steps, 3, 2), bool),
+        "over": np.zeros((steps, 3), bool),
+    }
+
+
+def test_a_copy_of_other_networks_drops_the_rollout_the_replaced_networks_took():
+    """Population-based training copies a better member's networks into a member whose
+    rollout is half full: its next update trains on steps the copied networks took and
+    valued only, the same rollout the source stores for those steps."""
+    from relayrl.algos.on_policy import OnPolicyLearner
+    from relayrl.core.profiler import SectionTimer
+    from relayrl.sharing.config import SharingConfig
+
+    config = OnPolicyConfig(algo="ppo", rollout_length=4)
+    member, source = (OnPolicyLearner(_spec(), "ppo", config, SharingConfig(), DEVICE, [seed, 1, 2, 3], SectionTimer()) for seed in (0, 7))
+    rng = np.random.default_rng(5)
+    member.observe(_fragment(rng, 2))
+    member.copy_networks_from(source)
+    after = _fragment(rng, 4)
+    member.observe(after)
+    source.observe(after)
+    (rollout,), (expected,) = member.state_dict()["ready"], source.state_dict()["ready"]
+    assert member.state_dict()["filled"] == 0
+    for key in ("logp", "value", "next_value", "obs"):
+        np.testing.assert_array_equal(rollout[key], expected[key])

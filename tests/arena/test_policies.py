@@ -262,12 +262,25 @@ def test_a_frozen_policy_of_more_agents_drives_fewer_entities_where_well_defined
             build_run(build_config(_config(env=fewer, dqn=dqn, policies={"runner": {**chosen, "agents": [3, 0]}, "walker": {}})), None, verbose=False)
 
 
-def test_a_frozen_policy_whose_networks_do_not_fit_names_what_differs(tmp_path):
+def test_a_frozen_policy_whose_networks_do_not_fit_names_what_differs_and_its_model_keys_fit_it(tmp_path):
+    """An opponent trained with other sizes than this run's is refused naming the tensor that
+    differs and the policy's ``model`` keys, which load it."""
     _pretrain(tmp_path)
-    config = build_config(_config(model={"hiddens": [32], "head_hidden": 16},
-                                  policies={"walker": {"kind": "frozen", "checkpoint": str(tmp_path / "pretrain")}}))
-    with pytest.raises(CheckpointError, match=r"networks do not fit this run's model \(Error\(s\) in loading state_dict for .*: size mismatch for fcs.0.weight: copying a param with shape torch.Size\(\[2, 4, 16\]\) from checkpoint"):
+    frozen = {"kind": "frozen", "checkpoint": str(tmp_path / "pretrain")}
+    config = build_config(_config(model={"hiddens": [32], "head_hidden": 16}, policies={"walker": frozen}))
+    with pytest.raises(CheckpointError, match=r"networks do not fit the ones this run builds for it \(Error\(s\) in loading state_dict for .*: size mismatch "
+                                              r"for fcs.0.weight: copying a param with shape torch.Size\(\[2, 4, 16\]\) from checkpoint.*\): give it the sizes it was "
+                                              r"trained with, from its run's config.yaml \(dqn: policies.walker.model"):
         build_run(config, None, verbose=False)
+    fitted = build_config(_config(model={"hiddens": [32], "head_hidden": 16}, policies={"walker": {**frozen, "model": {"hiddens": [16]}}}))
+    run = build_run(fitted, None, verbose=False)
+    assert [tuple(p.shape) for p in run.policies["walker"].algorithm.online.parameters()][0] == (2, 4, 16)
+    assert [tuple(p.shape) for p in run.learners["runner"].algorithm.online.parameters()][0] == (3, 4, 32)
+    run.close()
+    with pytest.raises(ConfigError, match=r"policies.walker.model.hiddens.0: Input should be greater than or equal to 1 \(got 0\)"):
+        build_config(_config(policies={"walker": {**frozen, "model": {"hiddens": [0]}}}))
+    with pytest.raises(ConfigError, match=r"policies.walker.model sizes the Q-network dqn builds; ppo builds its networks from its on_policy section"):
+        build_config(_config(policies={"walker": {**frozen, "model": {"hiddens": [16]}, "on_policy": {"algo": "ppo"}}}))
 
 
 def test_a_frozen_policy_of_another_algorithm_is_told_the_settings_to_give_it(tmp_path):
@@ -277,5 +290,5 @@ def test_a_frozen_policy_of_another_algorithm_is_told_the_settings_to_give_it(tm
     config = build_config(_config(on_policy={"algo": "ppo", "rollout_length": 20, "hidden": [8]},
                                   policies={"walker": {"kind": "frozen", "checkpoint": str(tmp_path / "pretrain")}}))
     with pytest.raises(CheckpointError, match=r"'walker' was trained as dqn with param_sharing=False; this run has ppo with param_sharing=True: "
-                                              r"give 'walker' the settings it was trained with \(its run's config.yaml\), e.g. policies\.walker: \{dqn: \{param_sharing: false, \.\.\.\}\}"):
+                                              r"give 'walker' the settings it was trained with \(its run's config.yaml\), e.g. policies\.walker: \{dqn: \{algo: dqn, param_sharing: false, \.\.\.\}\}"):
         build_run(config, None, verbose=False)

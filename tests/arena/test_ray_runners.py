@@ -267,3 +267,19 @@ def test_a_shared_replay_is_the_same_in_the_driver_and_between_learner_actors_an
 def test_a_shared_replay_that_cannot_be_shared_is_refused(change, message):
     with pytest.raises(ConfigError, match=message):
         build_config(_shared_replay(**change))
+
+
+def test_a_plugins_env_selection_rule_and_algorithm_reach_the_runners_and_the_learner_actors(tmp_path, unload_plugins):
+    """``testenvs.plugin`` registers the env (its own section class), the selection rule and
+    the algorithm in the driver; the actors import it too (with the driver's import path,
+    where pytest put ``tests``): the same metrics as the local backend."""
+    plugin = {
+        "plugins": ["testenvs.plugin"], "env": {"name": "hall", "num_envs": 2, "settings": {"size": 3}}, "sharing": {"select": "quantile-plugin"},
+        "dqn": {"algo": "dqn-plugin", "learning_starts": 100, "buffer_size": 1000, "batch_size": 8},
+    }
+    local = _train(_config(2, **TWO_TEAMS, **plugin), tmp_path / "local")
+    actors = _train(_config(2, **TWO_TEAMS, **plugin, backend=ACTORS), tmp_path / "actors")
+    assert rows(tmp_path / "local" / "metrics.csv", TIMING) == rows(tmp_path / "actors" / "metrics.csv", TIMING)
+    for pid in ("a", "b"):
+        for p, q in zip(local.learners[pid].algorithm.online.parameters(), actors.learners[pid].algorithm.online.parameters()):
+            torch.testing.assert_close(p, q, rtol=0, atol=0)

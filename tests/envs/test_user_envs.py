@@ -253,6 +253,33 @@ def test_a_network_factory_that_the_learner_would_not_use_is_refused(section, al
         build_run(build_config({"preset": "mine", "env": {"name": "user"}, **SHORT, **section}), None, Factories(env=env, network=_TinyQ), verbose=False)
 
 
+class _PooledQ(_TinyQ):
+    """Pools the batch away: one row of Q-values per parameter set."""
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return super().forward(obs).mean(dim=1)
+
+
+@pytest.mark.parametrize(
+    ("factory", "message"),
+    [
+        (_PooledQ, r"network_factory\(2, \(3,\), 2\)'s module returned shape \(2, 2\) torch.float32 for observations of shape \(2, 2, 3\); "
+                   r"DQN needs float Q-values \[P, B, A\] = \(2, 2, 2\)"),
+        (lambda p, shape, a: torch.nn.Linear(shape[0], a), None),  # a module with no [P] axis works as long as it maps the shapes
+        (lambda p, shape, a: torch.nn.Linear(5, a), r"network_factory\(2, \(3,\), 2\)'s module failed on observations of shape \(2, 2, 3\) .*mat1 and mat2"),
+        (lambda p, shape, a: (lambda obs: obs), r"returned function, not a torch.nn.Module with parameters"),
+    ],
+)
+def test_a_network_factory_is_checked_against_the_shapes_it_will_get_before_training(factory, message):
+    env = EnvFactory(CorridorEnv, {"n_agents": 2, "length": 3, "max_steps": 8})
+    config = build_config({"preset": "mine", "env": {"name": "user"}, **SHORT, "dqn": {"learning_starts": 100, "buffer_size": 400}})
+    if message is None:
+        build_run(config, None, Factories(env=env, network=factory), verbose=False).close()
+        return
+    with pytest.raises(ConfigError, match=message):
+        build_run(config, None, Factories(env=env, network=factory), verbose=False)
+
+
 def test_env_groups_put_agents_whose_names_do_not_group_them_in_one_group():
     """alice, bob and carol are three groups of one by their names; ``env.groups`` makes them
     one team, whose MAPPO critic reads all three (a run trains on it); an agent the env does

@@ -41,6 +41,7 @@ from relayrl.arena.ray.runners import STARTUP_S
 from relayrl.core.device import configure_threads
 from relayrl.core.errors import ConfigError
 from relayrl.core.memory import keep_freed_memory
+from relayrl.core.registry import Plugins
 from relayrl.nets.precision import Precision, inner_products
 from relayrl.replay import ReplayPlan
 from relayrl.replay.shared import SharedReplay
@@ -98,11 +99,12 @@ class LearnerActor:
     are read-only views of its object store, and a learner writes into its buffers."""
 
     def __init__(
-        self, build: PolicyBuild, state: bytes, threads: int, keep_memory: bool, precision: Precision, exports: bool, first_agent: int | None
+        self, plugins: Plugins, build: PolicyBuild, state: bytes, threads: int, keep_memory: bool, precision: Precision, exports: bool, first_agent: int | None
     ) -> None:
-        """``keep_memory``, ``precision``: the run's settings; ``exports``: it relays to other
-        learners; ``first_agent``: its agents' first tag in the replay it shares, where it
-        shares one."""
+        """``plugins``: the driver's registrations; ``keep_memory``, ``precision``: the run's
+        settings; ``exports``: it relays to other learners; ``first_agent``: its agents'
+        first tag in the replay it shares, where it shares one."""
+        plugins.load()
         configure_threads(threads)
         if keep_memory:
             keep_freed_memory()
@@ -212,6 +214,7 @@ class RemoteLearner(HomedActor):
     def __init__(self, home: Learner, build: PolicyBuild, ray: Any, actor_class: Any, threads: int, keep_memory: bool, precision: Precision) -> None:
         self.home, self.build, self.ray, self.actor_class = home, build, ray, actor_class
         self.threads, self.keep_memory, self.precision = threads, keep_memory, precision
+        self.plugins = Plugins.here()
         self.name = home.name
         self.bytes_per_transition = home.bytes_per_transition
         self.exports = False  # set by the relay between learners (``export_relay``)
@@ -245,7 +248,7 @@ class RemoteLearner(HomedActor):
 
     def _launch(self) -> Any:
         state = pickle.dumps(self.home.state_dict(), protocol=pickle.HIGHEST_PROTOCOL)
-        return self.actor_class.remote(self.build, state, self.threads, self.keep_memory, self.precision, self.exports, self.first_agent)
+        return self.actor_class.remote(self.plugins, self.build, state, self.threads, self.keep_memory, self.precision, self.exports, self.first_agent)
 
     def _restart(self, error: Exception) -> None:
         """A new actor from the home copy; the episodes in flight at its checkpoint end there

@@ -35,6 +35,7 @@ from relayrl.arena.policy import Policy
 from relayrl.arena.rollout import Rollout, env_check
 from relayrl.core.device import configure_threads
 from relayrl.core.errors import ConfigError, MissingExtraError
+from relayrl.core.registry import Plugins
 from relayrl.core.seeding import derive_seeds
 from relayrl.envs.episodes import EpisodeStats
 from relayrl.envs.registry import make_env_factory
@@ -60,7 +61,10 @@ STARTUP_S = 120  # how long runners may wait for the cluster's CPUs before the r
 class EnvRunner:
     """Copies ``first`` to ``first + copies - 1`` of a run (a Ray actor's state)."""
 
-    def __init__(self, env: str, settings: dict[str, Any], with_state: bool, vector: str, first: int, copies: int, matches: list[Match], policies: dict[str, Policy]) -> None:
+    def __init__(
+        self, plugins: Plugins, env: str, settings: dict[str, Any], with_state: bool, vector: str, first: int, copies: int, matches: list[Match], policies: dict[str, Policy]
+    ) -> None:
+        plugins.load()  # the envs, selection rules and algorithms the driver's modules registered
         configure_threads(1)
         self._open(env, settings, with_state, vector, first, copies, matches, policies)
 
@@ -188,6 +192,7 @@ class RayRunners:
     the learners end those copies' episodes in flight."""
 
     def __init__(self, env: Any, with_state: bool, matches: list[Match], policies: dict[str, Policy], runners: int, address: str | None, runner_cpus: float, seed: int) -> None:
+        self.plugins = Plugins.here()
         ray, _ = start_ray(address, max(os.cpu_count() or 1, math.ceil(runners * runner_cpus)))
         self.ray = ray
         self.need = f"backend.runners={runners} x runner_cpus={runner_cpus} needs {runners * runner_cpus:g} CPUs"
@@ -202,7 +207,7 @@ class RayRunners:
         self._wait_ready(self.actors)
 
     def _start(self, first: int, copies: int) -> Any:
-        return self.actor.remote(*self._arguments(first, copies))
+        return self.actor.remote(self.plugins, *self._arguments(first, copies))
 
     def _arguments(self, first: int, copies: int) -> tuple[Any, ...]:
         acting = {pid: p.acting_copy() for pid, p in self.policies.items()}
