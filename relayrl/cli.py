@@ -99,11 +99,18 @@ def _print_table(rows: list[tuple[str, str]]) -> None:
 def cmd_list(args: argparse.Namespace) -> None:
     from relayrl.algos import ALGORITHMS
     from relayrl.arena.policy_config import POLICY_KINDS
+    from relayrl.core.errors import ConfigError
     from relayrl.envs.registry import ENVS
+    from relayrl.experiment.config import import_plugin
     from relayrl.experiment.presets import PRESETS
     from relayrl.sharing.config import CORRECTIONS
     from relayrl.sharing.selectors import SELECTORS
 
+    for module in args.plugins:  # a user's modules: their registrations are listed beside the built-ins
+        try:
+            import_plugin(module)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
     width = max(len(n) for n in PRESETS)
     for name, (description, _) in PRESETS.items():
         print(f"{name:<{width}}  {description}")
@@ -325,7 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="relayrl", description="multi-agent RL with experience sharing")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("list", help="list presets").set_defaults(func=cmd_list)
+    listing = sub.add_parser("list", help="list presets and the registered algorithms, envs, selection modes and policy kinds")
+    listing.add_argument("--plugins", nargs="+", default=[], metavar="MODULE", help="your modules that register more of them (a config's plugins)")
+    listing.set_defaults(func=cmd_list)
 
     def with_config_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("overrides", nargs="*", help="dotted.key=value overrides, e.g. dqn.lr=1e-4 total_steps=250000")

@@ -11,7 +11,7 @@ import numpy as np
 from pydantic import AfterValidator
 
 from relayrl.core.errors import ConfigError
-from relayrl.core.registry import Registry, registered
+from relayrl.core.registry import Registry, of_type, registered
 from relayrl.core.specs import GroupSpec
 from relayrl.replay import FieldSpec
 from relayrl.sharing.exchange import Sharer
@@ -246,7 +246,7 @@ class AlgorithmEntry:
                 raise TypeError(f"an algorithm's {key} must be callable (a function, a class or a Lazy import path), not {getattr(self, key)!r}")
 
 
-ALGORITHMS: Registry[AlgorithmEntry] = Registry("algorithm")
+ALGORITHMS: Registry[AlgorithmEntry] = Registry("algorithm", of_type(AlgorithmEntry))
 
 
 def base_algorithm(algo: str) -> str:

@@ -208,11 +208,17 @@ def _checked_network(factory: NetworkFactory, n_sets: int, obs_shape: tuple[int,
     asked = f"network_factory({n_sets}, {obs_shape}, {n_actions})"
     if not isinstance(made, nn.Module) or not any(True for _ in made.parameters()):
         raise ConfigError(f"{asked} returned {type(made).__name__}, not a torch.nn.Module with parameters: return the module the learner trains")
+    # each parameter set's gradient norm is clipped on its own: every parameter leads with [P]
+    flat = [(name, tuple(p.shape)) for name, p in made.named_parameters() if p.dim() == 0 or p.shape[0] != n_sets]
+    if flat:
+        name, shape = flat[0]
+        raise ConfigError(f"{asked}'s parameter {name} has shape {shape}; every parameter needs the parameter sets' axis first ({n_sets}, ...), "
+                          "one slice per set: build it from relayrl.nets.StackedLinear (examples/custom_env_and_network.py)")
     made = made.to(device)
-    probe = torch.zeros((n_sets, 2, *obs_shape), device=device)
+    # a generator of its own: the probe leaves the run's random streams as they were
+    probe = torch.randn((n_sets, 2, *obs_shape), generator=torch.Generator().manual_seed(0)).to(device)
     try:
-        with torch.no_grad():
-            out = made(probe)
+        out = made(probe)
     except Exception as error:  # any failure of the user's forward on the shapes it will get
         raise ConfigError(f"{asked}'s module failed on observations of shape {tuple(probe.shape)} [P, B, *obs_shape] ({type(error).__name__}: {error}): "
                           "its forward must map [P, B, *obs_shape] to Q-values [P, B, A]") from error
@@ -220,6 +226,12 @@ def _checked_network(factory: NetworkFactory, n_sets: int, obs_shape: tuple[int,
         got = f"shape {tuple(out.shape)} {out.dtype}" if isinstance(out, torch.Tensor) else type(out).__name__
         raise ConfigError(f"{asked}'s module returned {got} for observations of shape {tuple(probe.shape)}; DQN needs float Q-values "
                           f"[P, B, A] = {(n_sets, 2, n_actions)}: one value per action, for each parameter set and observation")
+    out[0].sum().backward()  # set 0's Q-values may move set 0's slices only
+    mixed = [name for name, p in made.named_parameters() if p.grad is not None and bool(p.grad[1:].any())]
+    made.zero_grad(set_to_none=True)
+    if mixed:
+        raise ConfigError(f"{asked}'s parameter {mixed[0]} mixes the parameter sets: the Q-values of set 0 move its slices of other sets. Each "
+                          "set's slice [p] must act on set p's observations alone: build it from relayrl.nets.StackedLinear (examples/custom_env_and_network.py)")
     return made
 
 

@@ -6,12 +6,12 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from relayrl.core.registry import Lazy, Registry, registered
+from relayrl.core.registry import Lazy, Registry, of_type, registered
 from relayrl.core.strict import Strict
 
 # Policy kinds by their ``policies.<id>.kind`` name: a builder of the policy from a
 # ``relayrl.arena.policy.PolicyBuild`` (the built-in ones at the end, by import path).
-POLICY_KINDS: Registry[Callable[[Any], Any]] = Registry("policy kind")
+POLICY_KINDS: Registry[Callable[[Any], Any]] = Registry("policy kind", of_type("callable"))
 
 
 class PolicyConfig(Strict):

@@ -20,8 +20,10 @@ class Registry(Generic[T]):
     entry remembers the module that registered it, so that other processes of a run
     (Ray's actors) import the same modules (``plugin_modules``)."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, check: Callable[[str, Any], None] | None = None) -> None:
+        """``check(name, entry)`` refuses an entry that is not one (``of_type``), at ``add``."""
         self.kind = kind
+        self.check = check
         self._entries: dict[str, T] = {}
         self._origins: dict[str, str] = {}
         REGISTRIES.append(self)
@@ -29,6 +31,8 @@ class Registry(Generic[T]):
     def add(self, name: str, entry: T) -> T:
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is registered twice")
+        if self.check is not None:
+            self.check(name, entry)
         self._entries[name] = entry
         self._origins[name] = sys._getframe(1).f_globals.get("__name__", "")
         return entry
@@ -55,6 +59,18 @@ class Registry(Generic[T]):
         return iter(self._entries)
 
 
+def of_type(kind: type | str) -> Callable[[str, Any], None]:
+    """A registry's check: entries are instances of ``kind`` ("callable": any callable)."""
+
+    def check(name: str, entry: Any) -> None:
+        fits = callable(entry) if kind == "callable" else isinstance(entry, kind)  # type: ignore[arg-type]
+        if not fits:
+            wanted = "a function or class" if kind == "callable" else f"a {kind.__module__}.{kind.__qualname__}"  # type: ignore[union-attr]
+            raise TypeError(f"{name!r} registers {entry!r}, which is not {wanted}")
+
+    return check
+
+
 REGISTRIES: list[Registry[Any]] = []  # every registry, in the order their modules were imported
 
 
@@ -72,10 +88,18 @@ def script_entries() -> list[str]:
 
 def import_plugins(modules: Sequence[str], paths: Sequence[str] = ()) -> None:
     """Imports ``modules`` (which register entries as they are imported), after appending
-    the ``paths`` this process lacks to ``sys.path`` (another process's, where they are)."""
+    the ``paths`` this process lacks to ``sys.path`` (another process's, where they are). A
+    module whose import fails leaves nothing registered, so that once fixed it imports again."""
     sys.path.extend(path for path in paths if path not in sys.path)
     for module in modules:
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module)
+        except BaseException:
+            for registry in REGISTRIES:
+                for name in [n for n in registry if registry.origin(n) == module]:
+                    registry.remove(name)
+            sys.modules.pop(module, None)
+            raise
 
 
 @dataclass(frozen=True)
@@ -104,15 +128,20 @@ class Plugins:
         )
         return cls(tuple(plugin_modules()), tuple(sys.path), entries)
 
-    def load(self) -> None:
-        """Imports the modules; an entry they did not register (one a function of theirs
-        registered when called) is named."""
-        import_plugins(self.modules, self.paths)
+    def load(self) -> str | None:
+        """Imports the modules here; None, or why this process still lacks the driver's
+        entries (a module that does not import here, or an entry that a function of the
+        module registered when called, not its import). An actor says it from ``ready``."""
+        try:
+            import_plugins(self.modules, self.paths)
+        except Exception as error:  # the driver imported it: what differs here is said, not raised in Ray's words
+            return f"a Ray actor could not import the modules that registered entries in the driver ({type(error).__name__}: {error})"
         kinds = {registry.kind: registry for registry in REGISTRIES}
         missing = [f"{kind} {name!r} ({module})" for kind, name, module in self.entries if kind in kinds and name not in kinds[kind]]
         if missing:
-            raise ConfigError(f"importing {', '.join(dict.fromkeys(m for *_, m in self.entries))} in a Ray actor did not register {', '.join(missing)}: "
-                              "register entries when their module is imported, so that every process of the run has them")
+            return (f"importing {', '.join(dict.fromkeys(m for *_, m in self.entries))} in a Ray actor did not register {', '.join(missing)}: "
+                    "register entries when their module is imported (at its top level), so that every process of the run has them")
+        return None
 
 
 @dataclass(frozen=True)

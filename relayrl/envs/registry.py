@@ -10,7 +10,7 @@ import pkgutil
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args, get_origin
 
 from pettingzoo.utils.env import ParallelEnv
 from pydantic import Field, model_validator
@@ -56,10 +56,29 @@ class EnvEntry:
     section: type[EnvSection]
 
 
+def check_env_entry(name: str, entry: Any) -> None:
+    """An env entry is an ``EnvEntry`` whose section is an ``EnvSection`` with a ``name``
+    field that takes the registered name (what ``env.name`` picks the section by)."""
+    if not isinstance(entry, EnvEntry):
+        raise TypeError(f"env {name!r} registers {entry!r}, which is not a relayrl.envs.registry.EnvEntry(factory, section)")
+    section = entry.section
+    if not (isinstance(section, type) and issubclass(section, EnvSection)):
+        raise TypeError(f"env {name!r}'s section {section!r} is not a subclass of relayrl.envs.section.EnvSection")
+    if not callable(entry.factory):
+        raise TypeError(f"env {name!r}'s factory {entry.factory!r} is not callable: factory(settings) returns an EnvFactory")
+    field = section.model_fields.get("name")
+    if field is None:
+        raise TypeError(f"env {name!r}'s section {section.__name__} has no name field: declare name: Literal[{name!r}] = {name!r}")
+    allowed = get_args(field.annotation) if get_origin(field.annotation) is Literal else None
+    if allowed is not None and name not in allowed:
+        raise TypeError(f"env {name!r}'s section {section.__name__} takes name {' or '.join(map(repr, allowed))}, not the name it is registered "
+                        f"under: register it as {allowed[0]!r}, or add {name!r} to its name Literal")
+
+
 # Built-in environments by ``env.name``: each env's module registers its own (imported by
 # ``relayrl.envs``) and imports what it needs only when its factory is called, so the
 # optional extras stay optional.
-ENVS: Registry[EnvEntry] = Registry("environment")
+ENVS: Registry[EnvEntry] = Registry("environment", check_env_entry)
 
 
 def parallel_env(module: str, **kwargs: Any) -> ParallelEnv:

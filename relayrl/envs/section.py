@@ -19,6 +19,11 @@ class EnvSection(Strict):
     # env name -> (module it imports, the relayrl extra that installs it)
     needs: ClassVar[dict[str, tuple[str, str]]] = {}
 
+    def group_names(self) -> list[str] | None:
+        """The env's groups where the section knows them without building the env; None:
+        known once it is built (a PettingZoo env by module path, a user's)."""
+        return None
+
     def action_kind(self) -> str:
         """The action spaces its groups have: discrete, continuous or any (known once built)."""
         return self.actions

@@ -30,6 +30,8 @@ def train(
         if not callable(env_factory):
             raise ConfigError(f"env_factory must be a relayrl.envs.EnvFactory or a function that makes a PettingZoo ParallelEnv, got {env_factory!r}")
         env_factory = EnvFactory(env_factory)
+    if network_factory is not None and not callable(network_factory):
+        raise ConfigError(f"network_factory must be a function or class called as network_factory(P, obs_shape, A) -> torch.nn.Module, got {network_factory!r}")
     run_dir = run_dir_for(config, Path(out), factory_identity(env_factory, network_factory)) if out is not None else None
     done = list_checkpoints(run_dir / "checkpoints") if run_dir is not None else []
     if verbose and done and checkpoint_steps(done[-1]) >= config.total_steps:  # as the command line says it

@@ -4,6 +4,8 @@ starts with the key path, the bad value and what is allowed."""
 import importlib.util
 import os
 import re
+import sysconfig
+import traceback
 from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BeforeValidator, Discriminator, Field, PlainValidator, SerializeAsAny, Tag, ValidationError, field_validator, model_validator
@@ -29,6 +31,32 @@ from relayrl.nets.model_config import ModelConfig
 from relayrl.sharing.config import SharingConfig
 
 
+def import_plugin(module: Any) -> None:
+    """Imports a module of ``plugins``, refusing with the fix a name that is not a module's or
+    a module that does not import (naming the line of its own that raised)."""
+    if not isinstance(module, str):
+        raise ValueError(f"plugins: {module!r} is not a module name: give the module's name, e.g. my_algos for my_algos.py")
+    if module.endswith(".py"):
+        raise ValueError(f"plugins: {module} is a file name: give the module's, {module.removesuffix('.py')}")
+    if not re.match(MODULE_PATH, module):
+        fixed = re.sub(r"\W", "_", module)
+        raise ValueError(f"plugins: {module} is not a Python module name (letters, digits and _, between dots): rename {module}.py to {fixed}.py "
+                         f"and give {fixed}")
+    try:
+        import_plugins([module])
+    except ModuleNotFoundError as error:
+        if error.name is not None and (module == error.name or module.startswith(error.name + ".")):
+            raise ValueError(f"plugins: {module} cannot be imported ({error}): put {module.replace('.', '/')}.py in the working directory "
+                             f"(here {os.getcwd()}) or on PYTHONPATH, or install its package") from None
+        raise ValueError(f"plugins: {module} imports {error.name}, which is not installed: install it (pip install ...)") from None
+    except Exception as error:  # the plugin's own code failed: say where, not relayrl's traceback
+        frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith(("<", *LIBRARIES))]
+        where = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
+        raise ValueError(f"plugins: importing {module} raised {type(error).__name__}: {error}{where}") from None
+
+
+# relayrl's own package and the installed libraries: the frames a plugin's error skips to name its own line
+LIBRARIES = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), *{sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib")})
 LATER = "registered-later"  # the union member of env sections registered after this module was imported
 
 
@@ -78,8 +106,9 @@ def _named_env(value: Any) -> Any:
         f"unknown env {name!r}: use a built-in ({', '.join(ENVS)}; user: the env_factory given to train in Python), a PettingZoo "
         f"Parallel env's module path, a package and its module (pettingzoo.sisl.multiwalker_v9, mpe2.simple_spread_v3) or a module of the "
         f"working directory with a parallel_env() (my_env for my_env.py), or a Gymnasium id "
-        f"(Pendulum-v1; multi-agent: Foraging-8x8-2p-2f-v3, rware-tiny-2ag-v2; one your module registers: my_module:MyEnv-v0). "
-        f"Modules are imported from the working directory, here {os.getcwd()}"
+        f"(Pendulum-v1; multi-agent: Foraging-8x8-2p-2f-v3, rware-tiny-2ag-v2; one your module registers: my_module:MyEnv-v0); an env your "
+        f"module adds to relayrl's ENVS needs that module in the config's plugins: [my_module]. Modules are imported from the working "
+        f"directory, here {os.getcwd()}"
     )
 
 
@@ -267,18 +296,16 @@ class RunConfig(Strict):
     @classmethod
     def _import_plugins(cls, data: Any) -> Any:
         """Imports ``plugins`` before anything else is read (the last "before" validator runs
-        first), so that the names they register are valid config values."""
-        if not isinstance(data, dict) or not isinstance(data.get("plugins"), list):
+        first), so that the names they register are valid config values; a plugin that is
+        not a module's name, or does not import, is the only error said."""
+        if not isinstance(data, dict) or data.get("plugins") is None:
             return data
-        for module in data["plugins"]:
-            if not isinstance(module, str) or not re.match(MODULE_PATH, module):
-                continue  # the field's validation names it
-            try:
-                import_plugins([module])
-            except ImportError as error:
-                raise ValueError(f"plugins: {module} cannot be imported ({error}): put {module.replace('.', '/')}.py in the working directory "
-                                 f"(here {os.getcwd()}) or on PYTHONPATH, or install its package") from None
-        return data
+        plugins = [data["plugins"]] if isinstance(data["plugins"], str) else data["plugins"]  # one module
+        if not isinstance(plugins, list):
+            raise ValueError(f"plugins: a list of module names, e.g. [my_algos], not {plugins!r}")
+        for module in plugins:
+            import_plugin(module)
+        return {**data, "plugins": plugins}
 
     @field_validator("device")
     @classmethod

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from relayrl.core.registry import Lazy, Registry, registered
+from relayrl.core.registry import Lazy, Registry, of_type, registered
 from relayrl.core.strict import Strict
 from relayrl.sharing.selectors import SELECTORS
 
@@ -14,7 +14,7 @@ from relayrl.sharing.selectors import SELECTORS
 # receiver's correction on a shared tagged replay (``relayrl.sharing.corrections``): ``dps``
 # with ``sharing.divergence`` (DASE), ``none`` for plain sharing (ES-DASE: every transition
 # weighted 1).
-CORRECTIONS: Registry[Callable[..., Any]] = Registry("correction")
+CORRECTIONS: Registry[Callable[..., Any]] = Registry("correction", of_type("callable"))
 CORRECTIONS.add("dps", Lazy("relayrl.sharing.corrections:dps_correction"))
 CORRECTIONS.add("none", Lazy("relayrl.sharing.corrections:plain_sharing"))
 

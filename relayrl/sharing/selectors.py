@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from relayrl.core.errors import ConfigError
-from relayrl.core.registry import Registry
+from relayrl.core.registry import Registry, of_type
 
 
 class Selector(Protocol):
@@ -261,7 +261,7 @@ class SelectionRule:
 
 
 # Selection rules by their ``sharing.select`` name; a new rule registers here.
-SELECTORS: Registry[SelectionRule] = Registry("selection mode")
+SELECTORS: Registry[SelectionRule] = Registry("selection mode", of_type(SelectionRule))
 SELECTORS.add("quantile", SelectionRule(lambda s: QuantileSelector(s.n_senders, s.bandwidth, s.window), True))
 SELECTORS.add(
     "gaussian",

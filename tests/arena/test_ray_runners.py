@@ -283,3 +283,16 @@ def test_a_plugins_env_selection_rule_and_algorithm_reach_the_runners_and_the_le
     for pid in ("a", "b"):
         for p, q in zip(local.learners[pid].algorithm.online.parameters(), actors.learners[pid].algorithm.online.parameters()):
             torch.testing.assert_close(p, q, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("backend", [{"kind": "ray", "runners": 1}, ACTORS])
+def test_an_entry_a_modules_function_registered_is_named_when_the_actors_lack_it(unload_plugins, backend):
+    from testenvs import late_plugin
+
+    late_plugin.register()
+    config = build_config(_config(2, sharing={"select": "late-rule"}, backend=backend))
+    run = build_run(config, None, verbose=False)
+    with pytest.raises(ConfigError, match=r"importing testenvs.late_plugin in a Ray actor did not register selection mode 'late-rule' \(testenvs.late_plugin\): "
+                                          r"register entries when their module is imported"):
+        run.train()
+    run.close()

@@ -265,7 +265,10 @@ class _PooledQ(_TinyQ):
     [
         (_PooledQ, r"network_factory\(2, \(3,\), 2\)'s module returned shape \(2, 2\) torch.float32 for observations of shape \(2, 2, 3\); "
                    r"DQN needs float Q-values \[P, B, A\] = \(2, 2, 2\)"),
-        (lambda p, shape, a: torch.nn.Linear(shape[0], a), None),  # a module with no [P] axis works as long as it maps the shapes
+        (_TinyQ, None),
+        (lambda p, shape, a: torch.nn.Linear(shape[0], a), r"network_factory\(2, \(3,\), 2\)'s parameter weight mixes the parameter sets"),
+        (lambda p, shape, a: torch.nn.Sequential(torch.nn.Linear(shape[0], 5), torch.nn.Linear(5, a)),
+         r"network_factory\(2, \(3,\), 2\)'s parameter 0.weight has shape \(5, 3\); every parameter needs the parameter sets' axis first \(2, ...\)"),
         (lambda p, shape, a: torch.nn.Linear(5, a), r"network_factory\(2, \(3,\), 2\)'s module failed on observations of shape \(2, 2, 3\) .*mat1 and mat2"),
         (lambda p, shape, a: (lambda obs: obs), r"returned function, not a torch.nn.Module with parameters"),
     ],

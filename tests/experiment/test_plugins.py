@@ -86,3 +86,67 @@ def test_a_scripts_own_registrations_are_refused_before_ray_starts(tmp_path):
     assert done.returncode != 0
     assert "ConfigError: selection mode 'my-rule' was registered in the script itself (__main__), which Ray's actors cannot import" in done.stderr
     assert "Started a local Ray instance" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("plugins", "source", "message"),
+    [
+        (["my_plugin.py"], None, r"plugins: my_plugin.py is a file name: give the module's, my_plugin"),
+        (["my-plugin"], None, r"plugins: my-plugin is not a Python module name .*: rename my-plugin.py to my_plugin.py and give my_plugin"),
+        ({"a": 1}, None, r"plugins: a list of module names, e.g. \[my_algos\], not \{'a': 1\}"),
+        (["broken_plugin"], "from relayrl.algos import ALGORITHMS\nALGORITHMS.add('x-dqn', ALGORITHMS['dqn'])\nALGORITHMS['tdd3']\n",
+         r"plugins: importing broken_plugin raised KeyError: .*unknown algorithm 'tdd3'.* \(.*broken_plugin.py, line 3\)"),
+        (["needy_plugin"], "import some_package_not_installed\n", r"plugins: needy_plugin imports some_package_not_installed, which is not installed"),
+    ],
+)
+def test_a_plugin_that_is_not_a_module_or_does_not_import_is_the_one_error_said(tmp_path, monkeypatch, plugins, source, message):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    if source is not None:
+        (tmp_path / f"{plugins[0]}.py").write_text(source)
+    with pytest.raises(ConfigError, match=message) as refused:
+        build_config({"plugins": plugins, "env": {"name": "not-an-env-yet"}})
+    assert "unknown env" not in str(refused.value)  # the plugin's error alone, not what follows from it
+    from relayrl.algos import ALGORITHMS
+
+    assert "x-dqn" not in ALGORITHMS  # a failed import leaves nothing registered: fixed, it imports again
+    if source is not None and "tdd3" in source:
+        (tmp_path / "broken_plugin.py").write_text(source.replace("ALGORITHMS['tdd3']\n", ""))
+        assert build_config({"plugins": plugins, "dqn": {"algo": "x-dqn"}}).dqn.algo == "x-dqn"
+        ALGORITHMS.remove("x-dqn")
+        sys.modules.pop("broken_plugin")
+
+
+def test_a_plugin_given_as_one_name_and_a_forgotten_plugin_are_said():
+    assert build_config({**RUN, "plugins": PLUGIN}).plugins == [PLUGIN]
+    with pytest.raises(ConfigError, match=r"an env your module adds to relayrl's ENVS needs that module in the config's plugins"):
+        build_config({"env": {"name": "not-registered"}})
+
+
+def test_a_registry_refuses_what_is_not_its_kind_of_entry(register):
+    from relayrl.algos import ALGORITHMS
+    from relayrl.envs.corridor import CorridorSection
+    from relayrl.envs.registry import ENVS, EnvEntry
+    from relayrl.sharing.selectors import SELECTORS
+
+    with pytest.raises(TypeError, match=r"'str-ppo' registers 'ppo', which is not a relayrl.algos.algorithm.AlgorithmEntry"):
+        register(ALGORITHMS, "str-ppo", "ppo")
+    with pytest.raises(TypeError, match=r"'my-rule' registers .*, which is not a relayrl.sharing.selectors.SelectionRule"):
+        register(SELECTORS, "my-rule", lambda params: None)
+    with pytest.raises(TypeError, match=r"env 'lane' registers .*, which is not a relayrl.envs.registry.EnvEntry\(factory, section\)"):
+        register(ENVS, "lane", lambda settings: None)
+    with pytest.raises(TypeError, match=r"env 'lane' takes name 'corridor'|env 'lane'.s section CorridorSection takes name 'corridor', not the name it is registered under"):
+        register(ENVS, "lane", EnvEntry(ENVS["corridor"].factory, CorridorSection))
+    with pytest.raises(TypeError, match=r"env 'lane'.s section .* is not a subclass of relayrl.envs.section.EnvSection"):
+        register(ENVS, "lane", EnvEntry(ENVS["corridor"].factory, dict))
+    assert "lane" not in ENVS and "str-ppo" not in ALGORITHMS
+
+
+def test_relayrl_list_shows_a_plugins_registrations(capsys):
+    from relayrl.cli import main
+
+    assert main(["list", "--plugins", PLUGIN]) == 0
+    out = capsys.readouterr().out
+    assert "dqn-plugin (dqn section)" in out and "hall" in out.split("environments: ")[1] and "quantile-plugin" in out
+    assert main(["list", "--plugins", "my_missing_plugin"]) == 2
+    assert "plugins: my_missing_plugin cannot be imported" in capsys.readouterr().err

@@ -104,7 +104,9 @@ class LearnerActor:
         """``plugins``: the driver's registrations; ``keep_memory``, ``precision``: the run's
         settings; ``exports``: it relays to other learners; ``first_agent``: its agents'
         first tag in the replay it shares, where it shares one."""
-        plugins.load()
+        self.refused = plugins.load()
+        if self.refused is not None:
+            return  # ``ready`` says why; the driver stops the run
         configure_threads(threads)
         if keep_memory:
             keep_freed_memory()
@@ -118,8 +120,9 @@ class LearnerActor:
         if exports:
             self.learner.export_relay()
 
-    def ready(self) -> bool:
-        return True
+    def ready(self) -> str | None:
+        """None once its learner is built; else why it could not be (``Plugins.load``)."""
+        return self.refused
 
     def observe(self, fragment: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
         """Observes the fragment of a learner of a shared replay; returns its new rows."""
@@ -181,6 +184,9 @@ def wait_started(ray: Any, ready: dict[str, Any]) -> None:
         late = [pid for pid, ref in ready.items() if ref in waiting]
         raise ConfigError(f"the learner actors of policies {late} did not start within {STARTUP_S} s: "
                           f"free CPUs of the cluster: {ray.available_resources().get('CPU', 0.0):g}; lower backend.learner_cpus")
+    refused = [why for why in ray.get(list(ready.values())) if why is not None]
+    if refused:
+        raise ConfigError(refused[0])
 
 
 class HomedActor:

@@ -64,9 +64,10 @@ class EnvRunner:
     def __init__(
         self, plugins: Plugins, env: str, settings: dict[str, Any], with_state: bool, vector: str, first: int, copies: int, matches: list[Match], policies: dict[str, Policy]
     ) -> None:
-        plugins.load()  # the envs, selection rules and algorithms the driver's modules registered
-        configure_threads(1)
-        self._open(env, settings, with_state, vector, first, copies, matches, policies)
+        self.refused = plugins.load()  # the envs, selection rules and algorithms the driver's modules registered
+        if self.refused is None:
+            configure_threads(1)
+            self._open(env, settings, with_state, vector, first, copies, matches, policies)
 
     def _open(self, env: str, settings: dict[str, Any], with_state: bool, vector: str, first: int, copies: int, matches: list[Match], policies: dict[str, Policy]) -> None:
         self.venv = make_vector_env(make_env_factory(env, settings, with_state), copies, vector, first=first)
@@ -80,8 +81,9 @@ class EnvRunner:
         self.venv.close()
         self._open(env, settings, with_state, vector, first, copies, matches, policies)
 
-    def ready(self) -> bool:
-        return True
+    def ready(self) -> str | None:
+        """None once its copies are open; else why they could not be (``Plugins.load``)."""
+        return self.refused
 
     def node(self) -> str:
         """The id of the Ray node this runner runs on."""
@@ -133,7 +135,8 @@ class EnvRunner:
         return True
 
     def close(self) -> None:
-        self.venv.close()
+        if self.refused is None:
+            self.venv.close()
 
 
 # Watches the driver; once it is gone (also by SIGKILL, which Ray cannot see coming), ends the
@@ -228,11 +231,16 @@ class RayRunners:
         return True
 
     def _wait_ready(self, actors: list[Any]) -> None:
-        _, waiting = self.ray.wait([a.ready.remote() for a in actors], num_returns=len(actors), timeout=STARTUP_S)
+        ready = [a.ready.remote() for a in actors]
+        _, waiting = self.ray.wait(ready, num_returns=len(actors), timeout=STARTUP_S)
         if waiting:
             self.close()
             raise ConfigError(f"{len(waiting)} of {len(actors)} env runners did not start within {STARTUP_S} s: {self.need}; free CPUs of the cluster: "
                               f"{self.ray.available_resources().get('CPU', 0.0):g} (other actors hold the rest)")
+        refused = [why for why in self.ray.get(ready) if why is not None]
+        if refused:
+            self.close()
+            raise ConfigError(refused[0])
 
     def _replace(self, k: int, env_steps: int, error: Exception) -> tuple[int, int]:
         """A new runner for runner ``k``'s copies, with the policies as they are now, reset

@@ -9,7 +9,7 @@ from relayrl.arena.round import RoundContext
 from relayrl.arena.schemes.pbt import PopulationBasedTraining
 from relayrl.arena.schemes.selfplay import SelfPlay
 from relayrl.arena.schemes.tournament import Tournament
-from relayrl.core.registry import Registry
+from relayrl.core.registry import Registry, of_type
 
 
 class Scheme(Protocol):
@@ -25,7 +25,7 @@ class Scheme(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
-SCHEMES: Registry[Any] = Registry("scheme")  # config section -> the scheme's class, built as cls(section, seed)
+SCHEMES: Registry[Any] = Registry("scheme", of_type(type))  # config section -> the scheme's class, built as cls(section, seed)
 SCHEMES.add("pbt", PopulationBasedTraining)
 SCHEMES.add("tournament", Tournament)
 SCHEMES.add("selfplay", SelfPlay)
