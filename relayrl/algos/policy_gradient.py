@@ -103,6 +103,9 @@ class PolicyGradient:
         probe = np.zeros((1, self.n, *spec.obs_shape), np.float32)
         state = np.zeros((1, *spec.state_shape), np.float32) if spec.state_shape else None
         self.critic_width = width if self.torso is not None else self.critic_features(probe, state).shape[-1]
+        if c.critic_input in ("state", "agent_state"):
+            warn_of_flat_screens(spec, "the critic's first layer", self.critic_width * c.hidden[0], "give the critic a smaller state, "
+                                 "or its agents' own observations through convolutions (on_policy.critic_input=obs, torso=nature_cnn)", state=True)
         self.critic = AgentNet(n_sets, self.critic_width, c.hidden, 1, c.activation, 1.0, c.recurrent).to(device)
         # one critic for the group on an input every agent shares (the env's state, or all the
         # observations): its value is one per env step, computed once for the N agents' rows

@@ -41,7 +41,7 @@ from relayrl.algos.sections import ValueDecompositionConfig
 from relayrl.core.specs import STATE_SOURCE, GroupSpec
 from relayrl.nets.gru import RecurrentQNetwork
 from relayrl.nets.mixers import QMixer, VDNMixer
-from relayrl.nets.observations import network_input
+from relayrl.nets.observations import network_input, warn_of_flat_screens
 from relayrl.replay import ReplayPlan
 
 
@@ -86,8 +86,13 @@ class ValueDecomposition:
         self.n_sets = 1 if c.param_sharing else self.n
         self.state_size = int(np.prod(spec.state_shape)) if spec.state_shape else 0
         inputs = self.obs_size + (self.n if c.agent_id and c.param_sharing else 0) + (self.n_actions if c.last_action else 0)
+        warn_of_flat_screens(spec, "the agents' first layer", inputs * c.hidden, "QMIX's agents have no convolutional torso: shrink the screens, "
+                             "or train PPO with on_policy.torso=nature_cnn")
         self.agent = RecurrentQNetwork(self.n_sets, inputs, self.n_actions, c.hidden).to(device)
         self.mixer = MIXERS[c.mixer](self.n, self.state_size, c)
+        if c.mixer == "qmix":
+            warn_of_flat_screens(spec, "the mixer's hypernetworks", sum(p.numel() for p in self.mixer.parameters()),
+                                 "give the env a smaller state_space, or set qmix.mixer=vdn (no state)", state=True)
         self.central = CentralQ(self.n, self.state_size, c.central_hidden) if c.weighting == "macpo" else None
         modules = {"agent": self.agent, "mixer": self.mixer, "central": self.central}
         self.learned = nn.ModuleDict({k: m for k, m in modules.items() if m is not None}).to(device)

@@ -31,6 +31,14 @@ from relayrl.nets.model_config import ModelConfig
 from relayrl.sharing.config import SharingConfig
 
 
+def nested_error(error: ValidationError, model: Any, where: str) -> str:
+    """The errors of validating a section at ``where`` (a policy's changes to it), each
+    line with its full key path (``policies.walker.dqn.lr: ...``)."""
+    lines = format_error(error, model).removeprefix("invalid configuration:\n  ").split("\n  ")  # one per error, in order
+    located = [any(not str(part).startswith("function-after") for part in item["loc"]) for item in error.errors()]
+    return "\n  ".join(f"{where}.{line}" if has_path else f"{where}: {line}" for line, has_path in zip(lines, located))
+
+
 def import_plugin(module: Any) -> None:
     """Imports a module of ``plugins``, refusing with the fix a name that is not a module's or
     a module that does not import (naming the line of its own that raised)."""
@@ -358,9 +366,12 @@ class RunConfig(Strict):
                     defaults = type(section).model_validate({"algo": base["algo"]}).model_dump()
                     base = {key: value for key, value in base.items() if value != defaults[key]}
                 section = type(section).model_validate({**base, **changes})
+        except ValidationError as error:
+            raise ValueError(nested_error(error, type(section), f"policies.{pid}.{name}")) from None
+        try:
             sharing = SharingConfig.model_validate({**self.sharing.model_dump(), **policy.sharing}) if policy.sharing else self.sharing
         except ValidationError as error:
-            raise ValueError(f"policies.{pid}: " + format_error(error, RunConfig, ENV_TAGS).removeprefix("invalid configuration:\n  ")) from None
+            raise ValueError(nested_error(error, SharingConfig, f"policies.{pid}.sharing")) from None
         return section.algo, section, sharing
 
     def model_of(self, pid: str) -> ModelConfig:
@@ -374,7 +385,7 @@ class RunConfig(Strict):
         try:
             return ModelConfig.model_validate({**self.model.model_dump(), **policy.model})
         except ValidationError as error:
-            raise ValueError(f"policies.{pid}.model." + format_error(error, ModelConfig).removeprefix("invalid configuration:\n  ")) from None
+            raise ValueError(nested_error(error, ModelConfig, f"policies.{pid}.model")) from None
 
     def reads_state(self) -> bool:
         """Whether a policy of the run learns from, or acts on networks trained on, the env's

@@ -26,9 +26,12 @@ def network_input_array(obs: np.ndarray, pixels: bool) -> np.ndarray:
     return x / np.float32(PIXEL_RANGE) if pixels else x
 
 
-def warn_of_flat_screens(spec: GroupSpec, layer: str, weights: int, fix: str) -> None:
-    """Warns where a network reads large screens flat: its first ``layer`` holds ``weights``
-    per parameter set and training will crawl; ``fix`` says what reads them better."""
-    if spec.pixels and int(np.prod(spec.obs_shape)) > FLAT_SCREEN_INPUTS:
-        warnings.warn(f"{spec.name}'s observations are {'x'.join(map(str, spec.obs_shape))} screens, read flat: {layer} alone has {weights:,} "
-                      f"weights per parameter set, and training will crawl; {fix}", RelayRLWarning, stacklevel=3)
+def warn_of_flat_screens(spec: GroupSpec, layer: str, weights: int, fix: str, state: bool = False) -> None:
+    """Warns where a network reads large screens flat (the observations, or with ``state``
+    the env's global state of more than as many numbers, a screen's or not): its first
+    ``layer`` holds ``weights`` per parameter set and training will crawl; ``fix`` says what
+    reads them better."""
+    shape, what = (spec.state_shape, "global state is") if state else (spec.obs_shape, "observations are")
+    if (state or spec.pixels) and int(np.prod(shape)) > FLAT_SCREEN_INPUTS:
+        warnings.warn(f"{spec.name}'s {what} {'x'.join(map(str, shape))} {'numbers' if state else 'screens'}, read flat: {layer} alone has "
+                      f"{weights:,} weights per parameter set, and training will crawl; {fix}", RelayRLWarning, stacklevel=3)

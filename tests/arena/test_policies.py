@@ -109,7 +109,7 @@ def test_pretrained_preset_that_was_not_run_is_a_clear_error(tmp_path):
         ({"runner": {"kind": "frozen", "checkpoint": "x"}, "walker": {"kind": "random"}}, "no policy learns"),
         ({"runner": {"checkpoint": "x"}}, "kind=frozen only"),
         ({"runner": {"kind": "random", "dqn": {"lr": 0.1}}}, "has no networks"),
-        ({"runner": {"dqn": {"lr": -1}}}, "policies.runner: lr"),
+        ({"runner": {"dqn": {"lr": -1}}}, "policies.runner.dqn.lr: Input should be greater than 0"),
         ({"runner": {"dqn": {"param_sharing": True}}, "walker": {}}, None),
         ({"runner": {"dqn": {"param_sharing": True}, "sharing": {"select": "all"}}}, "policy 'runner': parameter sharing"),
     ],

@@ -125,6 +125,17 @@ def test_a_learner_warns_where_it_would_read_large_screens_flat(recwarn):
         build_run(build_config(box), None, verbose=False).close()
 
 
+def test_a_critic_or_mixer_reading_a_large_state_flat_is_warned_of():
+    """MAPPO's critic on the state and QMIX's mixer read the env's global state flat: two
+    96 x 96 x 2 screens side by side (36,864 numbers) are warned of, naming the fix."""
+    env = {"name": "testenvs.screens", "settings": {"side": 96}}
+    with pytest.warns(UserWarning, match=r"agent's global state is 36864 numbers, read flat: the critic's first layer alone has 2,359,296 weights .*"
+                                         r"on_policy\.critic_input=obs, torso=nature_cnn"):
+        build_run(build_config({"env": env, "on_policy": {"algo": "mappo", "hidden": [64]}}), None, verbose=False).close()
+    with pytest.warns(UserWarning, match=r"agent's global state is 36864 numbers, read flat: the mixer's hypernetworks alone has .* qmix\.mixer=vdn"):
+        build_run(build_config({"env": env, "qmix": {"algo": "qmix", "hidden": 16, "buffer_size": 20, "batch_size": 2}}), None, verbose=False).close()
+
+
 @pytest.mark.parametrize(
     ("section", "fix"),
     [({"on_policy": {"algo": "mappo", "hidden": [16]}}, r"on_policy\.critic_input=joint_obs"), ({"qmix": {"algo": "qmix", "hidden": 16}}, r"qmix\.mixer=vdn or none")],

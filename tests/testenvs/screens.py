@@ -1,5 +1,5 @@
 """A PettingZoo Parallel env whose two agents see small screens: random 8-bit images
-``6 x 6 x 2`` drawn from the reset's seed, declared as a uint8 Box from 0 to 255; with
+``6 x 6 x 2`` (``side`` x ``side`` x 2) drawn from the reset's seed, declared as a uint8 Box from 0 to 255; with
 ``scaled`` the same images divided by 255 as float32 in a Box from 0 to 1 (what the
 networks should read either way). Discrete actions (reward 1 where the action says whether
 the screen's first pixel is bright) or, with ``actions="box"``, one number in [-1, 1]
@@ -17,21 +17,22 @@ SHAPE = (6, 6, 2)
 class ScreensEnv(ParallelEnv):
     metadata = {"name": "screens_v0"}
 
-    def __init__(self, scaled: bool = False, actions: str = "discrete", max_cycles: int = 12) -> None:
+    def __init__(self, scaled: bool = False, actions: str = "discrete", max_cycles: int = 12, side: int = SHAPE[0]) -> None:
         self.possible_agents = ["agent_0", "agent_1"]
         self.scaled, self.actions, self.max_cycles = scaled, actions, max_cycles
-        size = 2 * int(np.prod(SHAPE))
+        self.shape = (side, side, SHAPE[2])
+        size = 2 * int(np.prod(self.shape))
         self.state_space = spaces.Box(0.0, 1.0, (size,), np.float32) if scaled else spaces.Box(0, 255, (size,), np.uint8)
         self.rng = np.random.default_rng(0)
 
     def observation_space(self, agent):
-        return spaces.Box(0.0, 1.0, SHAPE, np.float32) if self.scaled else spaces.Box(0, 255, SHAPE, np.uint8)
+        return spaces.Box(0.0, 1.0, self.shape, np.float32) if self.scaled else spaces.Box(0, 255, self.shape, np.uint8)
 
     def action_space(self, agent):
         return spaces.Discrete(2) if self.actions == "discrete" else spaces.Box(-1.0, 1.0, (1,), np.float32)
 
     def _draw(self) -> None:
-        self.screens = self.rng.integers(0, 256, (2, *SHAPE), dtype=np.uint8)
+        self.screens = self.rng.integers(0, 256, (2, *self.shape), dtype=np.uint8)
 
     def _obs(self):
         if self.scaled:
