@@ -2,10 +2,11 @@
 its runs resume exactly from a checkpoint inside a rollout, and LBF's masks reach it."""
 
 import math
+import re
 
 import numpy as np
-import torch
 import pytest
+import torch
 
 from relayrl.core.errors import ConfigError
 from relayrl.experiment import build_config, build_run
@@ -125,15 +126,21 @@ def test_a_learner_warns_where_it_would_read_large_screens_flat(recwarn):
         build_run(build_config(box), None, verbose=False).close()
 
 
-def test_a_critic_or_mixer_reading_a_large_state_flat_is_warned_of():
+def test_a_critic_or_mixer_reading_a_large_state_flat_is_warned_of(recwarn):
     """MAPPO's critic on the state and QMIX's mixer read the env's global state flat: two
-    96 x 96 x 2 screens side by side (36,864 numbers) are warned of, naming the fix."""
+    96 x 96 x 2 screens side by side (36,864 numbers) are warned of, naming the fix, beside
+    the warnings of the agents' own 96 x 96 x 2 screens read flat."""
     env = {"name": "testenvs.screens", "settings": {"side": 96}}
-    with pytest.warns(UserWarning, match=r"agent's global state is 36864 numbers, read flat: the critic's first layer alone has 2,359,296 weights .*"
-                                         r"on_policy\.critic_input=obs, torso=nature_cnn"):
-        build_run(build_config({"env": env, "on_policy": {"algo": "mappo", "hidden": [64]}}), None, verbose=False).close()
-    with pytest.warns(UserWarning, match=r"agent's global state is 36864 numbers, read flat: the mixer's hypernetworks alone has .* qmix\.mixer=vdn"):
-        build_run(build_config({"env": env, "qmix": {"algo": "qmix", "hidden": 16, "buffer_size": 20, "batch_size": 2}}), None, verbose=False).close()
+    build_run(build_config({"env": env, "on_policy": {"algo": "mappo", "hidden": [64]}}), None, verbose=False).close()
+    build_run(build_config({"env": env, "qmix": {"algo": "qmix", "hidden": 16, "buffer_size": 20, "batch_size": 2}}), None, verbose=False).close()
+    said = [str(w.message) for w in recwarn if "read flat" in str(w.message)]
+    expected = [
+        r"agent's observations are 96x96x2 screens, read flat: the actor's first layer alone has 1,179,648 weights .*on_policy\.torso=nature_cnn",
+        r"agent's global state is 36864 numbers, read flat: the critic's first layer alone has 2,359,296 weights .*on_policy\.critic_input=obs, torso=nature_cnn",
+        r"agent's observations are 96x96x2 screens, read flat: the agents' first layer alone has 294,976 weights .*QMIX's agents have no convolutional torso",
+        r"agent's global state is 36864 numbers, read flat: the mixer's hypernetworks alone has .* qmix\.mixer=vdn",
+    ]
+    assert len(said) == len(expected) and all(re.search(pattern, message) for pattern, message in zip(expected, said)), said
 
 
 @pytest.mark.parametrize(
