@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 import numpy as np
 import yaml
 
-from relayrl.core.errors import CheckpointError, RelayRLError, RelayRLWarning
+from relayrl.core.errors import RelayRLError, RelayRLWarning
 from relayrl.experiment.metrics import read_metrics
 from relayrl.experiment.overrides import apply_overrides
 from relayrl.experiment.run_lock import RunLock
@@ -67,9 +67,13 @@ def _train(config: RunConfig, run_dir: Path) -> None:
     another process trains it, or where it is complete."""
     from relayrl.experiment.build import build_run
     from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
+    from relayrl.experiment.identity import check_resumable
 
     RunLock(run_dir).check()
     checkpoints = list_checkpoints(run_dir / "checkpoints")
+    saved = run_dir / "config.yaml"
+    if checkpoints and saved.is_file():  # a change a resume may not make is refused, also where nothing is left to train
+        check_resumable(yaml.safe_load(saved.read_text()), config, str(run_dir))
     if checkpoints and checkpoint_steps(checkpoints[-1]) >= config.total_steps:
         reached = checkpoint_steps(checkpoints[-1])
         print(f"{run_dir} is already complete: its checkpoint is at {reached:,} env steps, total_steps={config.total_steps:,}; nothing to do")
@@ -154,24 +158,9 @@ def cmd_resume(args: argparse.Namespace) -> None:
 
 
 def _run_at_checkpoint(run_dir: Path) -> Run:
-    from relayrl.experiment.build import build_run
-    from relayrl.experiment.checkpoint import list_checkpoints, load_policies
+    from relayrl.experiment.api import load_run
 
-    config = _config_of_run(run_dir)
-    checkpoints = list_checkpoints(run_dir / "checkpoints")
-    if not checkpoints:
-        raise RelayRLError(f"{run_dir} has no checkpoint to evaluate")
-    run = build_run(config, run_dir, verbose=False)
-    saved = load_policies(checkpoints[-1])
-    for pid, policy in run.policies.items():
-        if pid not in saved:
-            run.close()
-            raise CheckpointError(
-                f"{checkpoints[-1]} holds policies {sorted(saved)}, not this run's {pid!r}: another relayrl revision wrote it "
-                f"(the commit is in {run_dir / 'provenance.yaml'}); evaluate it with that revision"
-            )
-        policy.load_policy_state(saved[pid], str(checkpoints[-1]))
-    return run
+    return load_run(run_dir, config=_config_of_run(run_dir))
 
 
 def cmd_eval(args: argparse.Namespace) -> None:

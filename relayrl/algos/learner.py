@@ -63,6 +63,12 @@ class Acting:
     def act_with(self, obs: np.ndarray, carry: Any, explore: float, mask: np.ndarray | None) -> tuple[np.ndarray, Any]:
         """The algorithm's actions with exploration ``explore``, entities mapped to the
         parameter sets and back."""
+        if obs.shape[1:] != (self.spec.n_agents, *self.spec.obs_shape):
+            raise ValueError(
+                f"policy {self.spec.name!r} acts on observations [W, {self.spec.n_agents}, {', '.join(map(str, self.spec.obs_shape))}] "
+                f"(W env copies, a row for each of its entities {list(self.spec.agent_ids)}), got shape {obs.shape}: give every entity its row, "
+                "zeros for one that left the episode (its action is then not used)"
+            )
         if self.layout is None:
             return self.algorithm.act(obs, carry, explore, mask)
         sets_mask = None if mask is None else self.layout.to_sets(mask, 1)

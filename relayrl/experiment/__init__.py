@@ -32,6 +32,8 @@ _EXPORTS = {
     "run_dir_for": "relayrl.experiment.identity",
     "train": "relayrl.experiment.api",
     "train_policies": "relayrl.experiment.api",
+    "load_run": "relayrl.experiment.api",
+    "load_policies": "relayrl.experiment.checkpoint",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,14 +1,17 @@
-"""The Python API's two entry points: ``train`` a config, ``train_policies`` by id."""
+"""The Python API's entry points: ``train`` a config, ``train_policies`` by id, and
+``load_run`` a trained run to evaluate or act with."""
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from relayrl.algos.dqn import NetworkFactory
-from relayrl.core.errors import ConfigError
+import yaml
+
+from relayrl.core.errors import CheckpointError, ConfigError, RelayRLError
 from relayrl.envs.registry import EnvFactory
 from relayrl.experiment.build import Factories, build_run
-from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
+from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints, load_policies
 from relayrl.experiment.config import RunConfig, build_config
 from relayrl.experiment.run import Run
 from relayrl.experiment.identity import factory_identity, run_dir_for
@@ -73,3 +76,43 @@ def train_policies(
         **settings,
     }
     return train(build_config(data), out, verbose=verbose)
+
+
+def load_run(
+    run_dir: str | Path,
+    checkpoint: str | Path | None = None,
+    *,
+    config: RunConfig | None = None,
+    env_factory: EnvFactory | None = None,
+    network_factory: NetworkFactory | None = None,
+) -> Run:
+    """A trained run's policies with the networks of its last checkpoint (or of
+    ``checkpoint``), to evaluate (``run.evaluator.greedy(episodes)``) or to act with in a
+    loop of one's own (``run.policies[pid].act(obs [W, N, ...], carry, None)``: greedy).
+    Only the networks are loaded, not the replay or the optimisers (``train`` resumes a run);
+    ``build_run`` alone gives fresh networks. ``config``: the run's, read from its
+    ``config.yaml`` where not given; a run of Python factories needs them again."""
+    run_dir = Path(run_dir)
+    if config is None:
+        path = run_dir / "config.yaml"
+        if not path.is_file():
+            raise RelayRLError(f"{run_dir} is not a run directory (no config.yaml); runs live in runs/<preset>-<hash>/<seed>/")
+        config = build_config(yaml.safe_load(path.read_text()))
+    checkpoints = list_checkpoints(run_dir / "checkpoints")
+    chosen = Path(checkpoint) if checkpoint is not None else (checkpoints[-1] if checkpoints else None)
+    if chosen is None:
+        raise RelayRLError(f"{run_dir} has no checkpoint to load: train it first (relayrl resume {run_dir})")
+    if network_factory is not None and not callable(network_factory):
+        raise ConfigError(f"network_factory must be a function or class called as network_factory(P, obs_shape, A) -> torch.nn.Module, got {network_factory!r}")
+    run = build_run(config, run_dir, Factories(EnvFactory(env_factory) if env_factory is not None and not isinstance(env_factory, EnvFactory)
+                                               else env_factory, network_factory), verbose=False)
+    saved = load_policies(chosen)
+    for pid, policy in run.policies.items():
+        if pid not in saved:
+            run.close()
+            raise CheckpointError(
+                f"{chosen} holds policies {sorted(saved)}, not this run's {pid!r}: another relayrl revision wrote it "
+                f"(the commit is in {run_dir / 'provenance.yaml'}); load it with that revision"
+            )
+        policy.load_policy_state(saved[pid], str(chosen))
+    return run

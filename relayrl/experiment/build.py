@@ -322,7 +322,9 @@ def note_group_critics(config: RunConfig, specs: dict[str, GroupSpec], configs: 
 
 
 def build_run(config: RunConfig, run_dir: Path | None = None, factories: Factories = Factories(), verbose: bool = True) -> Run:
-    """The run of ``config``, checkpointed in ``run_dir`` (None: in memory only)."""
+    """The run of ``config``, checkpointed in ``run_dir`` (None: in memory only). Its
+    networks are fresh until ``run.train()`` resumes the run's last checkpoint; to evaluate
+    or act with a trained run, ``relayrl.experiment.load_run``."""
     made = tuple(name for name, given in (("env_factory", factories.env), ("network_factory", factories.network)) if given is not None)
     directory = RunDirectory(run_dir, config, made) if run_dir is not None else None
     if factories.env is not None and any(r.env for r in config.rounds):

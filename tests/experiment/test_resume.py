@@ -201,6 +201,8 @@ def test_resume_of_a_complete_or_locked_run_says_so_before_building_anything(tmp
     _train(_tiny(CORRIDOR, 400), tmp_path)
     assert main(["resume", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == f"{tmp_path} is already complete: its checkpoint is at 400 env steps, total_steps=400; nothing to do"
+    assert main(["resume", str(tmp_path), "eval.episodes=50"]) == 2  # a change no resume may make is said before "complete"
+    assert "was trained with other settings (eval.episodes: 2 -> 50)" in capsys.readouterr().err
     holder = RunLock(tmp_path)
     holder.acquire()
     try:

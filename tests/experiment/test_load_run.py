@@ -1,0 +1,46 @@
+"""A trained run from Python: ``load_run`` gives its policies with the networks of a
+checkpoint, to evaluate or to act with in a loop of one's own; observations of the wrong
+shape are refused naming the shape a policy acts on."""
+
+import numpy as np
+import pytest
+
+from relayrl.experiment import build_config, build_run, load_run, train
+
+CONFIG = {
+    "preset": "corridor-load",
+    "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 12}},
+    "total_steps": 600,
+    "report_interval": 300,
+    "checkpoint_interval": 300,
+    "eval": {"interval": 600, "episodes": 4},
+    "model": {"hiddens": [16], "head_hidden": 16},
+    "dqn": {"learning_starts": 100, "buffer_size": 600, "batch_size": 8, "lr": 1e-3},
+}
+
+
+def _networks(run) -> list[np.ndarray]:
+    return [p.detach().numpy().copy() for p in run.policies["runner"].learner.algorithm.online.parameters()]
+
+
+def test_load_run_acts_with_the_trained_networks_and_build_run_alone_with_fresh_ones(tmp_path):
+    trained = train(build_config(CONFIG), out=tmp_path, verbose=False)
+    (run_dir,) = tmp_path.glob("*/0")
+    loaded, fresh = load_run(run_dir), build_run(build_config(CONFIG), None, verbose=False)
+    try:
+        for a, b in zip(_networks(trained), _networks(loaded)):
+            np.testing.assert_array_equal(a, b)
+        assert any(not np.array_equal(a, b) for a, b in zip(_networks(trained), _networks(fresh)))
+        np.testing.assert_array_equal(loaded.evaluator.greedy(4), load_run(run_dir).evaluator.greedy(4))
+        first = load_run(run_dir, run_dir / "checkpoints" / "step_0000000300")
+        assert any(not np.array_equal(a, b) for a, b in zip(_networks(first), _networks(loaded)))
+        policy = loaded.policies["runner"]
+        obs = np.zeros((3, 2, *policy.spec.obs_shape), policy.spec.obs_dtype)
+        actions, _ = policy.act(obs, None, None)  # greedy, for 3 copies of both runners
+        assert actions.shape == (3, 2)
+        with pytest.raises(ValueError, match=r"policy 'runner' acts on observations \[W, 2, 4\] \(W env copies, a row for each of its entities "
+                                             r"\['runner_0', 'runner_1'\]\), got shape \(3, 1, 4\): give every entity its row, zeros for one that left"):
+            policy.act(obs[:, :1], None, None)
+    finally:
+        for run in (loaded, fresh):
+            run.close()
