@@ -157,14 +157,19 @@ def cmd_resume(args: argparse.Namespace) -> None:
     _train(_config_of_run(run_dir, args.overrides), run_dir)
 
 
-def _run_at_checkpoint(run_dir: Path) -> Run:
+def _run_at_checkpoint(run_dir: Path, checkpoint: str | None = None) -> Run:
     from relayrl.experiment.api import load_run
 
-    return load_run(run_dir, config=_config_of_run(run_dir))
+    return load_run(run_dir, checkpoint, config=_config_of_run(run_dir))
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
-    run = _run_at_checkpoint(Path(args.run_dir))
+    from relayrl.experiment.checkpoint import list_checkpoints
+
+    run = _run_at_checkpoint(Path(args.run_dir), args.checkpoint)
+    read = Path(args.checkpoint) if args.checkpoint else list_checkpoints(Path(args.run_dir) / "checkpoints")[-1]
+    if args.seed is not None:
+        run.evaluator.seed = args.seed
     trained, baseline = _evaluate_vs_random(run, args.episodes)
     layout = run.reporter.layout
     run.close()
@@ -173,6 +178,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
     _print_table(
         [
             *group,
+            ("checkpoint", read.name),
+            ("seed", str(run.evaluator.seed)),
             ("episodes", str(args.episodes)),
             ("greedy reward (mean +- std)", f"{trained.mean():.2f} +- {trained.std():.2f}"),
             ("random reward (mean +- std)", f"{baseline.mean():.2f} +- {baseline.std():.2f}"),
@@ -349,9 +356,11 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("overrides", nargs="*", help="e.g. total_steps=800000 to extend the budget")
     resume.set_defaults(func=cmd_resume)
 
-    ev = sub.add_parser("eval", help="greedy evaluation of a run's latest checkpoint vs a random policy")
+    ev = sub.add_parser("eval", help="greedy evaluation of a run's checkpoint (its latest by default) vs a random policy")
     ev.add_argument("run_dir")
     ev.add_argument("--episodes", type=_at_least(1), default=10)
+    ev.add_argument("--checkpoint", default=None, help="a checkpoint directory of the run (default: its last, checkpoints/step_*)")
+    ev.add_argument("--seed", type=int, default=None, help="the evaluation episodes' seed (default: the run's seed + eval.seed_offset)")
     ev.set_defaults(func=cmd_eval)
 
     plot = sub.add_parser("plot", help="learning curves, mean +- std across seeds")

@@ -70,7 +70,12 @@ def test_train_resume_eval_plot_table(tmp_path, capsys):
     assert main(["resume", str(run_dir), "total_steps=600"]) == 0
     assert len((run_dir / "metrics.csv").read_text().splitlines()) == 1 + 3
     assert main(["eval", str(run_dir), "--episodes", "2"]) == 0
-    assert "random reward" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "random reward" in out and "step_0000000600" in out
+    earlier = run_dir / "checkpoints" / "step_0000000400"
+    assert main(["eval", str(run_dir), "--episodes", "2", "--checkpoint", str(earlier), "--seed", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "step_0000000400" in out and " 5\n" in out
     out_png = tmp_path / "curve.png"
     assert main(["plot", str(run_dir.parent), "--out", str(out_png), "--bin", "200"]) == 0
     assert out_png.stat().st_size > 1000
