@@ -17,6 +17,18 @@ from relayrl.experiment.run import Run
 from relayrl.experiment.identity import factory_identity, run_dir_for
 
 
+def checked_factories(env_factory: Any, network_factory: Any) -> Factories:
+    """The factories given to ``train`` or ``load_run``: an ``EnvFactory`` or a function that
+    makes one PettingZoo ParallelEnv, and a callable network factory; anything else is refused."""
+    if env_factory is not None and not isinstance(env_factory, EnvFactory):
+        if not callable(env_factory):
+            raise ConfigError(f"env_factory must be a relayrl.envs.EnvFactory or a function that makes a PettingZoo ParallelEnv, got {env_factory!r}")
+        env_factory = EnvFactory(env_factory)
+    if network_factory is not None and not callable(network_factory):
+        raise ConfigError(f"network_factory must be a function or class called as network_factory(P, obs_shape, A) -> torch.nn.Module, got {network_factory!r}")
+    return Factories(env_factory, network_factory)
+
+
 def train(
     config: RunConfig,
     out: str | Path | None = "runs",
@@ -29,18 +41,13 @@ def train(
     ``out=None`` trains in memory without writing a run directory. ``env_factory``: an
     ``EnvFactory``, or a function that makes one PettingZoo ParallelEnv; the factories'
     names join the run directory's hash, so other factories train another run."""
-    if env_factory is not None and not isinstance(env_factory, EnvFactory):
-        if not callable(env_factory):
-            raise ConfigError(f"env_factory must be a relayrl.envs.EnvFactory or a function that makes a PettingZoo ParallelEnv, got {env_factory!r}")
-        env_factory = EnvFactory(env_factory)
-    if network_factory is not None and not callable(network_factory):
-        raise ConfigError(f"network_factory must be a function or class called as network_factory(P, obs_shape, A) -> torch.nn.Module, got {network_factory!r}")
-    run_dir = run_dir_for(config, Path(out), factory_identity(env_factory, network_factory)) if out is not None else None
+    factories = checked_factories(env_factory, network_factory)
+    run_dir = run_dir_for(config, Path(out), factory_identity(factories.env, factories.network)) if out is not None else None
     done = list_checkpoints(run_dir / "checkpoints") if run_dir is not None else []
     if verbose and done and checkpoint_steps(done[-1]) >= config.total_steps:  # as the command line says it
         print(f"{run_dir} is already complete: its checkpoint is at {checkpoint_steps(done[-1]):,} env steps, "
               f"total_steps={config.total_steps:,}; nothing more is trained (the run is returned as it is)")
-    run = build_run(config, run_dir, Factories(env_factory, network_factory), verbose)
+    run = build_run(config, run_dir, factories, verbose)
     try:
         run.train()
     finally:
@@ -102,10 +109,7 @@ def load_run(
     chosen = Path(checkpoint) if checkpoint is not None else (checkpoints[-1] if checkpoints else None)
     if chosen is None:
         raise RelayRLError(f"{run_dir} has no checkpoint to load: train it first (relayrl resume {run_dir})")
-    if network_factory is not None and not callable(network_factory):
-        raise ConfigError(f"network_factory must be a function or class called as network_factory(P, obs_shape, A) -> torch.nn.Module, got {network_factory!r}")
-    run = build_run(config, run_dir, Factories(EnvFactory(env_factory) if env_factory is not None and not isinstance(env_factory, EnvFactory)
-                                               else env_factory, network_factory), verbose=False)
+    run = build_run(config, run_dir, checked_factories(env_factory, network_factory), verbose=False)
     saved = load_policies(chosen)
     for pid, policy in run.policies.items():
         if pid not in saved:
