@@ -97,8 +97,10 @@ def load_run(
     ``checkpoint``), to evaluate (``run.evaluator.greedy(episodes)``) or to act with in a
     loop of one's own (``run.policies[pid].act(obs [W, N, ...], carry, None)``: greedy).
     Only the networks are loaded, not the replay or the optimisers (``train`` resumes a run);
-    ``build_run`` alone gives fresh networks. ``config``: the run's, read from its
-    ``config.yaml`` where not given; a run of Python factories needs them again."""
+    ``build_run`` alone gives fresh networks. The loaded run neither locks nor writes its
+    directory, so a run that another process trains now can be loaded from its last
+    complete checkpoint. ``config``: the run's, read from its ``config.yaml`` where not
+    given; a run of Python factories needs them again."""
     run_dir = Path(run_dir)
     if config is None:
         path = run_dir / "config.yaml"
@@ -109,7 +111,7 @@ def load_run(
     chosen = Path(checkpoint) if checkpoint is not None else (checkpoints[-1] if checkpoints else None)
     if chosen is None:
         raise RelayRLError(f"{run_dir} has no checkpoint to load: train it first (relayrl resume {run_dir})")
-    run = build_run(config, run_dir, checked_factories(env_factory, network_factory), verbose=False)
+    run = build_run(config, None, checked_factories(env_factory, network_factory), verbose=False, runs_root=run_dir.parent.parent)
     saved = load_policies(chosen)
     for pid, policy in run.policies.items():
         if pid not in saved:

@@ -5,7 +5,9 @@ shape are refused naming the shape a policy acts on."""
 import numpy as np
 import pytest
 
+from relayrl.core.errors import RelayRLError
 from relayrl.experiment import build_config, build_run, load_run, train
+from relayrl.experiment.run_lock import RunLock, is_locked
 
 CONFIG = {
     "preset": "corridor-load",
@@ -44,3 +46,21 @@ def test_load_run_acts_with_the_trained_networks_and_build_run_alone_with_fresh_
     finally:
         for run in (loaded, fresh):
             run.close()
+
+
+def test_a_run_another_process_trains_loads_for_evaluation_but_does_not_train(tmp_path):
+    train(build_config(CONFIG), out=tmp_path, verbose=False)
+    (run_dir,) = tmp_path.glob("*/0")
+    held = RunLock(run_dir)
+    held.acquire()  # as the process that trains the run holds it
+    try:
+        loaded = load_run(run_dir)
+        try:
+            assert len(loaded.evaluator.greedy(2)) == 2
+        finally:
+            loaded.close()
+        with pytest.raises(RelayRLError, match="is being trained by pid"):
+            train(build_config({**CONFIG, "total_steps": 900}), out=tmp_path, verbose=False)
+    finally:
+        held.release()
+    assert is_locked(run_dir) is False
