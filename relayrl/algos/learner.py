@@ -213,6 +213,13 @@ def load_policy_state(algorithm: Any, param_sharing: bool, algo: str, state: dic
             f"give it {saved} slots, choose {here} of its agents' sets with the policy's agents key (agents: [0, 1, ...]), "
             f"or train it with param_sharing=true (one parameter set drives any number of entities)"
         )
+    widths = _input_width(state["networks"]), _input_width(algorithm.policy_state())
+    if None not in widths and widths[0] != widths[1]:
+        raise CheckpointError(
+            f"{source}: {who}'s networks read {widths[0]} inputs per entity and this run gives it {widths[1]}: it was trained on "
+            "observations of another size or, with agent_id, driving another number of entities (agent_id adds a one-hot of the "
+            "entity's index, as wide as the entities the policy drives): give it the env settings and the number of entities it was trained with"
+        )
     try:
         algorithm.load_policy_state(state["networks"])
     except (RuntimeError, KeyError) as error:
@@ -241,12 +248,25 @@ def chosen_parameter_sets(state: dict[str, Any], agents: list[int], source: str,
     return {**state, "networks": cut(state["networks"])}
 
 
-def _parameter_sets(networks: Any) -> int | None:
-    """The leading (parameter-set) size of the first tensor in ``networks`` (nested dicts)."""
+def _first_shape(networks: Any) -> tuple[int, ...] | None:
+    """The shape of the first tensor in ``networks`` (nested dicts): the first layer's."""
     if isinstance(networks, dict):
         for value in networks.values():
-            found = _parameter_sets(value)
+            found = _first_shape(value)
             if found is not None:
                 return found
         return None
-    return int(networks.shape[0]) if hasattr(networks, "shape") and len(networks.shape) else None
+    return tuple(networks.shape) if hasattr(networks, "shape") and len(networks.shape) else None
+
+
+def _parameter_sets(networks: Any) -> int | None:
+    """The leading (parameter-set) size of the first tensor in ``networks``."""
+    shape = _first_shape(networks)
+    return shape[0] if shape else None
+
+
+def _input_width(networks: Any) -> int | None:
+    """The inputs per entity of a first layer stored as [sets, inputs, outputs] (the
+    stacked linear layers); None for another first layer (a convolution's)."""
+    shape = _first_shape(networks)
+    return shape[1] if shape is not None and len(shape) == 3 else None

@@ -262,6 +262,21 @@ def test_a_frozen_policy_of_more_agents_drives_fewer_entities_where_well_defined
             build_run(build_config(_config(env=fewer, dqn=dqn, policies={"runner": {**chosen, "agents": [3, 0]}, "walker": {}})), None, verbose=False)
 
 
+def test_a_frozen_policy_with_the_agent_index_of_another_number_of_entities_is_refused_naming_its_inputs(tmp_path):
+    """A shared policy that read a one-hot of 3 runners' index (agent_id) cannot read 2
+    runners' inputs: the refusal names both widths and the number of entities, not sizes."""
+    ppo = {"algo": "ppo", "rollout_length": 32, "agent_id": True, "hidden": [16]}
+    run = build_run(build_config(_config(total=128, on_policy=ppo)), tmp_path / "pretrain", verbose=False)
+    run.train()
+    run.close()
+    fewer = {**TWO_TEAMS, "settings": {**TWO_TEAMS["settings"], "n_agents": 2}}
+    frozen = {"kind": "frozen", "checkpoint": str(tmp_path / "pretrain"), "on_policy": ppo}
+    config = build_config(_config(total=128, env=fewer, on_policy={**ppo, "agent_id": False}, policies={"runner": frozen, "walker": {}}))
+    with pytest.raises(CheckpointError, match=r"'runner''s networks read 7 inputs per entity and this run gives it 6: it was trained on observations "
+                                              r"of another size or, with agent_id, driving another number of entities"):
+        build_run(config, None, verbose=False)
+
+
 def test_a_frozen_policy_whose_networks_do_not_fit_names_what_differs_and_its_model_keys_fit_it(tmp_path):
     """An opponent trained with other sizes than this run's is refused naming the tensor that
     differs and the policy's ``model`` keys, which load it."""
