@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -86,10 +87,10 @@ def _train(config: RunConfig, run_dir: Path) -> None:
         run.close()
 
 
-def _evaluate_vs_random(run: Run, episodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """The reported group's greedy rewards vs the same group acting uniformly at random
-    (other groups greedy in both)."""
-    return run.evaluator.against_random(episodes, run.reporter.layout.reported)
+def _evaluate_vs_random(run: Run, episodes: int, env_steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The reported group's greedy rewards (with ``env_steps``: acting as training does at
+    that step) vs the same group acting uniformly at random (other groups alike in both)."""
+    return run.evaluator.against_random(episodes, run.reporter.layout.reported, env_steps)
 
 
 def _print_table(rows: list[tuple[str, str]]) -> None:
@@ -164,24 +165,32 @@ def _run_at_checkpoint(run_dir: Path, checkpoint: str | None = None) -> Run:
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
-    from relayrl.experiment.checkpoint import list_checkpoints
+    from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 
     run = _run_at_checkpoint(Path(args.run_dir), args.checkpoint)
     read = Path(args.checkpoint) if args.checkpoint else list_checkpoints(Path(args.run_dir) / "checkpoints")[-1]
     if args.seed is not None:
         run.evaluator.seed = args.seed
-    trained, baseline = _evaluate_vs_random(run, args.episodes)
+    step = checkpoint_steps(read)
+    trained, baseline = _evaluate_vs_random(run, args.episodes, step if args.explore else None)
     layout = run.reporter.layout
     run.close()
-    # with several groups, the one whose reward is the run's figure; the others act greedily in both
-    group = [("group", f"{layout.groups[layout.reported]} (the others act greedily in both)")] if len(layout.groups) > 1 else []
+    acting = f"as training at env step {step:,} (sampled actions, DQN's epsilon then)" if args.explore else "greedy"
+    if args.json:
+        figures = {"trained": trained.tolist(), "random": baseline.tolist(), "trained_mean": float(trained.mean()), "random_mean": float(baseline.mean())}
+        print(json.dumps({"run": args.run_dir, "checkpoint": str(read), "env_steps": step, "group": layout.groups[layout.reported],
+                          "acting": "explore" if args.explore else "greedy", "seed": run.evaluator.seed, "episodes": args.episodes, **figures}))
+        return
+    # with several groups, the one whose reward is the run's figure; the others act alike in both
+    group = [("group", f"{layout.groups[layout.reported]} (the others act alike in both)")] if len(layout.groups) > 1 else []
     _print_table(
         [
             *group,
             ("checkpoint", read.name),
+            ("acting", acting),
             ("seed", str(run.evaluator.seed)),
             ("episodes", str(args.episodes)),
-            ("greedy reward (mean +- std)", f"{trained.mean():.2f} +- {trained.std():.2f}"),
+            ("trained reward (mean +- std)", f"{trained.mean():.2f} +- {trained.std():.2f}"),
             ("random reward (mean +- std)", f"{baseline.mean():.2f} +- {baseline.std():.2f}"),
             ("gap", f"{trained.mean() - baseline.mean():+.2f}"),
         ]
@@ -356,11 +365,13 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("overrides", nargs="*", help="e.g. total_steps=800000 to extend the budget")
     resume.set_defaults(func=cmd_resume)
 
-    ev = sub.add_parser("eval", help="greedy evaluation of a run's checkpoint (its latest by default) vs a random policy")
+    ev = sub.add_parser("eval", help="evaluation of a run's checkpoint (its latest by default, also while it trains) vs a random policy")
     ev.add_argument("run_dir")
     ev.add_argument("--episodes", type=_at_least(1), default=10)
     ev.add_argument("--checkpoint", default=None, help="a checkpoint directory of the run (default: its last, checkpoints/step_*)")
     ev.add_argument("--seed", type=int, default=None, help="the evaluation episodes' seed (default: the run's seed + eval.seed_offset)")
+    ev.add_argument("--explore", action="store_true", help="act as training does at the checkpoint's env step (sampled actions, DQN's epsilon then), not greedily")
+    ev.add_argument("--json", action="store_true", help="print one JSON object (every episode's reward) instead of the table")
     ev.set_defaults(func=cmd_eval)
 
     plot = sub.add_parser("plot", help="learning curves, mean +- std across seeds")

@@ -168,8 +168,9 @@ class Rollout:
                         steps[pid].setdefault(name, []).append(value)
         return {pid: {k: np.stack(v) for k, v in fields.items()} for pid, fields in steps.items()}
 
-    def episodes(self, seed: int, max_steps: int | None = None) -> tuple[np.ndarray, int]:
-        """From a reset with ``seed``, steps (acting as in evaluation) until every episode
+    def episodes(self, seed: int, max_steps: int | None = None, env_steps: int | None = None) -> tuple[np.ndarray, int]:
+        """From a reset with ``seed``, steps (acting greedily; with ``env_steps``, as training
+        acts at that step: sampled actions, DQN's epsilon then) until every episode
         has finished once, or ``max_steps`` steps have passed (an env without a time limit);
         copies that finish early keep stepping, so the batch stays one array. Returns each
         episode's return (so far, where cut): per copy, each group's reward summed over its
@@ -184,7 +185,7 @@ class Rollout:
         steps = 0
         while running.any() and (max_steps is None or steps < max_steps):
             steps += 1
-            _, _, result, over = self.step(None)
+            _, _, result, over = self.step(env_steps)
             if per_entity:
                 (step,) = result
                 returns += np.where(running, step.reward, 0.0)

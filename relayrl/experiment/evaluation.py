@@ -22,9 +22,11 @@ def evaluate(
     seed: int,
     venv: VectorEnv | None = None,
     max_steps: int | None = None,
+    env_steps: int | None = None,
 ) -> tuple[np.ndarray, int]:
     """Runs ``episodes`` episodes at once (copy e seeded from ``seed`` and played by
-    ``matches[e % len(matches)]``), the policies acting greedily, and returns each episode's reward summed over each group's
+    ``matches[e % len(matches)]``), the policies acting greedily (with ``env_steps``: as
+    training acts at that step), and returns each episode's reward summed over each group's
     entities, ``[episodes, n_groups]``. Where each agent runs its own episode (K copies of a
     single-agent env), every agent plays ``episodes`` episodes and each is a row:
     ``[episodes * K, 1]``. Episodes still running after ``max_steps`` steps are cut and
@@ -34,7 +36,7 @@ def evaluate(
     owned = venv is None
     venv = make_vector_env(factory, episodes) if venv is None else venv
     try:
-        return Rollout(venv, policies, matches).episodes(seed, max_steps)
+        return Rollout(venv, policies, matches).episodes(seed, max_steps, env_steps)
     finally:
         if owned:
             venv.close()
@@ -66,32 +68,39 @@ class Evaluator:
         """Greedy episodes ``[episodes, n_groups]``: each group's reward summed over its
         entities; for K copies of a single-agent env, each agent's ``episodes`` episodes
         without exploration noise, ``[episodes * K, 1]`` (paper 001, C.6)."""
+        return self.play(episodes)
+
+    def play(self, episodes: int, env_steps: int | None = None) -> np.ndarray:
+        """``greedy``'s episodes, or with ``env_steps`` the learning policies acting as
+        training acts at that step (sampled actions, DQN's epsilon then)."""
         assert self.venue is not None, "open a venue first"
         matches = self.matches or self.venue.matches
         if not self.venue.venv.independent_episodes:
-            return self._episodes(self.policies, matches, episodes)
+            return self._episodes(self.policies, matches, episodes, env_steps=env_steps)
         # Gymnasium copies are kept between evaluations: building MuJoCo models costs more
         # than it does for the other envs, and a reset with the same seeds restarts them alike
         if self.venv is None or self.venv.num_envs != episodes:
             self.close()
             self.venv = make_vector_env(self.venue.factory, episodes)
-        return self._episodes(self.policies, matches, episodes, self.venv)
+        return self._episodes(self.policies, matches, episodes, self.venv, env_steps)
 
-    def against_random(self, episodes: int, group: int) -> tuple[np.ndarray, np.ndarray]:
-        """Group ``group``'s greedy rewards, and the same group's acting uniformly at random
-        (the other groups greedy in both): ``[episodes]`` each."""
+    def against_random(self, episodes: int, group: int, env_steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Group ``group``'s rewards (``play``'s), and the same group's acting uniformly at
+        random (the other groups acting as in ``play`` in both): ``[episodes]`` each."""
         assert self.venue is not None, "open a venue first"
-        trained = self.greedy(episodes)[:, group]
+        trained = self.play(episodes, env_steps)[:, group]
         spec = self.venue.venv.groups[group]
         policies = {**self.policies, "random baseline": RandomPolicy(spec, self.seed)}
         matches = replace_group(self.venue.matches, spec.name, "random baseline")
-        return trained, self._episodes(policies, matches, episodes)[:, group]
+        return trained, self._episodes(policies, matches, episodes, env_steps=env_steps)[:, group]
 
-    def _episodes(self, policies: dict[str, Policy], matches: list[Match], episodes: int, venv: VectorEnv | None = None) -> np.ndarray:
+    def _episodes(
+        self, policies: dict[str, Policy], matches: list[Match], episodes: int, venv: VectorEnv | None = None, env_steps: int | None = None
+    ) -> np.ndarray:
         """``evaluate`` from this evaluator's seed, its episodes cut at ``max_steps``; the first
         time some were cut, a note that says so."""
         assert self.venue is not None, "open a venue first"
-        returns, cut = evaluate(self.venue.factory, policies, matches, episodes, self.seed, venv, self.max_steps)
+        returns, cut = evaluate(self.venue.factory, policies, matches, episodes, self.seed, venv, self.max_steps, env_steps)
         if cut and not self.cut_said:
             self.cut_said = True
             print(f"note: {cut} evaluation episode(s) still ran after eval.max_episode_steps={self.max_steps} steps (does the env set no "
