@@ -12,7 +12,7 @@ from relayrl.algos.algorithm import algorithms_with
 from relayrl.arena.match import check_match_syntax, match_policy_ids
 from relayrl.envs.gym_copies import GymSection
 from relayrl.envs.pursuit import PursuitSettings
-from relayrl.experiment.config import ENV_TAGS, LEARNER_SECTIONS, RunConfig
+from relayrl.experiment.config import LEARNER_SECTIONS, RunConfig
 from relayrl.experiment.config_errors import format_error
 from relayrl.sharing.config import SharingConfig
 from relayrl.sharing.selectors import bandwidth_rules
@@ -50,7 +50,9 @@ def check_rounds(config: RunConfig) -> None:
         try:
             config.round_env(i)
         except ValidationError as error:
-            raise ValueError(f"{where}.env: " + format_error(error, RunConfig, ENV_TAGS).removeprefix("invalid configuration:\n  ")) from None
+            lines = format_error(error, type(config.env)).removeprefix("invalid configuration:\n  ").split("\n  ")
+            # a round's env keys are the settings' own (rounds[i].env.size)
+            raise ValueError("\n  ".join(f"{where}.env.{line.removeprefix('settings.')}" for line in lines)) from None
 
 
 def check_backend(config: RunConfig) -> None:

@@ -78,6 +78,13 @@ def _env_kind(value: Any) -> str:
     return section.__name__ if section in ENV_SECTIONS else LATER
 
 
+def later_sections(env: Any) -> dict[str, type[EnvSection]]:
+    """The section class behind the ``registered-later`` tag for this env data (error
+    messages list its keys), where its env was registered after the union was built."""
+    name = env.get("name") if isinstance(env, dict) else None
+    return {LATER: ENVS[name].section} if isinstance(name, str) and name in ENVS and ENVS[name].section not in ENV_SECTIONS else {}
+
+
 def _later_section(value: Any) -> EnvSection:
     """An env section whose class was registered after the union was built, validated by its
     own class (its errors keep their paths: ``env.settings.size``)."""
@@ -432,7 +439,7 @@ def build_config(data: dict[str, Any]) -> RunConfig:
     try:
         return RunConfig.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(format_error(error, RunConfig, ENV_TAGS)) from None
+        raise ConfigError(format_error(error, RunConfig, ENV_TAGS, later_sections(data.get("env") if isinstance(data, dict) else None))) from None
 
 
 def _sections_declared() -> None:

@@ -11,10 +11,11 @@ def _tag(option: Any) -> str:
     return getattr(option, "__origin__", option).__name__
 
 
-def _allowed_keys(root: Any, parts: list[str]) -> list[str]:
+def _allowed_keys(root: Any, parts: list[str], tagged: dict[str, Any]) -> list[str]:
     """Field names of the config section at ``parts`` (for unknown-key messages); ``parts``
     keep the tag pydantic puts after a union (``env.SpreadSection.settings``), which picks
-    the section."""
+    the section; ``tagged``: the model of a tag that no option of the union names (a
+    section the data chose, registered after the union was built)."""
     model = root
     parts = list(parts)
     while parts:
@@ -27,15 +28,18 @@ def _allowed_keys(root: Any, parts: list[str]) -> list[str]:
         if not options:
             return []
         chosen = [o for o in options if parts and _tag(o) == parts[0]]
+        if not chosen and parts and parts[0] in tagged:
+            chosen = [tagged[parts[0]]]
         if chosen:
             parts.pop(0)
         model = (chosen or options)[0]
     return sorted(model.model_fields)
 
 
-def format_error(error: ValidationError, root: Any, hidden_tags: tuple[str, ...] = ()) -> str:
+def format_error(error: ValidationError, root: Any, hidden_tags: tuple[str, ...] = (), tagged: dict[str, Any] | None = None) -> str:
     """One line per error of validating ``root`` (a config model): ``hidden_tags`` are union
-    tags pydantic puts in the location (an env section's name), which a user never wrote."""
+    tags pydantic puts in the location (an env section's name), which a user never wrote;
+    ``tagged`` gives the model of a tag only the data decides (``_allowed_keys``)."""
     lines = ["invalid configuration:"]
     for item in error.errors():
         located = [str(p) for p in item["loc"] if not str(p).startswith("function-after")]
@@ -47,7 +51,7 @@ def format_error(error: ValidationError, root: Any, hidden_tags: tuple[str, ...]
         shown = "" if isinstance(value, dict) else f" (got {value!r})"
         hint = ""
         if item["type"] == "extra_forbidden":
-            allowed = _allowed_keys(root, located[:-1])
+            allowed = _allowed_keys(root, located[:-1], tagged or {})
             hint = f" -- unknown key; allowed here: {', '.join(allowed)}" if allowed else " -- unknown key"
         lines.append(f"  {path}{message}{shown}{hint}")
     return "\n".join(lines)

@@ -43,7 +43,7 @@ def test_a_plugin_registers_what_the_config_names_before_it_is_read():
 def test_a_plugins_section_keeps_its_error_paths_and_a_missing_plugin_is_named(unload):
     with pytest.raises(ConfigError, match=r"env\.settings\.size: Input should be greater than or equal to 2 \(got 1\)"):
         build_config({**RUN, "env": {"name": "hall", "settings": {"size": 1}}})
-    with pytest.raises(ConfigError, match=r"env\.settings\.width: Extra inputs are not permitted"):
+    with pytest.raises(ConfigError, match=r"env\.settings\.width: Extra inputs are not permitted \(got 1\) -- unknown key; allowed here: runners, size"):
         build_config({**RUN, "env": {"name": "hall", "settings": {"width": 1}}})
     unload()
     with pytest.raises(ConfigError, match=r"unknown env 'hall'"):
