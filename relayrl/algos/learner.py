@@ -183,6 +183,19 @@ class LearnerBase(Acting):
             assert self.selector is not None
             self.selector.bandwidth = values["bandwidth"]
 
+    def start_from(self, state: dict[str, Any], source: str) -> None:
+        """Networks, targets and statistics of another learner's ``state_dict()["algorithm"]``
+        (a warm start from ``source``); its optimisers, exploration streams and update counter
+        stay this learner's own, fresh ones."""
+        own = self.algorithm.state_dict()
+        taken = {key: value for key, value in state.items() if key not in OWN_STATE and not _optimizer_state(value)}
+        try:
+            self.algorithm.load_state_dict({**own, **taken})
+        except (RuntimeError, KeyError, ValueError) as error:
+            lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+            raise CheckpointError(f"{source}: {self.name!r} cannot start from its learner's networks ({' '.join(lines[:3])[:400]}): "
+                                  "give it the settings that policy was trained with (its run's config.yaml)") from None
+
     def copy_networks_from(self, other: "LearnerBase") -> None:
         """Takes ``other``'s networks, targets and optimiser state (learning rates included);
         its own replay, exploration streams and counters stay."""
@@ -246,6 +259,11 @@ def chosen_parameter_sets(state: dict[str, Any], agents: list[int], source: str,
         return networks[list(agents)] if hasattr(networks, "shape") and len(networks.shape) and networks.shape[0] == saved else networks
 
     return {**state, "networks": cut(state["networks"])}
+
+
+def _optimizer_state(value: Any) -> bool:
+    """Whether ``value`` is a torch optimiser's ``state_dict()``."""
+    return isinstance(value, dict) and set(value) == {"state", "param_groups"}
 
 
 def _first_shape(networks: Any) -> tuple[int, ...] | None:

@@ -238,7 +238,9 @@ class ScriptedPolicy:
 class PolicyBuild:
     """What a policy kind's builder gets: the slots' spaces, its config, the algorithm
     recipe (registered algorithm, its config section, sharing), where and how seeded it
-    runs, and ``saved()``: the policy file state and source a frozen policy loads."""
+    runs, ``saved()``: the policy file state and source a frozen policy loads (and a
+    learning one starts from), and ``trained()``: the learner state it starts from (None
+    where the source policy did not learn there)."""
 
     spec: GroupSpec
     config: PolicyConfig
@@ -247,7 +249,8 @@ class PolicyBuild:
     seeds: list[int]
     timer: SectionTimer
     options: dict[str, Any]
-    saved: Callable[[], tuple[dict[str, Any], str]] | None = None  # frozen policies only
+    saved: Callable[[], tuple[dict[str, Any], str]] | None = None
+    trained: Callable[[], dict[str, Any] | None] | None = None
 
 
 def _check_spaces(build: PolicyBuild) -> None:
@@ -263,9 +266,18 @@ def _check_spaces(build: PolicyBuild) -> None:
 
 
 def learning_policy(build: PolicyBuild) -> LearningPolicy:
+    """A learner, started from a trained policy's networks where the config names one
+    (a learner actor's build names none: it starts from its driver's learner)."""
     _check_spaces(build)
     algo, section, sharing = build.recipe
-    return LearningPolicy(make_learner(build.spec, algo, section, sharing, build.device, build.seeds, build.timer, **build.options))
+    policy = LearningPolicy(make_learner(build.spec, algo, section, sharing, build.device, build.seeds, build.timer, **build.options))
+    if (build.config.checkpoint or build.config.pretrained) and build.saved is not None and build.trained is not None:
+        state, source = build.saved()
+        policy.learner.load_policy_state(state, source)  # refuses another algorithm, layout or shape, naming the keys
+        learned = build.trained()
+        if learned is not None:
+            policy.learner.start_from(learned, source)
+    return policy
 
 
 def snapshot_policy(build: PolicyBuild) -> FrozenPolicy:

@@ -23,6 +23,10 @@ class PolicyConfig(Strict):
     learner section than the run's trains with that algorithm instead (that section of the
     run, or its defaults, with the policy's keys): a PPO team beside a DQN team, or, frozen,
     the DQN opponents a SEAC or MADDPG team plays against (``RunConfig.recipe``).
+    A learning policy given ``checkpoint`` or ``pretrained`` starts from that policy's
+    networks (a warm start): its acting networks, and where it learned there its critics,
+    targets and statistics; its optimisers, replay, exploration schedule and counters start
+    fresh, as this run's config sets them.
     ``frozen``: the same networks loaded from ``checkpoint`` (a run or checkpoint directory)
     or from the run of preset ``pretrained`` (seed ``pretrained_seed``) under the same runs
     root, learning off, acting with exploration ``explore``. ``random``: uniform actions.
@@ -61,8 +65,12 @@ class PolicyConfig(Strict):
             raise ValueError("a snapshot policy needs of=<learning policy id>, and only a snapshot policy takes one")
         if frozen and (self.checkpoint is None) == (self.pretrained is None):
             raise ValueError("a frozen policy needs exactly one of checkpoint=PATH or pretrained=PRESET")
-        if not frozen and (self.checkpoint or self.pretrained or self.agents is not None):
-            raise ValueError("checkpoint/pretrained/agents apply to kind=frozen only")
+        if self.kind == "learning" and self.checkpoint is not None and self.pretrained is not None:
+            raise ValueError("a learning policy starts from one of checkpoint=PATH or pretrained=PRESET, not both")
+        if self.kind not in ("frozen", "learning") and (self.checkpoint or self.pretrained):
+            raise ValueError(f"checkpoint/pretrained apply to kind=frozen (the networks it acts with) and kind=learning (those it starts from), not {self.kind}")
+        if not frozen and self.agents is not None:
+            raise ValueError("agents applies to kind=frozen only (a learning policy starts from a run with as many parameter sets as it drives entities)")
         if scripted != (self.script is not None):
             raise ValueError("a scripted policy needs script=package.module.function, and only a scripted policy takes one")
         if self.kind in ("random", "scripted") and (self.dqn or self.actor_critic or self.qmix or self.on_policy or self.centralised or self.sharing):

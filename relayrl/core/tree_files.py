@@ -84,13 +84,25 @@ def _check_array_sizes(path: Path) -> None:
                     raise ValueError(f"array {info.filename} declares {declared:,} bytes but its file holds {info.file_size:,}")
 
 
-def read_tree(stem: Path) -> Any:
-    """The tree ``write_tree`` wrote (tensors on the CPU, arrays as NumPy)."""
+def read_tree(stem: Path, at: tuple[str, ...] = ()) -> Any:
+    """The tree ``write_tree`` wrote (tensors on the CPU, arrays as NumPy), or its subtree
+    under the dict keys ``at`` (None where there is none), reading only that subtree's
+    arrays (a learner's networks without its replay's rows)."""
     tensor_file, array_file, structure_file = tree_files(stem)
     tensors = load_file(str(tensor_file))
     _check_array_sizes(array_file)
+    node = json.loads(structure_file.read_text())
+    for key in at:
+        if not isinstance(node, dict) or key not in node.get("__dict__", {}):
+            return None
+        node = node["__dict__"][key]
     with np.load(array_file, allow_pickle=False) as archive:
-        arrays = [archive[f"{i}"] for i in range(len(archive.files))]
+        return _decode(node, tensors, archive)
+
+
+def _decode(node: Any, tensors: dict[str, torch.Tensor], archive: Any) -> Any:
+    """A node of the written structure as its tree, its arrays read from ``archive`` (an
+    npz, read member by member) as they are met."""
 
     def decode(node: Any) -> Any:
         if isinstance(node, list):
@@ -100,11 +112,11 @@ def read_tree(stem: Path) -> Any:
         if "__tensor__" in node:
             return tensors[node["__tensor__"]]
         if "__array__" in node:
-            return arrays[node["__array__"]]
+            return archive[f"{node['__array__']}"]
         if "__tuple__" in node:
             return tuple(decode(v) for v in node["__tuple__"])
         if "__pairs__" in node:
             return {decode(k): decode(v) for k, v in node["__pairs__"]}
         return {k: decode(v) for k, v in node["__dict__"].items()}
 
-    return decode(json.loads(structure_file.read_text()))
+    return decode(node)

@@ -35,7 +35,7 @@ from relayrl.core.seeding import derive_seeds
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.registry import EnvFactory, make_env_factory
 from relayrl.envs.vector_env import VectorEnv, make_vector_env
-from relayrl.experiment.checkpoint import MANIFEST, list_checkpoints, load_policies
+from relayrl.experiment.checkpoint import MANIFEST, list_checkpoints, load_learner, load_policies
 from relayrl.experiment.clock import Clock
 from relayrl.experiment.config import RunConfig
 from relayrl.experiment.evaluation import Evaluator
@@ -127,28 +127,39 @@ def round_specs(config: RunConfig, venues: Venues, first: Venue) -> dict[str, Gr
 
 
 class SavedPolicies:
-    """Frozen policies' networks from their checkpoint or pretrained run (the policy file
-    only, read as data); ``sources`` records where each came from."""
+    """Frozen policies' networks, and those a learning policy starts from, from their
+    checkpoint or pretrained run (read as data); ``sources`` records where each came from."""
 
     def __init__(self, runs_root: Path | None) -> None:
         self.runs_root = runs_root
         self.sources: dict[str, str] = {}
 
     def __call__(self, pid: str, policy: PolicyConfig) -> tuple[dict[str, Any], str]:
+        checkpoint, key = self._checkpoint(pid, policy)
+        saved = load_policies(checkpoint)
+        if key not in saved:
+            raise CheckpointError(f"{checkpoint} holds policies {sorted(saved)}, not {key!r} (set policies.{pid}.pretrained_policy)")
+        self.sources[pid] = str(checkpoint)
+        return saved[key], str(checkpoint)
+
+    def learner_state(self, pid: str, policy: PolicyConfig) -> dict[str, Any] | None:
+        """The algorithm state of the learner behind ``__call__``'s networks (its replay
+        left unread), or None where that policy did not learn in its run."""
+        checkpoint, key = self._checkpoint(pid, policy)
+        return load_learner(checkpoint, key)
+
+    def _checkpoint(self, pid: str, policy: PolicyConfig) -> tuple[Path, str]:
+        """The checkpoint a policy's ``checkpoint`` or ``pretrained`` names, and its id there."""
         source = Path(policy.checkpoint) if policy.checkpoint else pretrained_run(policy.pretrained or "", policy.pretrained_seed, self.runs_root)
         checkpoint = source
         if not (source / MANIFEST).is_file():
             found = list_checkpoints(source / "checkpoints") or list_checkpoints(source)
             if not found:
                 hint = f"; train it first: relayrl train {policy.pretrained} --seed {policy.pretrained_seed}" if policy.pretrained else ""
-                raise CheckpointError(f"policy {pid!r} is frozen but {source} has no checkpoint{hint}")
+                what = "is frozen" if policy.kind == "frozen" else "starts from a trained policy"
+                raise CheckpointError(f"policy {pid!r} {what} but {source} has no checkpoint{hint}")
             checkpoint = found[-1]
-        saved = load_policies(checkpoint)
-        key = policy.pretrained_policy or pid
-        if key not in saved:
-            raise CheckpointError(f"{checkpoint} holds policies {sorted(saved)}, not {key!r} (set policies.{pid}.pretrained_policy)")
-        self.sources[pid] = str(checkpoint)
-        return saved[key], str(checkpoint)
+        return checkpoint, policy.pretrained_policy or pid
 
 
 def exchanges(config: RunConfig, specs: dict[str, GroupSpec]) -> list[Exchange]:
@@ -242,7 +253,9 @@ def build_run(
         # the first policy keeps the single-group stream, so one-group runs reproduce exactly
         seeds = derive_seeds(config.seed, 4, "trainer" if index == 0 else f"trainer/{pid}")
         build = PolicyBuild(spec, configs[pid], config.recipe(pid), device, seeds, timer, {**options, "model": config.model_of(pid)})
-        policies[pid] = POLICY_KINDS[configs[pid].kind](replace(build, saved=lambda pid=pid: saved(pid, configs[pid])))
+        policies[pid] = POLICY_KINDS[configs[pid].kind](
+            replace(build, saved=lambda pid=pid: saved(pid, configs[pid]), trained=lambda pid=pid: saved.learner_state(pid, configs[pid]))
+        )
         builds[pid] = build
     learners = {pid: policy.learner for pid, policy in policies.items() if isinstance(policy, LearningPolicy)}
     if verbose:

@@ -129,12 +129,19 @@ def load_policies(path: Path) -> dict[str, Any]:
     return _read(path / POLICY)
 
 
-def _read(stem: Path) -> Any:
-    """A tree of a checkpoint, after checking its files; files that are not data (a pickle
-    where JSON or an array belongs) are refused, never executed."""
+def load_learner(path: Path, pid: str) -> dict[str, Any] | None:
+    """Policy ``pid``'s learner algorithm state (networks, targets, optimisers, statistics)
+    from the run's full state, without reading its replay; None where it did not learn."""
+    return _read(path / STATE, ("policies", pid, "algorithm"))
+
+
+def _read(stem: Path, at: tuple[str, ...] = ()) -> Any:
+    """A tree of a checkpoint (or its subtree under the keys ``at``), after checking its
+    files; files that are not data (a pickle where JSON or an array belongs) are refused,
+    never executed."""
     _verified(stem.parent, *(f.name for f in tree_files(stem)))
     try:
-        return read_tree(stem)
+        return read_tree(stem, at)
     except (ValueError, UnicodeDecodeError, KeyError, IndexError, AttributeError, TypeError, RecursionError, MemoryError,
             zipfile.BadZipFile, SafetensorError) as error:
         raise CheckpointError(

@@ -46,7 +46,7 @@ class Run:
     clock: Clock
     n_steps: int  # steps of every env copy per fragment
     timer: SectionTimer
-    frozen_sources: dict[str, str]  # policy id -> the checkpoint its networks came from
+    policy_sources: dict[str, str]  # policy id -> the checkpoint its networks (frozen) or its start (learning) came from
     verbose: bool
 
     def __post_init__(self) -> None:
@@ -68,7 +68,7 @@ class Run:
                 resumed_at = self.counters.env_steps
             # metrics first: a resume that cannot rewrite them stops before anything else is written
             self.counters.metric_rows = self.reporter.open(self.run_dir.path, resumed_at, self.counters.metric_rows)
-            self.run_dir.record_start(resumed_at, self.frozen_sources)
+            self.run_dir.record_start(resumed_at, self.policy_sources)
         if not self.started:
             if self.rounds:
                 self.rounds.begin(0, self.counters.env_steps, self.policies, self.venue.matches)

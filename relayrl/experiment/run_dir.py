@@ -119,9 +119,9 @@ class RunDirectory:
             ) from None
         return True
 
-    def record_start(self, resumed_at: int, frozen_sources: dict[str, str]) -> None:
+    def record_start(self, resumed_at: int, policy_sources: dict[str, str]) -> None:
         """Writes config.yaml (at the start, or where a resume changed settings) and appends
-        this start to provenance.yaml: the machine and code, where frozen policies' networks
+        this start to provenance.yaml: the machine and code, where frozen policies' networks (and those learning ones started from)
         came from, and the settings a resume changed."""
         # a budget the run has passed trains nothing: its config stays the one it was trained with
         if resumed_at == 0 or (self.changes and resumed_at < self.config.total_steps):
@@ -131,8 +131,8 @@ class RunDirectory:
             entry["built_with"] = list(self.built_with)
         if self.changes:
             entry["changed"] = {key: list(values) for key, values in self.changes.items()}
-        if frozen_sources:
-            entry["frozen_policies_from"] = frozen_sources
+        if policy_sources:
+            entry["policies_from"] = policy_sources
         with (self.path / "provenance.yaml").open("a") as handle:
             yaml.safe_dump([entry], handle, sort_keys=False)
 

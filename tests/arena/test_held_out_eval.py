@@ -69,7 +69,7 @@ def test_a_frozen_held_out_team_comes_from_another_runs_checkpoint(tmp_path):
     run = build_run(build_config(_config(eval=evaluation)), tmp_path / "run", verbose=False)
     run.train()
     run.close()
-    assert run.frozen_sources["veteran"].startswith(str(tmp_path / "other"))
+    assert run.policy_sources["veteran"].startswith(str(tmp_path / "other"))
     held = run.evaluator.policies["veteran"].policy_state()["networks"]
     saved = first.policies["red"].policy_state()["networks"]
     torch.testing.assert_close(held, saved, rtol=0, atol=0)

@@ -67,7 +67,7 @@ def test_frozen_team_loads_the_pretrained_networks_and_never_learns(tmp_path):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
     assert any(not torch.equal(p, q) for p, q in zip(_params(runner), before_runner))
     assert run.venue.venv.groups[run.reporter.layout.reported].name == "runner"
-    assert "frozen_policies_from" in (tmp_path / "main" / "provenance.yaml").read_text()
+    assert "policies_from" in (tmp_path / "main" / "provenance.yaml").read_text()
 
 
 def test_a_policy_of_another_algorithm_than_the_runs(tmp_path):
@@ -107,7 +107,8 @@ def test_pretrained_preset_that_was_not_run_is_a_clear_error(tmp_path):
         ({"red": {}}, "not groups of corridor"),
         ({"runner": {"kind": "frozen"}}, "exactly one of checkpoint"),
         ({"runner": {"kind": "frozen", "checkpoint": "x"}, "walker": {"kind": "random"}}, "no policy learns"),
-        ({"runner": {"checkpoint": "x"}}, "kind=frozen only"),
+        ({"runner": {"checkpoint": "x", "agents": [0]}}, "agents applies to kind=frozen only"),
+        ({"runner": {"checkpoint": "x", "pretrained": "y"}}, "starts from one of checkpoint=PATH or pretrained=PRESET, not both"),
         ({"runner": {"kind": "random", "dqn": {"lr": 0.1}}}, "has no networks"),
         ({"runner": {"dqn": {"lr": -1}}}, "policies.runner.dqn.lr: Input should be greater than 0"),
         ({"runner": {"dqn": {"param_sharing": True}}, "walker": {}}, None),

@@ -95,7 +95,7 @@ def test_a_run_directory_refuses_incomplete_checkpoints_and_other_settings_and_r
     directory.release()
     assert directory.saved_at(50) and yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["preset"] == "dir"
     entry = yaml.safe_load((tmp_path / "run" / "provenance.yaml").read_text())[0]
-    assert entry["resumed_at"] == 0 and entry["frozen_policies_from"] == {"red": "/somewhere/step_1"}
+    assert entry["resumed_at"] == 0 and entry["policies_from"] == {"red": "/somewhere/step_1"}
     assert RunDirectory(tmp_path / "run", _config(tmp_path, total_steps=200)).changes == {"total_steps": (100, 200)}
     with pytest.raises(ConfigError, match="trained with other settings"):
         RunDirectory(tmp_path / "run", _config(tmp_path, dqn={"lr": 0.5}))
