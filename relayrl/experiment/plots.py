@@ -7,8 +7,10 @@ smoothing (alpha 0.3 in Pursuit) is for display only.
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import yaml
 
 from relayrl.core.errors import RelayRLError
 from relayrl.experiment.metrics import read_metrics
@@ -76,6 +78,37 @@ def seed_dirs(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if (p / "metrics.csv").is_file())
 
 
+def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as dotted keys."""
+    if not isinstance(tree, dict) or not tree:
+        return {prefix.rstrip("."): tree}
+    return {k: v for key, value in tree.items() for k, v in _flat(value, f"{prefix}{key}.").items()}
+
+
+def curve_names(experiments: list[Path]) -> list[str]:
+    """Each experiment's preset (``<preset>-<hash>/[<seed>/]``); where several share one, the
+    config keys whose values tell them apart (``sharing.bandwidth=0.01``), or their hashes."""
+    dirs = [experiment.parent if (experiment / "metrics.csv").is_file() else experiment for experiment in experiments]
+    presets = [d.name.rsplit("-", 1)[0] for d in dirs]
+    names = list(presets)
+    for preset in {p for p in presets if presets.count(p) > 1}:
+        same = [i for i, p in enumerate(presets) if p == preset]
+        configs = [_flat(_saved_config(dirs[i])) for i in same]
+        keys = sorted({k for c in configs for k in c if k != "seed" and len({repr(other.get(k)) for other in configs}) > 1})
+        for i, config in zip(same, configs):
+            shown = " ".join(f"{k}={config.get(k)}" for k in keys[:3]) + (" ..." if len(keys) > 3 else "")
+            names[i] = f"{preset} {shown or dirs[i].name.rsplit('-', 1)[-1]}"
+    return names
+
+
+def _saved_config(experiment: Path) -> dict[str, Any]:
+    """The config.yaml of an experiment's first seed that has one ({} where none has)."""
+    for run in seed_dirs(experiment):
+        if (run / "config.yaml").is_file():
+            return yaml.safe_load((run / "config.yaml").read_text()) or {}
+    return {}
+
+
 def plot_runs(
     experiments: list[Path],
     out: Path,
@@ -92,7 +125,7 @@ def plot_runs(
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for experiment in experiments:
+    for experiment, name in zip(experiments, curve_names(experiments)):
         runs = [read_metrics(d) for d in seed_dirs(experiment)]
         if not runs:
             raise FileNotFoundError(f"no metrics.csv under {experiment}")
@@ -101,10 +134,7 @@ def plot_runs(
             raise RelayRLError(f"no {key!r} values in {experiment}: pick a column of its metrics.csv")
         if alpha is not None:
             mean, std = smooth(mean, alpha), smooth(std, alpha)
-        # <preset>-<hash>/<seed>/ or <preset>-<hash>/: label by the preset
-        name = experiment.parent.name if (experiment / "metrics.csv").is_file() else experiment.name
-        label = seeds_label(name.rsplit("-", 1)[0], steps, count)
-        ax.plot(steps, mean, label=label)
+        ax.plot(steps, mean, label=seeds_label(name, steps, count))
         ax.fill_between(steps, mean - std, mean + std, alpha=0.2)
     if baseline is not None:
         ax.axhline(baseline[1], color="gray", linestyle="--", label=baseline[0])

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from relayrl.core.errors import RelayRLError
-from relayrl.experiment.plots import aggregate, plot_runs, seeds_label
+from relayrl.experiment.plots import aggregate, curve_names, plot_runs, seeds_label
 
 
 def _rows(values: list[float], every: int = 1000) -> list[dict[str, float]]:
@@ -42,3 +42,19 @@ def test_plot_runs_draws_unequal_seeds(tmp_path):
     assert out.stat().st_size > 0
     with pytest.raises(RelayRLError, match="no 'missing' values"):
         plot_runs([experiment], tmp_path / "none.png", key="missing")
+
+
+def test_curves_of_one_preset_are_named_by_the_config_keys_that_differ(tmp_path):
+    """Two bandwidths of one preset are told apart by their key; runs of one config by
+    their hash; a run directory of one seed is named as its experiment."""
+    made = {}
+    for hash_, bandwidth in (("aaaa1111", 0.01), ("bbbb2222", 0.1), ("cccc3333", 0.1)):
+        run = tmp_path / f"pursuit-super-quantile-{hash_}" / "0"
+        run.mkdir(parents=True)
+        (run / "metrics.csv").write_text("env_steps,episode_reward_mean\n8000,1\n")
+        (run / "config.yaml").write_text(f"preset: pursuit-super-quantile\nseed: 0\nsharing: {{select: quantile, bandwidth: {bandwidth}}}\n")
+        made[hash_] = run
+    other = tmp_path / "pursuit-ddqn-dddd4444"
+    assert curve_names([made["aaaa1111"].parent, made["bbbb2222"], other]) == [
+        "pursuit-super-quantile sharing.bandwidth=0.01", "pursuit-super-quantile sharing.bandwidth=0.1", "pursuit-ddqn"]
+    assert curve_names([made["bbbb2222"].parent, made["cccc3333"].parent]) == ["pursuit-super-quantile bbbb2222", "pursuit-super-quantile cccc3333"]
