@@ -88,17 +88,29 @@ def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
 def curve_names(experiments: list[Path]) -> list[str]:
     """Each experiment's preset (``<preset>-<hash>/[<seed>/]``); where several share one, the
     config keys whose values tell them apart (``sharing.bandwidth=0.01``), or their hashes."""
-    dirs = [experiment.parent if (experiment / "metrics.csv").is_file() else experiment for experiment in experiments]
+    dirs = [_experiment_dir(e) for e in experiments]
+    return [f"{d.name.rsplit('-', 1)[0]} {keys or d.name.rsplit('-', 1)[-1]}" if shared else d.name.rsplit("-", 1)[0]
+            for d, (shared, keys) in zip(dirs, _distinctions(dirs))]
+
+
+def _experiment_dir(experiment: Path) -> Path:
+    """``<preset>-<hash>/`` of a run directory of one seed, or the experiment directory itself."""
+    return experiment.parent if (experiment / "metrics.csv").is_file() else experiment
+
+
+def _distinctions(dirs: list[Path]) -> list[tuple[bool, str]]:
+    """Per experiment directory: whether another of ``dirs`` has its preset, and then the
+    config keys whose values differ among them (``sharing.bandwidth=0.01``; "" where none
+    does)."""
     presets = [d.name.rsplit("-", 1)[0] for d in dirs]
-    names = list(presets)
+    found = [(False, "")] * len(dirs)
     for preset in {p for p in presets if presets.count(p) > 1}:
         same = [i for i, p in enumerate(presets) if p == preset]
         configs = [_flat(_saved_config(dirs[i])) for i in same]
         keys = sorted({k for c in configs for k in c if k != "seed" and len({repr(other.get(k)) for other in configs}) > 1})
         for i, config in zip(same, configs):
-            shown = " ".join(f"{k}={config.get(k)}" for k in keys[:3]) + (" ..." if len(keys) > 3 else "")
-            names[i] = f"{preset} {shown or dirs[i].name.rsplit('-', 1)[-1]}"
-    return names
+            found[i] = (True, " ".join(f"{k}={config.get(k)}" for k in keys[:3]) + (" ..." if len(keys) > 3 else ""))
+    return found
 
 
 def _saved_config(experiment: Path) -> dict[str, Any]:
@@ -200,13 +212,14 @@ def summary_table(experiments: list[Path], at: int, bin_size: int = 8000, keys: 
     containing env step ``at`` (the paper's Table 1 style)."""
     target_bin = at // bin_size * bin_size
     lines = ["| experiment | seeds | " + " | ".join(keys) + " |", "|---|---:|" + "---:|" * len(keys)]
-    for experiment in experiments:
+    for experiment, (_, differs) in zip(experiments, _distinctions([_experiment_dir(e) for e in experiments])):
         runs = [read_metrics(d) for d in seed_dirs(experiment)]
         cells = []
         for key in keys:
             values = [b[target_bin] for b in (binned(rows, key, bin_size) for rows in runs) if target_bin in b]
             cells.append(f"{mean_std(values)}, n={len(values)}" if values else "not reached")
-        lines.append(f"| {experiment.name} | {len(runs)} | " + " | ".join(cells) + " |")
+        name = f"{experiment.parent.name}/{experiment.name}" if (experiment / "metrics.csv").is_file() else experiment.name
+        lines.append(f"| {name}{f' ({differs})' if differs else ''} | {len(runs)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

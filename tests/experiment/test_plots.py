@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from relayrl.core.errors import RelayRLError
-from relayrl.experiment.plots import aggregate, curve_names, plot_runs, seeds_label
+from relayrl.experiment.plots import aggregate, curve_names, plot_runs, seeds_label, summary_table
 
 
 def _rows(values: list[float], every: int = 1000) -> list[dict[str, float]]:
@@ -44,9 +44,9 @@ def test_plot_runs_draws_unequal_seeds(tmp_path):
         plot_runs([experiment], tmp_path / "none.png", key="missing")
 
 
-def test_curves_of_one_preset_are_named_by_the_config_keys_that_differ(tmp_path):
-    """Two bandwidths of one preset are told apart by their key; runs of one config by
-    their hash; a run directory of one seed is named as its experiment."""
+def test_curves_and_rows_of_one_preset_are_named_by_the_config_keys_that_differ(tmp_path):
+    """Two bandwidths of one preset are told apart by their key, in curves and in tables;
+    runs of one config by their hash; a run directory of one seed by its experiment."""
     made = {}
     for hash_, bandwidth in (("aaaa1111", 0.01), ("bbbb2222", 0.1), ("cccc3333", 0.1)):
         run = tmp_path / f"pursuit-super-quantile-{hash_}" / "0"
@@ -58,3 +58,6 @@ def test_curves_of_one_preset_are_named_by_the_config_keys_that_differ(tmp_path)
     assert curve_names([made["aaaa1111"].parent, made["bbbb2222"], other]) == [
         "pursuit-super-quantile sharing.bandwidth=0.01", "pursuit-super-quantile sharing.bandwidth=0.1", "pursuit-ddqn"]
     assert curve_names([made["bbbb2222"].parent, made["cccc3333"].parent]) == ["pursuit-super-quantile bbbb2222", "pursuit-super-quantile cccc3333"]
+    table = summary_table([made["aaaa1111"], made["bbbb2222"].parent], at=8000)
+    assert "| pursuit-super-quantile-aaaa1111/0 (sharing.bandwidth=0.01) | 1 |" in table
+    assert "| pursuit-super-quantile-bbbb2222 (sharing.bandwidth=0.1) | 1 |" in table
