@@ -158,16 +158,16 @@ def cmd_resume(args: argparse.Namespace) -> None:
     _train(_config_of_run(run_dir, args.overrides), run_dir)
 
 
-def _run_at_checkpoint(run_dir: Path, checkpoint: str | None = None) -> Run:
+def _run_at_checkpoint(run_dir: Path, checkpoint: str | None = None, overrides: list[str] | None = None) -> Run:
     from relayrl.experiment.api import load_run
 
-    return load_run(run_dir, checkpoint, config=_config_of_run(run_dir))
+    return load_run(run_dir, checkpoint, config=_config_of_run(run_dir, overrides))
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
     from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 
-    run = _run_at_checkpoint(Path(args.run_dir), args.checkpoint)
+    run = _run_at_checkpoint(Path(args.run_dir), args.checkpoint, args.overrides)
     read = Path(args.checkpoint) if args.checkpoint else list_checkpoints(Path(args.run_dir) / "checkpoints")[-1]
     if args.seed is not None:
         run.evaluator.seed = args.seed
@@ -179,7 +179,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
     if args.json:
         figures = {"trained": trained.tolist(), "random": baseline.tolist(), "trained_mean": float(trained.mean()), "random_mean": float(baseline.mean())}
         print(json.dumps({"run": args.run_dir, "checkpoint": str(read), "env_steps": step, "group": layout.groups[layout.reported],
-                          "acting": "explore" if args.explore else "greedy", "seed": run.evaluator.seed, "episodes": args.episodes, **figures}))
+                          "acting": "explore" if args.explore else "greedy", "overrides": args.overrides, "seed": run.evaluator.seed,
+                          "episodes": args.episodes, **figures}))
         return
     # with several groups, the one whose reward is the run's figure; the others act alike in both
     group = [("group", f"{layout.groups[layout.reported]} (the others act alike in both)")] if len(layout.groups) > 1 else []
@@ -188,6 +189,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
             *group,
             ("checkpoint", read.name),
             ("acting", acting),
+            *([("changed", " ".join(args.overrides))] if args.overrides else []),
             ("seed", str(run.evaluator.seed)),
             ("episodes", str(args.episodes)),
             ("trained reward (mean +- std)", f"{trained.mean():.2f} +- {trained.std():.2f}"),
@@ -367,6 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="evaluation of a run's checkpoint (its latest by default, also while it trains) vs a random policy")
     ev.add_argument("run_dir")
+    ev.add_argument("overrides", nargs="*", help="changes to the run's config for this evaluation, e.g. 'policies.red={kind: frozen, checkpoint: "
+                    "OTHER_RUN}' (another opponent) or policies.red.kind=random")
     ev.add_argument("--episodes", type=_at_least(1), default=10)
     ev.add_argument("--checkpoint", default=None, help="a checkpoint directory of the run (default: its last, checkpoints/step_*)")
     ev.add_argument("--seed", type=int, default=None, help="the evaluation episodes' seed (default: the run's seed + eval.seed_offset)")

@@ -7,8 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+import yaml
 
 from relayrl.cli import main
+from relayrl.experiment import build_config, load_run
 from tiny_runs import TINY_PURSUIT as TINY
 
 
@@ -79,6 +82,38 @@ def test_eval_acts_greedily_or_as_training_does_and_prints_json(tmp_path, capsys
     assert explored == again and len(explored["random"]) == 16
     assert main(["eval", str(run_dir), "--episodes", "2", "--explore"]) == 0
     assert "as training at env step 256 (sampled actions" in capsys.readouterr().out
+
+
+def test_eval_against_another_opponent_from_the_command_line(tmp_path, capsys):
+    """``relayrl eval RUN 'policies.walker={kind: frozen, checkpoint: OTHER}'`` plays the
+    run's runners against another run's walkers (their networks, not the run's own), and
+    ``policies.walker.kind=random`` against random ones; the run itself is unchanged."""
+    path = tmp_path / "teams.yaml"
+    path.write_text(
+        "total_steps: 400\nreport_interval: 200\ncheckpoint_interval: 400\neval: {interval: 0}\n"
+        "env: {name: corridor, settings: {n_agents: 2, n_walkers: 2, length: 4, max_steps: 12}}\n"
+        "model: {hiddens: [16], head_hidden: 16}\ndqn: {learning_starts: 100, buffer_size: 1000, batch_size: 8}\n"
+    )
+    assert main(["train", str(path), "--out", str(tmp_path / "a")]) == 0
+    assert main(["train", str(path), "--seed", "1", "--out", str(tmp_path / "b")]) == 0
+    mine, other = _run_dir(tmp_path / "a"), next((tmp_path / "b").glob("*/1"))
+    config_text = (mine / "config.yaml").read_text()
+    capsys.readouterr()
+    results = {}
+    for name, change in (("own", []), ("other", [f"policies.walker={{kind: frozen, checkpoint: {other}}}"]), ("random", ["policies.walker.kind=random"])):
+        assert main(["eval", str(mine), *change, "--episodes", "8", "--json"]) == 0
+        results[name] = json.loads(capsys.readouterr().out)
+    assert results["other"]["overrides"] == [f"policies.walker={{kind: frozen, checkpoint: {other}}}"] and results["own"]["overrides"] == []
+    saved = yaml.safe_load(config_text)
+    loaded = load_run(mine, config=build_config({**saved, "policies": {"walker": {"kind": "frozen", "checkpoint": str(other)}}}))
+    theirs = load_run(other)
+    try:
+        for a, b in zip(loaded.policies["walker"].algorithm.online.parameters(), theirs.policies["walker"].learner.algorithm.online.parameters()):
+            assert torch.equal(a, b)
+    finally:
+        loaded.close()
+        theirs.close()
+    assert (mine / "config.yaml").read_text() == config_text
 
 
 def test_train_resume_eval_plot_table(tmp_path, capsys):

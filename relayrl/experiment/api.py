@@ -5,16 +5,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from relayrl.algos.dqn import NetworkFactory
 import yaml
 
+from relayrl.algos.dqn import NetworkFactory
+from relayrl.arena.policy import FrozenPolicy, RandomPolicy, ScriptedPolicy
 from relayrl.core.errors import CheckpointError, ConfigError, RelayRLError
 from relayrl.envs.registry import EnvFactory
 from relayrl.experiment.build import Factories, build_run
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints, load_policies
 from relayrl.experiment.config import RunConfig, build_config
-from relayrl.experiment.run import Run
 from relayrl.experiment.identity import factory_identity, run_dir_for
+from relayrl.experiment.run import Run
 
 
 def checked_factories(env_factory: Any, network_factory: Any) -> Factories:
@@ -85,6 +86,13 @@ def train_policies(
     return train(build_config(data), out, verbose=verbose)
 
 
+def _networks_elsewhere(policy: Any) -> bool:
+    """Whether a policy's networks do not come from the run's checkpoint: random and
+    scripted ones have none, a frozen one loaded its own at build (``config`` may put
+    another opponent in the run's place)."""
+    return isinstance(policy, (RandomPolicy, ScriptedPolicy)) or (isinstance(policy, FrozenPolicy) and bool(policy.source))
+
+
 def load_run(
     run_dir: str | Path,
     checkpoint: str | Path | None = None,
@@ -97,7 +105,9 @@ def load_run(
     ``checkpoint``), to evaluate (``run.evaluator.greedy(episodes)``) or to act with in a
     loop of one's own (``run.policies[pid].act(obs [W, N, ...], carry, None)``: greedy).
     Only the networks are loaded, not the replay or the optimisers (``train`` resumes a run);
-    ``build_run`` alone gives fresh networks. The loaded run neither locks nor writes its
+    ``build_run`` alone gives fresh networks. A ``config`` that changes the run's may give
+    a policy networks of its own (``policies.red: {kind: frozen, checkpoint: OTHER}``, or
+    ``kind: random``): those keep theirs. The loaded run neither locks nor writes its
     directory, so a run that another process trains now can be loaded from its last
     complete checkpoint. ``config``: the run's, read from its ``config.yaml`` where not
     given; a run of Python factories needs them again."""
@@ -114,6 +124,8 @@ def load_run(
     run = build_run(config, None, checked_factories(env_factory, network_factory), verbose=False, runs_root=run_dir.parent.parent)
     saved = load_policies(chosen)
     for pid, policy in run.policies.items():
+        if _networks_elsewhere(policy):
+            continue
         if pid not in saved:
             run.close()
             raise CheckpointError(
