@@ -60,17 +60,19 @@ def test_train_a_yaml_config_file(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
+def _train_file(tmp_path: Path, body: str, out: Path, *args: str) -> Path:
+    """Trains a config file (evaluations off) into ``out``; its run directory."""
+    path = tmp_path / "run.yaml"
+    path.write_text("eval: {interval: 0}\n" + body)
+    assert main(["train", str(path), *args, "--out", str(out)]) == 0
+    return next(out.glob("*/*/metrics.csv")).parent
+
+
 def test_eval_acts_greedily_or_as_training_does_and_prints_json(tmp_path, capsys):
     """``--explore`` samples the PPO policy's actions (the greedy episodes are all alike,
     the sampled ones not), reproducibly for a seed; ``--json`` gives every episode's reward."""
-    path = tmp_path / "ppo.yaml"
-    path.write_text(
-        "total_steps: 256\nreport_interval: 128\ncheckpoint_interval: 256\neval: {interval: 0}\n"
-        "env: {name: corridor, settings: {n_agents: 3, length: 4, max_steps: 12}}\n"
-        "on_policy: {algo: ppo, rollout_length: 32, hidden: [16]}\n"
-    )
-    assert main(["train", str(path), "--out", str(tmp_path / "runs")]) == 0
-    run_dir = _run_dir(tmp_path / "runs")
+    body = "env: {name: corridor, settings: {n_agents: 3, length: 4, max_steps: 12}}\non_policy: {algo: ppo, rollout_length: 32, hidden: [16]}\n"
+    run_dir = _train_file(tmp_path, "total_steps: 256\nreport_interval: 128\ncheckpoint_interval: 256\n" + body, tmp_path / "runs")
     capsys.readouterr()
     played = {}
     for mode in ([], ["--explore"], ["--explore"]):
@@ -88,15 +90,12 @@ def test_eval_against_another_opponent_from_the_command_line(tmp_path, capsys):
     """``relayrl eval RUN 'policies.walker={kind: frozen, checkpoint: OTHER}'`` plays the
     run's runners against another run's walkers (their networks, not the run's own), and
     ``policies.walker.kind=random`` against random ones; the run itself is unchanged."""
-    path = tmp_path / "teams.yaml"
-    path.write_text(
-        "total_steps: 400\nreport_interval: 200\ncheckpoint_interval: 400\neval: {interval: 0}\n"
-        "env: {name: corridor, settings: {n_agents: 2, n_walkers: 2, length: 4, max_steps: 12}}\n"
-        "model: {hiddens: [16], head_hidden: 16}\ndqn: {learning_starts: 100, buffer_size: 1000, batch_size: 8}\n"
-    )
-    assert main(["train", str(path), "--out", str(tmp_path / "a")]) == 0
-    assert main(["train", str(path), "--seed", "1", "--out", str(tmp_path / "b")]) == 0
-    mine, other = _run_dir(tmp_path / "a"), next((tmp_path / "b").glob("*/1"))
+    body = ("total_steps: 400\nreport_interval: 200\ncheckpoint_interval: 400\n"
+            "env: {name: corridor, settings: {n_agents: 2, n_walkers: 2, length: 4, max_steps: 12}}\n"
+            "model: {hiddens: [16], head_hidden: 16}\ndqn: {learning_starts: 100, buffer_size: 1000, batch_size: 8}\n")
+    mine = _train_file(tmp_path, body, tmp_path / "a")
+    _train_file(tmp_path, body, tmp_path / "b", "--seed", "1")
+    other = next((tmp_path / "b").glob("*/1"))
     config_text = (mine / "config.yaml").read_text()
     capsys.readouterr()
     results = {}
