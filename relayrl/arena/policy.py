@@ -266,8 +266,9 @@ def _check_spaces(build: PolicyBuild) -> None:
 
 
 def learning_policy(build: PolicyBuild) -> LearningPolicy:
-    """A learner, started from a trained policy's networks where the config names one
-    (a learner actor's build names none: it starts from its driver's learner)."""
+    """A learner, started from a trained policy's networks where the config names one and
+    the build gives them (``trained``: not on a resume, which loads the run's own, nor in a
+    learner actor, which starts from its driver's learner)."""
     _check_spaces(build)
     algo, section, sharing = build.recipe
     policy = LearningPolicy(make_learner(build.spec, algo, section, sharing, build.device, build.seeds, build.timer, **build.options))

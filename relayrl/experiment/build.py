@@ -245,6 +245,7 @@ def build_run(
     check_minibatches(config, first, configs)
     check_team_episodes(config, first, configs)
     saved = SavedPolicies(run_dir.parent.parent if run_dir is not None else runs_root)
+    resuming = directory is not None and directory.latest() is not None
     # what the DQN builds its networks from (each policy's model: config.model_of); where an annealed learning rate reaches 0
     options = {"model": config.model, "network_factory": factories.network, "total_steps": config.total_steps}
     policies: dict[str, Policy] = {}
@@ -253,9 +254,9 @@ def build_run(
         # the first policy keeps the single-group stream, so one-group runs reproduce exactly
         seeds = derive_seeds(config.seed, 4, "trainer" if index == 0 else f"trainer/{pid}")
         build = PolicyBuild(spec, configs[pid], config.recipe(pid), device, seeds, timer, {**options, "model": config.model_of(pid)})
-        policies[pid] = POLICY_KINDS[configs[pid].kind](
-            replace(build, saved=lambda pid=pid: saved(pid, configs[pid]), trained=lambda pid=pid: saved.learner_state(pid, configs[pid]))
-        )
+        # a learning policy starts from another's networks only in a new run: a resume loads its own
+        trained = None if resuming else (lambda pid=pid: saved.learner_state(pid, configs[pid]))
+        policies[pid] = POLICY_KINDS[configs[pid].kind](replace(build, saved=lambda pid=pid: saved(pid, configs[pid]), trained=trained))
         builds[pid] = build
     learners = {pid: policy.learner for pid, policy in policies.items() if isinstance(policy, LearningPolicy)}
     if verbose:

@@ -66,13 +66,14 @@ def test_a_learning_policy_starts_from_the_trained_learners_networks_targets_inc
         fresh.close()
 
 
-def test_a_warm_started_run_resumes_from_its_own_checkpoint_and_names_its_source(tmp_path):
+def test_a_warm_started_run_resumes_from_its_own_checkpoint_without_its_source(tmp_path):
     train(build_config(_config("dqn")), out=tmp_path / "source", verbose=False)
     (source,) = (tmp_path / "source").glob("*/0")
     config = _config("dqn", total=1024, preset="warm-dqn-2", policies={"runner": {"checkpoint": str(source)}})
     first = train(build_config({**config, "total_steps": 512}), out=tmp_path, verbose=False)
     after_first = _networks(first.learners["runner"].algorithm)
     (run_dir,) = tmp_path.glob("warm-dqn-2-*/0")
+    source.rename(tmp_path / "moved")  # a resume no longer needs the run it started from
     resumed = build_run(build_config(config), run_dir, verbose=False)
     try:
         resumed.start()
