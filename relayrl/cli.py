@@ -10,7 +10,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 import yaml
@@ -165,8 +165,11 @@ def _run_at_checkpoint(run_dir: Path, checkpoint: str | None = None, overrides: 
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
+    from relayrl.envs.frames import gif_path, write_gif
     from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 
+    if args.record:
+        gif_path(args.record)
     run = _run_at_checkpoint(Path(args.run_dir), args.checkpoint, args.overrides)
     read = Path(args.checkpoint) if args.checkpoint else list_checkpoints(Path(args.run_dir) / "checkpoints")[-1]
     if args.seed is not None:
@@ -174,13 +177,20 @@ def cmd_eval(args: argparse.Namespace) -> None:
     step = checkpoint_steps(read)
     trained, baseline = _evaluate_vs_random(run, args.episodes, step if args.explore else None)
     layout = run.reporter.layout
-    run.close()
+    recorded: dict[str, Any] = {}
+    try:
+        if args.record:
+            frames, returns = run.evaluator.film(step if args.explore else None)
+            recorded = {"recorded": str(write_gif(frames, args.record, args.fps)), "recorded_frames": len(frames),
+                        "recorded_reward": float(returns[0, layout.reported])}
+    finally:
+        run.close()
     acting = f"as training at env step {step:,} (sampled actions, DQN's epsilon then)" if args.explore else "greedy"
     if args.json:
         figures = {"trained": trained.tolist(), "random": baseline.tolist(), "trained_mean": float(trained.mean()), "random_mean": float(baseline.mean())}
         print(json.dumps({"run": args.run_dir, "checkpoint": str(read), "env_steps": step, "group": layout.groups[layout.reported],
                           "acting": "explore" if args.explore else "greedy", "overrides": args.overrides, "seed": run.evaluator.seed,
-                          "episodes": args.episodes, **figures}))
+                          "episodes": args.episodes, **figures, **recorded}))
         return
     # with several groups, the one whose reward is the run's figure; the others act alike in both
     group = [("group", f"{layout.groups[layout.reported]} (the others act alike in both)")] if len(layout.groups) > 1 else []
@@ -195,6 +205,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
             ("trained reward (mean +- std)", f"{trained.mean():.2f} +- {trained.std():.2f}"),
             ("random reward (mean +- std)", f"{baseline.mean():.2f} +- {baseline.std():.2f}"),
             ("gap", f"{trained.mean() - baseline.mean():+.2f}"),
+            *([("recorded", f"{recorded['recorded']} (one game, {recorded['recorded_frames']} frames, trained reward "
+                            f"{recorded['recorded_reward']:.2f})")] if recorded else []),
         ]
     )
 
@@ -376,6 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int, default=None, help="the evaluation episodes' seed (default: the run's seed + eval.seed_offset)")
     ev.add_argument("--explore", action="store_true", help="act as training does at the checkpoint's env step (sampled actions, DQN's epsilon then), not greedily")
     ev.add_argument("--json", action="store_true", help="print one JSON object (every episode's reward) instead of the table")
+    ev.add_argument("--record", metavar="GIF", default=None, help="also draw one game of the trained policies, acting as the evaluation does, "
+                    "into an animated GIF (e.g. run.gif)")
+    ev.add_argument("--fps", type=float, default=20.0, help="frames per second of --record's GIF")
     ev.set_defaults(func=cmd_eval)
 
     plot = sub.add_parser("plot", help="learning curves, mean +- std across seeds")

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -84,6 +85,34 @@ def test_eval_acts_greedily_or_as_training_does_and_prints_json(tmp_path, capsys
     assert explored == again and len(explored["random"]) == 16
     assert main(["eval", str(run_dir), "--episodes", "2", "--explore"]) == 0
     assert "as training at env step 256 (sampled actions" in capsys.readouterr().out
+
+
+def test_eval_records_one_game_of_the_trained_policies_as_a_gif(tmp_path, capsys):
+    """``--record`` draws one game from its start to its last decision (20 steps here) into
+    a GIF; the game is the one an evaluation of one episode plays, with the same returns. A
+    path that is not a GIF is refused before anything is loaded."""
+    from PIL import Image
+
+    body = ("total_steps: 240\nreport_interval: 120\ncheckpoint_interval: 240\n"
+            "env: {name: cooperative-navigation, num_envs: 2, settings: {max_cycles: 20}}\n"
+            "centralised: {algo: masac, hidden: [16, 16], batch_size: 16, random_steps: 80, fragment_length: 8, buffer_size: 1000}\n")
+    run_dir = _train_file(tmp_path, body, tmp_path / "runs")
+    capsys.readouterr()
+    gif = tmp_path / "game.gif"
+    assert main(["eval", str(run_dir), "--episodes", "3", "--record", str(gif), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["recorded"] == str(gif) and result["recorded_frames"] == 20
+    with Image.open(gif) as image:
+        assert image.size == (400, 400) and image.n_frames > 1
+    run = load_run(run_dir)
+    try:
+        frames, returns = run.evaluator.film()
+        assert len(frames) == 20 and np.array_equal(returns, run.evaluator.play(1))
+        assert result["recorded_reward"] == float(returns[0, 0])
+    finally:
+        run.close()
+    assert main(["eval", str(run_dir), "--record", str(tmp_path / "game.mp4")]) == 2
+    assert "path ending in .gif, not game.mp4" in capsys.readouterr().err
 
 
 def test_eval_against_another_opponent_from_the_command_line(tmp_path, capsys):

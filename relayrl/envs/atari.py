@@ -60,7 +60,7 @@ def installed_games() -> list[str]:
 class AtariGame(ParallelEnv):
     """One Atari game with the preprocessing above; its player is ``player_0``."""
 
-    metadata = {"name": "atari", "render_modes": [], "is_parallelizable": True}
+    metadata = {"name": "atari", "render_modes": ["rgb_array"], "is_parallelizable": True}
 
     def __init__(
         self,
@@ -72,8 +72,10 @@ class AtariGame(ParallelEnv):
         repeat_action_probability: float = 0.0,
         max_frames: int = 108_000,
         full_action_space: bool = False,
+        render_mode: str | None = None,
     ) -> None:
         ale_py = _ale()
+        self.render_mode = render_mode
         self.frame_skip, self.noop_max, self.max_frames = frame_skip, noop_max, max_frames
         ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # before the first game: its banner
         self.ale = ale_py.ALEInterface()
@@ -98,6 +100,10 @@ class AtariGame(ParallelEnv):
 
     def observation_space(self, agent: str) -> spaces.Space:
         return self._observation_space
+
+    def render(self) -> np.ndarray:
+        """The emulator's screen in colour, as the game shows it (``[210, 160, 3]`` for most)."""
+        return self.ale.getScreenRGB()
 
     def action_space(self, agent: str) -> spaces.Space:
         return self._action_space

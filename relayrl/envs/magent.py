@@ -70,22 +70,22 @@ class WholeState(BaseParallelWrapper):
         return state
 
 
-def make_battle(**settings: Any) -> ParallelEnv:
+def make_battle(render_mode: str | None = None, **settings: Any) -> ParallelEnv:
     """A battle_v4 parallel env; ``settings`` override BATTLE_SETTINGS key by key."""
     try:
         from magent2.environments import battle_v4
     except ImportError as error:
         raise MissingExtraError("magent2", "magent") from error
-    return WholeState(battle_v4.parallel_env(**_checked(settings, BATTLE_SETTINGS, "battle")))
+    return WholeState(battle_v4.parallel_env(**_checked(settings, BATTLE_SETTINGS, "battle"), render_mode=render_mode))
 
 
-def make_adversarial_pursuit(**settings: Any) -> ParallelEnv:
+def make_adversarial_pursuit(render_mode: str | None = None, **settings: Any) -> ParallelEnv:
     """An adversarial_pursuit_v4 parallel env; ``settings`` override ADVERSARIAL_PURSUIT_SETTINGS."""
     try:
         from magent2.environments import adversarial_pursuit_v4
     except ImportError as error:
         raise MissingExtraError("magent2", "magent") from error
-    return WholeState(adversarial_pursuit_v4.parallel_env(**_checked(settings, ADVERSARIAL_PURSUIT_SETTINGS, "adversarial-pursuit")))
+    return WholeState(adversarial_pursuit_v4.parallel_env(**_checked(settings, ADVERSARIAL_PURSUIT_SETTINGS, "adversarial-pursuit"), render_mode=render_mode))
 
 
 class BattleSettings(Strict):

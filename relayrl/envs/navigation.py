@@ -30,6 +30,7 @@ from pydantic import Field, model_validator
 
 from relayrl.core.specs import GroupSpec
 from relayrl.core.strict import Strict
+from relayrl.envs.frames import GROUP_COLOURS, LANDMARK
 from relayrl.envs.one_game import OneGameParallelEnv
 from relayrl.envs.particle_games import Landmarks, ParticleGames, ParticleSection
 from relayrl.envs.particles import action_force, confine
@@ -93,6 +94,11 @@ class NavigationVectorEnv(ParticleGames):
     def occupied(self) -> np.ndarray:
         """``[E, N]``: whether some agent's centre is within the radius of each target."""
         return self.distances().min(1) < self.s.occupied_radius
+
+    def landmark_look(self, game: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each target as the disk an agent's centre must reach, green while occupied."""
+        occupied = self.occupied()[game]
+        return np.full(self.landmarks.count, self.s.occupied_radius), np.where(occupied[:, None], GROUP_COLOURS[2], LANDMARK)
 
     def observe(self) -> list[np.ndarray]:
         landmarks, others = self.relative()

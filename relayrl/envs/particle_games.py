@@ -13,9 +13,13 @@ from pydantic import model_validator
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.array_games import ArrayGames
 from relayrl.envs.episodes import EpisodeTally
+from relayrl.envs.frames import GROUP_COLOURS, LANDMARK, OBSTACLE, disks
 from relayrl.envs.particles import Bodies, contact_forces, integrate
 from relayrl.envs.section import EnvSection
 from relayrl.envs.types import GroupObs, GroupStep
+
+
+LANDMARK_SIZE = 0.05  # how MPE draws a landmark of no size
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,25 @@ class ParticleGames(ArrayGames):
                 next_state=first.state,
             ))
         return steps, truncated
+
+    def landmark_look(self, game: int) -> tuple[np.ndarray, np.ndarray]:
+        """How ``render`` draws game ``game``'s landmarks: radii ``[L]`` and colours ``[L, 3]``
+        (obstacles grey at their size; targets dark, as disks of MPE's landmark size)."""
+        size, colour = (self.landmarks.size, OBSTACLE) if self.obstacles else (LANDMARK_SIZE, LANDMARK)
+        return np.full(self.landmarks.count, size), np.broadcast_to(colour, (self.landmarks.count, 3))
+
+    def render(self, game: int) -> np.ndarray:
+        """Game ``game`` from above: the agents, coloured by group where each body is a
+        learner (one colour where one learner moves them all), and the landmarks over them
+        (``landmark_look``), so that a target an agent covers stays in view."""
+        if self.agents == self.N:
+            group_of_agent = np.repeat(np.arange(len(self.groups)), np.diff(self.group_rows))
+            agent_colours = GROUP_COLOURS[group_of_agent % len(GROUP_COLOURS)]
+        else:
+            agent_colours = np.broadcast_to(GROUP_COLOURS[0], (self.N, 3))
+        landmark_radii, landmark_colours = self.landmark_look(game)
+        centres = np.concatenate([self.bodies.pos[game], self.targets[game]])
+        return disks(centres, np.concatenate([self.bodies.size, landmark_radii]), np.concatenate([agent_colours, landmark_colours]))
 
     def game_arrays(self) -> tuple[np.ndarray, ...]:
         return (self.bodies.pos, self.bodies.vel, self.targets, self.frames)

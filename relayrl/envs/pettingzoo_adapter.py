@@ -13,6 +13,7 @@ from pettingzoo.utils.env import AECEnv, ParallelEnv
 from relayrl.core.errors import ConfigError, EnvError, RelayRLError, RelayRLWarning, SpaceError
 from relayrl.core.specs import PIXEL_RANGE, GroupSpec, pixels_of
 from relayrl.envs.flat_spaces import combinations, env_actions, flat_box, flatten_obs
+from relayrl.envs.frames import checked_frame
 from relayrl.envs.types import GroupObs, GroupStep
 
 
@@ -288,6 +289,12 @@ class ParallelEnvAdapter:
             steps[g].terminated[i] = terms[agent]
             steps[g].truncated[i] = truncs[agent]
         return steps, not self.env.agents
+
+    def render(self) -> np.ndarray:
+        """The env's frame (made with ``render_mode="rgb_array"``) as ``[H, W, 3] uint8``."""
+        with warnings.catch_warnings():  # MAgent2's renderer asks pygame for a font that few machines have, and draws without it
+            warnings.filterwarnings("ignore", message="The system font", category=UserWarning)
+            return checked_frame(self._call("render"), self._name())
 
     def get_state(self) -> dict[str, Any] | None:
         """The episode in flight as data, where the env offers ``state_dict`` and

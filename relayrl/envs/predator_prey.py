@@ -35,6 +35,7 @@ from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.array_games import ArrayGames
 from relayrl.envs.episodes import EpisodeTally
+from relayrl.envs.frames import BACKGROUND, GROUP_COLOURS, grid_image
 from relayrl.envs.types import GroupObs, GroupStep
 
 # right, down, left, up, stay, catch (the reference's action order; rows are (x, y) offsets)
@@ -170,6 +171,15 @@ class PredatorPreyVectorEnv(ArrayGames):
         for pattern in range(16):
             free = np.flatnonzero(patterns[pattern])
             self.nth_free[pattern, : len(free)] = free
+
+    def render(self, game: int) -> np.ndarray:
+        """Game ``game``'s grid: predators blue (darker once frozen), stags red, hares gold."""
+        s = self.s
+        grid = np.broadcast_to(BACKGROUND, (s.x_size * s.y_size, 3)).copy()
+        alive = self.prey_alive[game]
+        grid[self.prey[game][alive]] = np.where((self.prey_type[alive] == STAG)[:, None], GROUP_COLOURS[1], GROUP_COLOURS[3])
+        grid[self.predators[game]] = np.where(self.frozen[game][:, None], GROUP_COLOURS[0] // 2, GROUP_COLOURS[0])
+        return grid_image(grid.reshape(s.x_size, s.y_size, 3), 24)
 
     # ----- games --------------------------------------------------------------------
     def _spawn(self, games: np.ndarray, cells: np.ndarray) -> None:

@@ -33,7 +33,7 @@ PAPER_SETTINGS: dict[str, Any] = {
 }
 
 
-def make_pursuit(**settings: Any) -> ParallelEnv:
+def make_pursuit(render_mode: str | None = None, **settings: Any) -> ParallelEnv:
     """A pursuit_v5 parallel env; ``settings`` override PAPER_SETTINGS key by key."""
     try:
         from pettingzoo.sisl import pursuit_v5
@@ -42,7 +42,7 @@ def make_pursuit(**settings: Any) -> ParallelEnv:
     unknown = set(settings) - set(PAPER_SETTINGS)
     if unknown:
         raise ValueError(f"unknown pursuit settings {sorted(unknown)}; allowed: {sorted(PAPER_SETTINGS)}")
-    return pursuit_v5.parallel_env(**{**PAPER_SETTINGS, **settings})
+    return pursuit_v5.parallel_env(**{**PAPER_SETTINGS, **settings}, render_mode=render_mode)
 
 
 class PursuitSettings(Strict):

@@ -29,6 +29,7 @@ import numpy as np
 from relayrl.core.specs import GroupSpec
 from relayrl.envs.array_games import ArrayGames
 from relayrl.envs.episodes import EpisodeTally
+from relayrl.envs.frames import BACKGROUND, GROUP_COLOURS, LANDMARK, grid_image
 from relayrl.envs.types import GroupObs, GroupStep
 from relayrl.envs.pursuit import PAPER_SETTINGS
 
@@ -303,6 +304,17 @@ class PursuitVectorEnv(ArrayGames):
         self.evaders[env_index] = evaders
         self.evader_alive[env_index] = evader_alive
         self.frames[env_index] = frames
+
+    def render(self, game: int) -> np.ndarray:
+        """Game ``game``'s grid: buildings dark, pursuers blue, evaders red (a cell holding
+        both shows the evader)."""
+        grid = np.broadcast_to(BACKGROUND, (self.X, self.Y, 3)).copy()
+        grid[self.building] = LANDMARK
+        px, py = self.pursuers[game].T
+        grid[px, py] = GROUP_COLOURS[0]
+        ex, ey = self.evaders[game][self.evader_alive[game]].T
+        grid[ex, ey] = GROUP_COLOURS[1]
+        return grid_image(grid, 24)
 
     def game_arrays(self) -> tuple[np.ndarray, ...]:
         return (self.pursuers, self.evaders, self.evader_alive, self.frames)

@@ -15,7 +15,9 @@ from typing import Any, ClassVar, Literal, get_args, get_origin
 from pettingzoo.utils.env import ParallelEnv
 from pydantic import Field, model_validator
 
+from relayrl.core.errors import ConfigError
 from relayrl.core.registry import Registry
+from relayrl.envs.frames import DRAWN
 from relayrl.envs.pettingzoo_adapter import AEC_HINT, ParallelEnvAdapter
 from relayrl.envs.section import EnvSection
 
@@ -36,11 +38,23 @@ class EnvFactory:
     with_state: bool = True
     # env.groups: group name -> the agents it puts there (instead of grouping by name prefix)
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # PettingZoo's render_mode for the envs made (``"rgb_array"`` where frames are recorded)
+    render_mode: str | None = None
 
     def make(self) -> ParallelEnv:
         if self.maker is None:
             raise ValueError("this environment exists only in its batched form (make_vector_env)")
-        return self.maker(**self.settings)
+        if self.render_mode is None:
+            return self.maker(**self.settings)
+        try:
+            return self.maker(**self.settings, render_mode=self.render_mode)
+        except TypeError as error:
+            if "render_mode" not in str(error):
+                raise
+            maker = getattr(self.maker, "__qualname__", None) or repr(self.maker)
+            raise ConfigError(f"{maker} takes no render_mode ({error}), so relayrl cannot draw its games (relayrl eval --record "
+                              f"draws {DRAWN}); for an env of your own, give it a render_mode keyword and return rgb_array "
+                              "frames from render(), as PettingZoo's envs do") from None
 
     def adapter(self) -> ParallelEnvAdapter:
         return ParallelEnvAdapter(self.make(), self.obs_dtypes, self.with_state, self.groups)

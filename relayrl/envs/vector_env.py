@@ -32,6 +32,7 @@ class VectorEnv(Protocol):
     def get_state(self) -> dict[str, Any] | None: ...  # as data; None where episodes cannot be saved
     def set_state(self, state: dict[str, Any]) -> None: ...
     def close(self) -> None: ...
+    # where the env can draw: render(game) -> [H, W, 3] uint8, copy ``game`` as it stands (relayrl.envs.frames)
 
 
 class SyncVectorEnv:
@@ -81,6 +82,10 @@ class SyncVectorEnv:
 
     def cut_episodes(self) -> EpisodeStats:
         return self.tally.cut()
+
+    def render(self, game: int) -> np.ndarray:
+        """Copy ``game``'s frame (its factory made with ``render_mode="rgb_array"``)."""
+        return self.envs[game].render()
 
     def get_state(self) -> dict[str, Any] | None:
         """Every copy's episode in flight and the episode accumulators, as data; None where

@@ -2,6 +2,7 @@
 rollout: greedy evaluations during a run, and the comparison of a trained group against a
 uniformly random one."""
 
+import dataclasses
 import sys
 
 import numpy as np
@@ -10,6 +11,7 @@ from relayrl.arena.collect import Venue
 from relayrl.arena.match import Match, replace_group
 from relayrl.arena.policy import Policy, RandomPolicy
 from relayrl.arena.rollout import Rollout
+from relayrl.envs.frames import Filmed
 from relayrl.envs.registry import EnvFactory
 from relayrl.envs.vector_env import VectorEnv, make_vector_env
 
@@ -83,6 +85,18 @@ class Evaluator:
             self.close()
             self.venv = make_vector_env(self.venue.factory, episodes)
         return self._episodes(self.policies, matches, episodes, self.venv, env_steps)
+
+    def film(self, env_steps: int | None = None) -> tuple[list[np.ndarray], np.ndarray]:
+        """One game of ``play``'s (an evaluation of one episode, from this evaluator's seed)
+        drawn after every step (``Filmed``), and its returns ``[1, n_groups]``."""
+        assert self.venue is not None, "open a venue first"
+        factory = dataclasses.replace(self.venue.factory, render_mode="rgb_array")
+        filmed = Filmed(make_vector_env(factory, 1))
+        try:
+            returns = self._episodes(self.policies, self.matches or self.venue.matches, 1, filmed, env_steps)
+        finally:
+            filmed.venv.close()
+        return filmed.frames, returns
 
     def against_random(self, episodes: int, group: int, env_steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Group ``group``'s rewards (``play``'s), and the same group's acting uniformly at

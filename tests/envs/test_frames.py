@@ -1,0 +1,114 @@
+"""Frames of games: relayrl's array games draw what their arrays hold, envs behind the
+PettingZoo adapter draw through their own render(), and an env that cannot draw is refused
+with the list of those that can."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from relayrl.core.errors import ConfigError
+from relayrl.envs import make_env_factory, make_vector_env
+from relayrl.envs.frames import GROUP_COLOURS, LANDMARK, Filmed, disks, gif_path, write_gif
+from relayrl.envs.navigation import NavigationVectorEnv
+from relayrl.envs.predator_prey import PredatorPreyVectorEnv
+from relayrl.envs.pursuit_vector import PursuitVectorEnv
+from relayrl.envs.registry import EnvFactory
+
+
+def _pixel(frame: np.ndarray, x: float, y: float, extent: float = 1.0) -> np.ndarray:
+    """The colour at world point (x, y) of a particle frame spanning [-extent, extent]^2."""
+    size = frame.shape[0]
+    column = int((x + extent) / (2 * extent) * size)
+    row = int((extent - y) / (2 * extent) * size)
+    return frame[row, column]
+
+
+def test_disks_put_each_body_where_it_is_later_ones_on_top():
+    frame = disks(np.array([[0.5, 0.5], [-0.5, -0.25], [-0.5, -0.25]]), np.array([0.1, 0.2, 0.05]), GROUP_COLOURS[:3], extent=1.0)
+    assert frame.shape == (400, 400, 3) and frame.dtype == np.uint8
+    assert (_pixel(frame, 0.5, 0.5) == GROUP_COLOURS[0]).all()
+    assert (_pixel(frame, -0.5, -0.25) == GROUP_COLOURS[2]).all()  # the small disk over the large one
+    assert (_pixel(frame, -0.5, -0.1) == GROUP_COLOURS[1]).all()  # the large one around it
+    assert (_pixel(frame, 0.0, 0.0) == frame[0, 0]).all()  # background between them
+
+
+def test_navigation_draws_agents_and_its_targets_green_while_occupied():
+    env = NavigationVectorEnv(2)
+    env.reset(0)
+    env.bodies.pos[1] = [[0.5, 0.5], [-0.5, 0.5], [0.0, -0.5]]
+    env.targets[1] = [[0.5, 0.5], [-0.5, -0.5], [0.9, -0.9]]  # the first occupied by agent 0
+    frame = env.render(1)
+    assert (_pixel(frame, 0.5, 0.5) == GROUP_COLOURS[2]).all()  # occupied: drawn over the agent in green
+    assert (_pixel(frame, 0.5, 0.62) == GROUP_COLOURS[0]).all()  # the agent around it
+    assert (_pixel(frame, -0.5, -0.5) == LANDMARK).all()  # free target
+    assert (_pixel(frame, -0.5, 0.5) == GROUP_COLOURS[0]).all()
+    assert not np.array_equal(frame, env.render(0))  # each game its own
+
+
+def test_pursuit_and_predator_prey_draw_their_grids_cell_by_cell():
+    env = PursuitVectorEnv(1, n_pursuers=2, n_evaders=2)
+    env.reset(0)
+    env.set_game(0, np.array([[0, 0], [15, 2]]), np.array([[3, 1], [15, 15]]), np.array([True, False]), 0)
+    frame = env.render(0)
+    assert frame.shape == (16 * 24, 16 * 24, 3)
+    cell = lambda x, y: frame[y * 24 + 12, x * 24 + 12]  # noqa: E731 - x right, y down
+    assert (cell(0, 0) == GROUP_COLOURS[0]).all() and (cell(15, 2) == GROUP_COLOURS[0]).all()
+    assert (cell(3, 1) == GROUP_COLOURS[1]).all()
+    assert not (cell(15, 15) == GROUP_COLOURS[1]).all()  # a caught evader is gone
+    assert (cell(8, 8) == LANDMARK).all()  # the building in the middle
+
+    prey = PredatorPreyVectorEnv(1, x_size=5, y_size=5, n_predators=2, n_stags=1, n_hares=1)
+    prey.reset(0)
+    frame = prey.render(0)
+    at = lambda index: frame[(index % 5) * 24 + 12, (index // 5) * 24 + 12]  # noqa: E731 - flat cell = x * y_size + y
+    assert all((at(c) == GROUP_COLOURS[0]).all() for c in prey.predators[0])
+    stag, hare = prey.prey[0]
+    assert (at(stag) == GROUP_COLOURS[1]).all() and (at(hare) == GROUP_COLOURS[3]).all()
+
+
+@pytest.mark.parametrize("name, settings", [("mpe2.simple_spread_v3", {"max_cycles": 5}), ("battle", {"map_size": 12}), ("atari", {"game": "pong"})])
+def test_envs_behind_the_adapter_draw_through_their_own_render(name, settings):
+    factory = dataclasses.replace(make_env_factory(name, settings), render_mode="rgb_array")
+    venv = make_vector_env(factory, 2)
+    try:
+        venv.reset(0)
+        frame = venv.render(1)
+    finally:
+        venv.close()
+    assert frame.ndim == 3 and frame.shape[2] == 3 and frame.dtype == np.uint8 and frame.std() > 0
+
+
+def test_filming_keeps_the_first_episode_of_one_game_and_a_gif_holds_it(tmp_path):
+    from PIL import Image
+
+    env = NavigationVectorEnv(2, max_cycles=6)
+    filmed = Filmed(env, game=1)
+    filmed.reset(3)
+    for _ in range(9):  # past the first episode's end: the frames stop there
+        filmed.step([np.full((2, 3, 2), 0.5, np.float32)])
+    assert len(filmed.frames) == 6  # the states the 6 decisions were taken in
+    assert not np.array_equal(filmed.frames[0], filmed.frames[5])
+    path = write_gif(filmed.frames, tmp_path / "sub" / "game.gif", fps=10)
+    with Image.open(path) as gif:
+        assert gif.size == (400, 400) and gif.n_frames >= 2
+
+
+def test_what_cannot_draw_is_refused_with_the_fix(tmp_path):
+    with pytest.raises(ConfigError, match="path ending in .gif, not game.mp4"):
+        gif_path(tmp_path / "game.mp4")
+    corridor = dataclasses.replace(make_env_factory("corridor", {}), render_mode="rgb_array")
+    with pytest.raises(ConfigError, match=r"takes no render_mode .*relayrl eval --record draws cooperative-navigation.*for an env of your own"):
+        make_vector_env(corridor, 1)
+    pendulum = make_vector_env(make_env_factory("gym", {"env_id": "Pendulum-v1", "n_agents": 2}), 1)
+    try:
+        with pytest.raises(ConfigError, match="cannot draw its games; relayrl eval --record draws cooperative-navigation"):
+            Filmed(pendulum)
+    finally:
+        pendulum.close()
+
+    def mine(size: int = 3):  # a user's maker without render_mode
+        raise AssertionError("not reached")
+
+    with pytest.raises(ConfigError, match="mine takes no render_mode"):
+        EnvFactory(mine, {"size": 3}, render_mode="rgb_array").make()
