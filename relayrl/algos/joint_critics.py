@@ -6,9 +6,11 @@ Batches are joint rows ``[1, B, N, ...]`` (``relayrl.algos.centralised``). Agent
 reads ``x = (o_1, ..., o_N, a_1, ..., a_N)`` in agent order, observations flattened and
 discrete actions one-hot; its actor step replaces ``a_i`` by its actor's action and keeps
 the other agents' replayed actions (Lowe et al. 2017, eq. 5). Actors share one parameter
-set with ``param_sharing`` (acting rows of every agent); critics are always one per agent.
-Without ``joint_critic`` each critic reads its agent's own observation and action only: the
-same code then trains independent agents (the AI Arena's SAC per entity, paper 004 Fig. 11).
+set with ``param_sharing`` (acting rows of every agent). ``critic`` says what the critics
+are: ``joint``, one per agent on every agent's observation and action (above); ``own``, one
+per agent on its own observation and action only (the same code then trains independent
+agents: the AI Arena's SAC per entity, paper 004 Fig. 11); ``common``, one for the team on
+every observation and action, learning the team's reward (MASAC only: the AI Arena's code).
 
 Actions: Box actions are ``center + scale * tanh(f(o))`` within the bounds; discrete ones
 go through the straight-through Gumbel-softmax (Jang et al. 2017): a one-hot sample
@@ -57,7 +59,7 @@ class JointCritics:
         device: torch.device,
         seed: int,
         actor_target: bool = True,
-        joint_critic: bool = True,
+        critic: str = "joint",
     ) -> None:
         self.n_sets = n_sets
         self.n_agents = n = spec.n_agents
@@ -74,11 +76,13 @@ class JointCritics:
             self._scale_np = (self._high_np - self._low_np) / 2
         torch.manual_seed(seed)
         self.actor = StackedMLP(n_sets, [self.obs_dim, *hidden, actor_out]).to(device)
-        self.joint_critic = joint_critic
-        inputs = (n if joint_critic else 1) * (self.obs_dim + self.action_dim)
+        self.joint_critic = critic != "own"  # the critics read every agent's observation and action
+        self.common_critic = critic == "common"
+        self.critic_sets = 1 if self.common_critic else n  # one critic (of each twin) per agent, or one for the team
+        inputs = (n if self.joint_critic else 1) * (self.obs_dim + self.action_dim)
         warn_of_flat_screens(spec, "each critic's first layer", inputs * hidden[0], "these learners have no convolutional torso: shrink the "
                              "screens in the env's settings, or train ppo, mappo or seac with on_policy.torso=nature_cnn")
-        self.critics = nn.ModuleList(StackedMLP(n, [inputs, *hidden, 1]) for _ in range(n_critics)).to(device)
+        self.critics = nn.ModuleList(StackedMLP(self.critic_sets, [inputs, *hidden, 1]) for _ in range(n_critics)).to(device)
         self.critics_target = copy.deepcopy(self.critics).requires_grad_(False)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False) if actor_target else None
         self.generator = torch.Generator(device=device).manual_seed(seed)
@@ -96,13 +100,13 @@ class JointCritics:
         return y.reshape(self.n_agents, batch, *y.shape[2:]) if self.n_sets == 1 else y
 
     def critic_input(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """``obs [B, N, D]`` and each critic's joint action ``[N, B, N, A]`` -> ``[N, B, N (D + A)]``;
-        with ``joint_critic`` off, critic i's own observation and action ``[N, B, D + A]``."""
-        b = obs.shape[0]
+        """``obs [B, N, D]`` and each critic's joint action ``[C, B, N, A]`` -> ``[C, B, N (D + A)]``
+        (C: ``critic_sets``); for ``own`` critics, critic i's own observation and action ``[N, B, D + A]``."""
+        b, c = obs.shape[0], actions.shape[0]
         if not self.joint_critic:
             return torch.cat([obs.transpose(0, 1), torch.diagonal(actions, dim1=0, dim2=2).permute(2, 0, 1)], dim=-1)
-        flat_obs = obs.reshape(1, b, -1).expand(self.n_agents, b, -1)
-        return torch.cat([flat_obs, actions.reshape(self.n_agents, b, -1)], dim=-1)
+        flat_obs = obs.reshape(1, b, -1).expand(c, b, -1)
+        return torch.cat([flat_obs, actions.reshape(c, b, -1)], dim=-1)
 
     def own_actions(self, replayed: torch.Tensor, own: torch.Tensor) -> torch.Tensor:
         """Critic i's joint action: the replayed ``[B, N, A]`` with agent i's replaced by
@@ -126,16 +130,21 @@ class JointCritics:
         return t
 
     def q(self, critics: nn.ModuleList, x: torch.Tensor) -> torch.Tensor:
-        """Every critic's values ``[n_critics, N, B]``."""
+        """Every critic's values ``[n_critics, C, B]``."""
         return torch.stack([c(x).squeeze(-1) for c in critics])
 
     def joint(self, actions: torch.Tensor) -> torch.Tensor:
-        """Every agent's action ``[N, B, A]`` as each critic's joint action ``[N, B, N, A]``."""
-        return actions.transpose(0, 1)[None].expand(self.n_agents, -1, -1, -1)
+        """Every agent's action ``[N, B, A]`` as each critic's joint action ``[C, B, N, A]``."""
+        return actions.transpose(0, 1)[None].expand(self.critic_sets, -1, -1, -1)
 
     def replayed(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
         """The critics' input on the batch's own observations and actions."""
-        return self.critic_input(t["obs"], t["action"][None].expand(self.n_agents, -1, -1, -1))
+        return self.critic_input(t["obs"], t["action"][None].expand(self.critic_sets, -1, -1, -1))
+
+    def team(self, t: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """What a common critic learns from, each ``[1, B]``: the team's reward (the agents'
+        rewards summed), its discount (the team goes on while any agent does) and its rows."""
+        return t["reward"].sum(0, keepdim=True), t["discount"].max(0, keepdim=True).values, t["alive"].max(0, keepdim=True).values
 
     def targets(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
         """Each agent's critic target ``y [N, B]`` (without gradient)."""
@@ -143,18 +152,20 @@ class JointCritics:
 
     @torch.inference_mode()
     def td_error(self, batch: dict[str, np.ndarray]) -> np.ndarray:
-        """``Q_{i,1}(o, a) - y_i`` per agent and row ``[N, B]``."""
+        """``Q_{i,1}(o, a) - y_i`` per critic and row ``[C, B]``."""
         t = self.tensors(batch)
         return (self.q(self.critics[:1], self.replayed(t))[0] - self.targets(t)).cpu().numpy()
 
     def critic_step(self, t: dict[str, torch.Tensor], optimizer: torch.optim.Optimizer, max_grad_norm: float) -> dict[str, float]:
         """One step of every critic toward ``targets``: ``sum_c mean_b (Q_{i,c} - y_i)^2`` per
-        agent over the rows it has a step in, each agent's gradient clipped on its own."""
+        agent over the rows it has a step in (a common critic: over the team's rows), each
+        agent's gradient clipped on its own."""
         y = self.targets(t)
-        loss = masked_mean(((self.q(self.critics, self.replayed(t)) - y) ** 2).sum(0), t["alive"])
+        rows = self.team(t)[2] if self.common_critic else t["alive"]
+        loss = masked_mean(((self.q(self.critics, self.replayed(t)) - y) ** 2).sum(0), rows)
         optimizer.zero_grad(set_to_none=True)
         loss.sum().backward()  # each agent's critic gets its own loss's gradient
-        grad_norm = clip_grad_norm_per_set(list(self.critics.parameters()), self.n_agents, max_grad_norm)
+        grad_norm = clip_grad_norm_per_set(list(self.critics.parameters()), self.critic_sets, max_grad_norm)
         optimizer.step()
         return {"critic_loss": float(loss.detach().mean()), "grad_norm": float(grad_norm.mean())}
 

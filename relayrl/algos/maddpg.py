@@ -40,7 +40,7 @@ class MADDPGParams:
     gumbel_temperature: float = 1.0
     logits_penalty: float = 1e-3
     max_grad_norm: float = 0.5
-    joint_critic: bool = True
+    critic: str = "joint"
 
 
 class MADDPG(JointCritics):
@@ -48,7 +48,7 @@ class MADDPG(JointCritics):
 
     def __init__(self, spec: GroupSpec, n_sets: int, params: MADDPGParams, device: torch.device, seed: int) -> None:
         n_actions = spec.n_actions if spec.n_actions else int(np.prod(spec.action_shape))
-        super().__init__(spec, n_sets, params.hidden, n_actions, 2 if params.twin_critics else 1, device, seed, joint_critic=params.joint_critic)
+        super().__init__(spec, n_sets, params.hidden, n_actions, 2 if params.twin_critics else 1, device, seed, critic=params.critic)
         self.params = params
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=params.actor_lr)
         self.critic_optimizer = torch.optim.Adam(self.critics.parameters(), lr=params.critic_lr)
@@ -130,6 +130,6 @@ def make_maddpg(spec: GroupSpec, config: Any, n_sets: int, device: torch.device,
         gumbel_temperature=c.gumbel_temperature,
         logits_penalty=c.logits_penalty,
         max_grad_norm=c.max_grad_norm,
-        joint_critic=c.critic == "joint",
+        critic=c.critic,
     )
     return MADDPG(spec, n_sets, params, device, seed)

@@ -10,8 +10,17 @@ Per agent i, with every agent's next action sampled from its current policy,
     actor loss_i  = mean_b (alpha_i log pi_i(a~_i|o_i) - min_c Q_{i,c}(o, a_1, ..., a~_i, ..., a_N)),  a~_i ~ pi_i(.|o_i)
     temperature loss_i = -mean_b log alpha_i (log pi_i(a~_i|o_i) + H_target)
 
-the other agents' actions in the actor loss being the replayed ones, as MADDPG's. Box
-actions: a tanh-squashed Gaussian with a state-dependent std (log std clamped to
+the other agents' actions in the actor loss being the replayed ones, as MADDPG's. With a
+common critic (``critic: common``, the AI Arena's code, ``arena5/algos/masac/masac.py``) one
+twin pair learns the team's reward r = sum_i r_i for all agents, every agent's action in
+the actor step is its current policy's, and the losses are summed over the agents as that
+code sums them:
+
+    y = r + discount * (min_c Q'_c(o', a'_1, ..., a'_N) - sum_i alpha_i log pi_i(a'_i|o'_i))
+    actor loss = sum_i mean_b (alpha_i log pi_i(a~_i|o_i) - min_c Q_c(o, a~_1, ..., a~_N))
+
+so that agent i's actor follows N dQ/da~_i with the others acting as they now would.
+Box actions: a tanh-squashed Gaussian with a state-dependent std (log std clamped to
 [-20, 2]), H_target = -dim(A) (Haarnoja et al. 2018b); discrete actions: a one-hot Gumbel
 sample (straight-through), H_target = target_entropy_scale x log |A| (Christodoulou 2019
 uses 0.98). Critic targets follow by Polyak averaging; there is no target actor.
@@ -45,7 +54,7 @@ class MASACParams:
     auto_alpha: bool = True
     target_entropy_scale: float = 0.98
     max_grad_norm: float = 10.0
-    joint_critic: bool = True
+    critic: str = "joint"
 
 
 class MASAC(JointCritics):
@@ -57,7 +66,7 @@ class MASAC(JointCritics):
     def __init__(self, spec: GroupSpec, n_sets: int, params: MASACParams, device: torch.device, seed: int) -> None:
         n_actions = spec.n_actions if spec.n_actions else int(np.prod(spec.action_shape))
         out = n_actions if spec.n_actions else 2 * n_actions
-        super().__init__(spec, n_sets, params.hidden, out, 2, device, seed, actor_target=False, joint_critic=params.joint_critic)
+        super().__init__(spec, n_sets, params.hidden, out, 2, device, seed, actor_target=False, critic=params.critic)
         self.params = params
         self.log_alpha = torch.full((self.n_agents,), math.log(params.initial_alpha), device=device, requires_grad=True)
         self.target_entropy = params.target_entropy_scale * math.log(n_actions) if self.discrete else -float(n_actions)
@@ -97,7 +106,11 @@ class MASAC(JointCritics):
         with torch.no_grad():
             next_action, next_log_prob = self.policy(t["next_obs"])
             next_q = self.q(self.critics_target, self.critic_input(t["next_obs"], self.joint(next_action))).min(0).values
-            return t["reward"] + t["discount"] * (next_q - self.log_alpha.exp()[:, None] * next_log_prob)
+            entropy_term = self.log_alpha.exp()[:, None] * next_log_prob  # [N, B]
+            if self.common_critic:
+                reward, discount, _ = self.team(t)
+                return reward + discount * (next_q - (entropy_term * t["alive"]).sum(0, keepdim=True))
+            return t["reward"] + t["discount"] * (next_q - entropy_term)
 
     def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> tuple[None, dict[str, Any]]:
         """One step of every agent's critics, actor and temperature, then the critics' Polyak step."""
@@ -106,7 +119,8 @@ class MASAC(JointCritics):
         metrics = self.critic_step(t, self.critic_optimizer, s.max_grad_norm)
         own, log_prob = self.policy(t["obs"])
         self.critics.requires_grad_(False)
-        q_own = self.q(self.critics, self.critic_input(t["obs"], self.own_actions(t["action"], own))).min(0).values
+        actions = self.joint(own) if self.common_critic else self.own_actions(t["action"], own)
+        q_own = self.q(self.critics, self.critic_input(t["obs"], actions)).min(0).values  # [C, B]: a common one for every agent
         alpha = self.log_alpha.exp().detach()
         actor_loss = masked_mean(alpha[:, None] * log_prob - q_own, t["alive"])
         self.actor_optimizer.zero_grad(set_to_none=True)
@@ -152,6 +166,6 @@ def make_masac(spec: GroupSpec, config: Any, n_sets: int, device: torch.device, 
         auto_alpha=c.auto_alpha,
         target_entropy_scale=c.target_entropy_scale,
         max_grad_norm=c.max_grad_norm,
-        joint_critic=c.critic == "joint",
+        critic=c.critic,
     )
     return MASAC(spec, n_sets, params, device, seed)

@@ -374,8 +374,10 @@ class CentralisedConfig(Strict):
     target_entropy_scale: float = Field(0.98, gt=0, description="masac, discrete: the target entropy is this x log |A|")
     max_grad_norm: float = Field(10.0, gt=0, description="each parameter set's gradient norm (EPyMARL's 10; HARL clips none)")
     param_sharing: bool = Field(False, description="one actor for the group's agents (critics stay one per agent)")
-    critic: Literal["joint", "own"] = Field(
-        "joint", description="joint: each agent's critic sees every agent's observation and action; own: its agent's only (independent learners)"
+    critic: Literal["joint", "own", "common"] = Field(
+        "joint", description="joint: each agent's critic sees every agent's observation and action; own: its agent's only (independent learners); "
+        "common (masac): one critic for the team on every observation and action, learning the summed reward, each actor stepped through "
+        "it with every agent's current action (the AI Arena's MASAC code)"
     )
     time_limit_as_terminal: bool = False
 
@@ -388,6 +390,8 @@ class CentralisedConfig(Strict):
     def _batch_fits(self) -> "CentralisedConfig":
         if self.batch_size > self.buffer_size:
             raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower centralised.batch_size")
+        if self.critic == "common" and self.algo != "masac":
+            raise ValueError(f"centralised.critic=common is built for masac (the AI Arena's MASAC), not {self.algo}: use critic=joint, or algo=masac")
         if not self.auto_alpha and self.alpha_lr != type(self).model_fields["alpha_lr"].default:
             raise ValueError("centralised.alpha_lr is the learnt temperature's, and auto_alpha=false fixes it at initial_alpha: remove alpha_lr, or set auto_alpha=true")
         return self

@@ -78,7 +78,7 @@ def test_each_agents_action_comes_from_its_own_observation(n_sets):
 def test_an_own_critic_sees_only_its_agents_observation_and_action():
     """``critic: own``: independent learners on the same joint rows (paper 004's SAC per entity)."""
     spec = _box_spec(n=3, obs=2, act=1)
-    algorithm = _maddpg(spec, joint_critic=False)
+    algorithm = _maddpg(spec, critic="own")
     t = algorithm.tensors(_batch(spec, 4, np.random.default_rng(2)))
     own = torch.randn(3, 4, 1)
     x = algorithm.critic_input(t["obs"], algorithm.own_actions(t["action"], own))
