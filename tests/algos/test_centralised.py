@@ -121,9 +121,54 @@ def test_masacs_temperature_moves_toward_its_target_entropy(spec):
     assert np.isfinite(metrics["entropy"])
 
 
-def _corridor_run(algo: str, steps: int):
+def _masac(spec: GroupSpec, **changes) -> MASAC:
+    params = MASACParams(**{"actor_lr": 1e-3, "critic_lr": 1e-3, "alpha_lr": 1e-3, "hidden": (16,), "tau": 0.01, **changes})
+    return MASAC(spec, spec.n_agents, params, CPU, seed=0)
+
+
+def test_a_common_critic_is_one_for_the_team_and_learns_its_summed_reward():
+    """One twin pair reads every observation and action; its target is the agents' rewards
+    summed (here with the target critics at 0 and the temperature at about 0)."""
+    spec = _box_spec(n=3, obs=2, act=1)
+    algorithm = _masac(spec, critic="common")
+    assert algorithm.critic_sets == 1 and [c.layers[0].weight.shape[0] for c in algorithm.critics] == [1, 1]
+    batch = _batch(spec, 5, np.random.default_rng(3))
+    t = algorithm.tensors(batch)
+    assert algorithm.replayed(t).shape == (1, 5, 3 * (2 + 1))
+    with torch.no_grad():
+        for p in algorithm.critics_target.parameters():
+            p.zero_()
+        algorithm.log_alpha.fill_(-60.0)
+    y = algorithm.targets(t)
+    assert y.shape == (1, 5)
+    torch.testing.assert_close(y[0], torch.as_tensor(batch["reward"][0].sum(-1)))
+
+
+def test_with_a_common_critic_every_actor_steps_with_every_agents_current_action():
+    """Two batches that differ only in their replayed actions: with the critics held (a
+    learning rate of 1e-12), a common critic's actor step gives the same actors (it reads
+    every agent's current action), a joint critic's not (it reads the others' replayed ones)."""
+    spec = _box_spec(n=3, obs=2, act=1)
+    first = _batch(spec, 16, np.random.default_rng(4))
+    second = {**first, "action": np.random.default_rng(5).uniform(-1, 1, first["action"].shape).astype(np.float32)}
+    for critic, same in (("common", True), ("joint", False)):
+        actors = []
+        for batch in (first, second):
+            algorithm = _masac(spec, critic=critic, critic_lr=1e-12, auto_alpha=False)
+            algorithm.update(batch)
+            actors.append(torch.cat([p.detach().reshape(-1) for p in algorithm.actor.parameters()]))
+        gap = (actors[0] - actors[1]).abs().max()
+        assert (gap < 1e-6) if same else (gap > 1e-5), (critic, gap)
+
+
+def test_a_common_critic_is_refused_for_maddpg_and_matd3():
+    with pytest.raises(ConfigError, match="critic=common is built for masac"):
+        build_config({"env": {"name": "cooperative-navigation"}, "centralised": {"algo": "matd3", "critic": "common"}})
+
+
+def _corridor_run(algo: str, steps: int, **changes):
     section = {"algo": algo, "random_steps": 500, "hidden": [32], "batch_size": 64, "buffer_size": 5000, "fragment_length": 4, "updates_per_fragment": 1,
-               "actor_lr": 3e-3, "critic_lr": 3e-3, **({"initial_alpha": 0.2, "target_entropy_scale": 0.5} if algo == "masac" else {})}
+               "actor_lr": 3e-3, "critic_lr": 3e-3, **({"initial_alpha": 0.2, "target_entropy_scale": 0.5} if algo == "masac" else {}), **changes}
     config = build_config({
         "preset": f"corridor-{algo}", "total_steps": steps, "report_interval": 500, "eval": {"interval": steps, "episodes": 8},
         "env": {"name": "corridor", "settings": {"n_agents": 2, "length": 4, "max_steps": 12}, "num_envs": 4}, "centralised": section,
@@ -134,14 +179,14 @@ def _corridor_run(algo: str, steps: int):
     return run
 
 
-@pytest.mark.parametrize("algo", ["maddpg", "masac"])
-def test_discrete_centralised_critics_learn_the_corridor(algo):
+@pytest.mark.parametrize(("algo", "critic"), [("maddpg", "joint"), ("masac", "joint"), ("masac", "common")])
+def test_discrete_centralised_critics_learn_the_corridor(algo, critic):
     """Two runners in corridors of 4 cells, reward 1 at the end (and they leave: their rows'
     alive masks drop them): both reach it greedily once learnt. A greedy policy reaches it
     only if it moves right in each of the 3 cells: an untrained pair does with chance 1/64.
     An update per 4 env steps (``fragment_length``) and learning rates of 3e-3 make it quick;
     MASAC's target entropy of half the uniform policy's lets its policy settle on a side."""
-    run = _corridor_run(algo, 3000)
+    run = _corridor_run(algo, 3000, critic=critic)
     assert run.reporter.history[-1]["eval_reward_mean"] == 2.0
 
 

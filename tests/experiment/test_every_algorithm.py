@@ -78,7 +78,16 @@ def _cases() -> list:
 def test_every_algorithm_acts_learns_checkpoints_and_resumes_exactly(algo, pool, tmp_path, request):
     if pool == "ray":
         request.getfixturevalue("local_ray")
-    config = build_config(_config(algo, POOLS[pool]))
+    _trains_and_resumes_exactly(build_config(_config(algo, POOLS[pool])), tmp_path)
+
+
+def test_masac_with_a_common_critic_resumes_exactly(tmp_path):
+    """The team's one critic (``critic: common``) is state like the per-agent ones."""
+    settings = _config("masac", POOLS["local"])
+    _trains_and_resumes_exactly(build_config({**settings, "centralised": {**settings["centralised"], "critic": "common"}}), tmp_path)
+
+
+def _trains_and_resumes_exactly(config, tmp_path) -> None:
     straight = build_run(config, tmp_path / "straight", verbose=False)
     straight.train()
     straight.close()
