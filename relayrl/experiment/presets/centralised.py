@@ -9,13 +9,14 @@ from typing import Any
 from relayrl.experiment.presets.common import Presets, merge
 from relayrl.experiment.presets.super import DOMAINS, MAGENT_DQN
 
-# Paper 004's MASAC (its public code, ``arena5/algos/masac``): Adam 1e-3 everywhere, gamma
-# 0.99, Polyak 0.995, a fixed temperature of 0.2, batches of 100 from a 1M replay, 10,000
-# random steps, 256-256 ReLU networks, and per worker 50 updates after every 50 of its env
-# steps, the gradients averaged over the 8 workers: here one update of 8 x 100 rows per
-# step of the 8 copies. The paper's curves run to about 18M env steps.
+# Paper 004's MASAC (its public code, ``arena5/algos/masac``): one common twin critic on the
+# summed reward with every actor stepped through it at the agents' current actions, Adam 1e-3
+# everywhere, gamma 0.99, Polyak 0.995, a fixed temperature of 0.2, batches of 100 from a 1M
+# replay, 10,000 random steps, 256-256 ReLU networks, and per worker 50 updates after every
+# 50 of its env steps, the gradients averaged over the 8 workers: here one update of 8 x 100
+# rows per step of the 8 copies. The paper's curves run to about 18M env steps.
 ARENA_MASAC: dict[str, Any] = {
-    "algo": "masac", "actor_lr": 1e-3, "critic_lr": 1e-3, "tau": 0.005, "gamma": 0.99, "initial_alpha": 0.2, "auto_alpha": False,
+    "algo": "masac", "critic": "common", "actor_lr": 1e-3, "critic_lr": 1e-3, "tau": 0.005, "gamma": 0.99, "initial_alpha": 0.2, "auto_alpha": False,
     "batch_size": 800, "buffer_size": 1_000_000, "random_steps": 10_000, "hidden": [256, 256],
     "fragment_length": 400, "updates_per_fragment": 50,
 }
