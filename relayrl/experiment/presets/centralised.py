@@ -38,7 +38,7 @@ NAVIGATION_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "sac-joint": (
         "one SAC agent whose observation and action are the 3 entities' together, 8 copies",
-        {"env": {"settings": {"joint_agent": True}}},
+        {"env": {"settings": {"joint_agent": True}}, "centralised": {"critic": "joint"}},  # one agent: its joint critic is the team's
     ),
 }
 
