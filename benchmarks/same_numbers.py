@@ -51,6 +51,7 @@ CASES = [
     ("spread-mappo-jaxmarl", "spread-mappo-jaxmarl", ["total_steps=6144", "report_interval=2048", "eval.interval=4096", "eval.episodes=4", "checkpoint_interval=6144"]),
     ("lbf-8x8-2p-2f-seac", "lbf-8x8-2p-2f-seac", EPISODES),
     ("pursuit-maddpg", "pursuit-maddpg", [*PURSUIT, "centralised.random_steps=1000", "centralised.batch_size=256"]),
+    ("spread-continuous-masac", "spread-continuous-masac", [*PURSUIT, "centralised.random_steps=1000", "centralised.batch_size=256"]),
     ("predator-prey-small-pbt-qmix", "predator-prey-small-pbt-qmix", [*EPISODES[1:], *EPISODE_ROUNDS]),
     ("pursuit-small-pbt-super", "pursuit-small-pbt-super", [*PURSUIT[1:], *ROUNDS]),
     ("battle-2v2-selfplay", "battle-2v2-selfplay", [*MAGENT[1:-1], "checkpoint_interval=400", "eval={interval: 0}", *ROUNDS]),
