@@ -43,7 +43,7 @@ def disks(centres: np.ndarray, radii: np.ndarray, colours: np.ndarray, size: int
     return image
 
 
-def grid_image(colours: np.ndarray, cell: int = 16) -> np.ndarray:
+def grid_image(colours: np.ndarray, cell: int = 24) -> np.ndarray:
     """A grid of coloured cells ``[X, Y, 3]`` (x right, y down, as the grid games index
     them) as an image of ``cell`` pixels a side, with a thin line between cells."""
     image = np.repeat(np.repeat(colours.transpose(1, 0, 2), cell, axis=0), cell, axis=1)

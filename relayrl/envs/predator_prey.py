@@ -179,7 +179,7 @@ class PredatorPreyVectorEnv(ArrayGames):
         alive = self.prey_alive[game]
         grid[self.prey[game][alive]] = np.where((self.prey_type[alive] == STAG)[:, None], GROUP_COLOURS[1], GROUP_COLOURS[3])
         grid[self.predators[game]] = np.where(self.frozen[game][:, None], GROUP_COLOURS[0] // 2, GROUP_COLOURS[0])
-        return grid_image(grid.reshape(s.x_size, s.y_size, 3), 24)
+        return grid_image(grid.reshape(s.x_size, s.y_size, 3))
 
     # ----- games --------------------------------------------------------------------
     def _spawn(self, games: np.ndarray, cells: np.ndarray) -> None:

@@ -314,7 +314,7 @@ class PursuitVectorEnv(ArrayGames):
         grid[px, py] = GROUP_COLOURS[0]
         ex, ey = self.evaders[game][self.evader_alive[game]].T
         grid[ex, ey] = GROUP_COLOURS[1]
-        return grid_image(grid, 24)
+        return grid_image(grid)
 
     def game_arrays(self) -> tuple[np.ndarray, ...]:
         return (self.pursuers, self.evaders, self.evader_alive, self.frames)
