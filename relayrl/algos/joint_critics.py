@@ -85,6 +85,10 @@ class JointCritics:
         self.critics = nn.ModuleList(StackedMLP(self.critic_sets, [inputs, *hidden, 1]) for _ in range(n_critics)).to(device)
         self.critics_target = copy.deepcopy(self.critics).requires_grad_(False)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False) if actor_target else None
+        # the parameter lists every update walks, made once (loading a state copies into these tensors)
+        self.actor_params, self.critic_params = list(self.actor.parameters()), list(self.critics.parameters())
+        self.critic_target_params = list(self.critics_target.parameters())
+        self.actor_target_params = list(self.actor_target.parameters()) if actor_target else []
         self.generator = torch.Generator(device=device).manual_seed(seed)
         self.rng = np.random.default_rng(seed)
         self.updates = 0
@@ -165,7 +169,7 @@ class JointCritics:
         loss = masked_mean(((self.q(self.critics, self.replayed(t)) - y) ** 2).sum(0), rows)
         optimizer.zero_grad(set_to_none=True)
         loss.sum().backward()  # each agent's critic gets its own loss's gradient
-        grad_norm = clip_grad_norm_per_set(list(self.critics.parameters()), self.critic_sets, max_grad_norm)
+        grad_norm = clip_grad_norm_per_set(self.critic_params, self.critic_sets, max_grad_norm)
         optimizer.step()
         return {"critic_loss": float(loss.detach().mean()), "grad_norm": float(grad_norm.mean())}
 
@@ -215,6 +219,20 @@ class JointCritics:
 
     def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> tuple[None, dict[str, float]]:
         raise NotImplementedError
+
+    def actor_step(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer, max_grad_norm: float) -> None:
+        """One step of every actor on ``loss [N]`` (summed: each agent's actor gets its own
+        loss's gradient); the critics it passes through get no gradient."""
+        optimizer.zero_grad(set_to_none=True)
+        torch.autograd.backward(loss.sum(), inputs=self.actor_params)
+        clip_grad_norm_per_set(self.actor_params, self.n_sets, max_grad_norm)
+        optimizer.step()
+
+    def follow(self, tau: float) -> None:
+        """Every target network's Polyak step toward its online network (Lillicrap et al. 2016)."""
+        online = self.critic_params + (self.actor_params if self.actor_target is not None else [])
+        with torch.no_grad():
+            torch._foreach_lerp_(self.critic_target_params + self.actor_target_params, online, tau)
 
     # ----------------------------------------------------------------- state
     def modules(self) -> dict[str, nn.Module]:

@@ -19,11 +19,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from relayrl.algos.actor_critic import soft_update
 from relayrl.algos.algorithm import Weights, base_algorithm
 from relayrl.algos.joint_critics import JointCritics, masked_mean
 from relayrl.core.specs import GroupSpec
-from relayrl.nets.stacked import clip_grad_norm_per_set
 
 
 @dataclass(frozen=True)
@@ -94,18 +92,12 @@ class MADDPG(JointCritics):
         self.updates += 1
         if self.updates % s.policy_delay == 0:
             own, raw = self.policy(self.actor, t["obs"], smooth=False)
-            self.critics.requires_grad_(False)
             q_own = self.q(self.critics[:1], self.critic_input(t["obs"], self.own_actions(t["action"], own)))[0]
             actor_loss = -masked_mean(q_own, t["alive"])
             if self.discrete and s.logits_penalty > 0:
                 actor_loss = actor_loss + s.logits_penalty * raw.pow(2).mean(dim=(1, 2))
-            self.actor_optimizer.zero_grad(set_to_none=True)
-            actor_loss.sum().backward()
-            self.critics.requires_grad_(True)
-            clip_grad_norm_per_set(list(self.actor.parameters()), self.n_sets, s.max_grad_norm)
-            self.actor_optimizer.step()
-            soft_update(self.actor_target, self.actor, s.tau)
-            soft_update(self.critics_target, self.critics, s.tau)
+            self.actor_step(actor_loss, self.actor_optimizer, s.max_grad_norm)
+            self.follow(s.tau)
             metrics["actor_loss"] = float(actor_loss.detach().mean())
         return None, metrics
 

@@ -34,11 +34,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from relayrl.algos.actor_critic import soft_update
 from relayrl.algos.algorithm import Weights
 from relayrl.algos.joint_critics import JointCritics, masked_mean
 from relayrl.core.specs import GroupSpec
-from relayrl.nets.stacked import clip_grad_norm_per_set
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 
@@ -118,22 +116,17 @@ class MASAC(JointCritics):
         t = self.tensors(batch)
         metrics = self.critic_step(t, self.critic_optimizer, s.max_grad_norm)
         own, log_prob = self.policy(t["obs"])
-        self.critics.requires_grad_(False)
         actions = self.joint(own) if self.common_critic else self.own_actions(t["action"], own)
         q_own = self.q(self.critics, self.critic_input(t["obs"], actions)).min(0).values  # [C, B]: a common one for every agent
         alpha = self.log_alpha.exp().detach()
         actor_loss = masked_mean(alpha[:, None] * log_prob - q_own, t["alive"])
-        self.actor_optimizer.zero_grad(set_to_none=True)
-        actor_loss.sum().backward()
-        self.critics.requires_grad_(True)
-        clip_grad_norm_per_set(list(self.actor.parameters()), self.n_sets, s.max_grad_norm)
-        self.actor_optimizer.step()
+        self.actor_step(actor_loss, self.actor_optimizer, s.max_grad_norm)
         if s.auto_alpha:
             alpha_loss = -masked_mean(self.log_alpha[:, None] * (log_prob.detach() + self.target_entropy), t["alive"])
             self.alpha_optimizer.zero_grad(set_to_none=True)
             alpha_loss.sum().backward()
             self.alpha_optimizer.step()
-        soft_update(self.critics_target, self.critics, s.tau)
+        self.follow(s.tau)
         self.updates += 1
         return None, {
             **metrics,
