@@ -11,6 +11,7 @@ from relayrl.algos.masac import MASAC, MASACParams
 from relayrl.core.errors import ConfigError
 from relayrl.core.specs import GroupSpec
 from relayrl.experiment import build_config, build_run
+from relayrl.experiment.presets import load_preset
 
 CPU = torch.device("cpu")
 
@@ -237,3 +238,21 @@ def test_a_centralised_config_that_updates_more_often_than_it_steps_says_so_with
     config["centralised"] = {"algo": "masac"}
     build_config(config)
     assert not [w for w in recwarn if "updates_per_fragment" in str(w.message)]
+
+
+def test_sac_per_entity_is_one_single_agent_policy_whose_workers_are_the_entities():
+    """Paper 004, Fig. 11's SAC per entity as the Arena assigns it (the preset's match): each
+    entity a worker of its own of one one-agent policy, so every entity's step of every copy
+    is one row of that policy's replay, and its critic reads one entity's observation and action."""
+    config = load_preset("navigation-sac-entity").model_dump(mode="json")
+    config["env"]["num_envs"] = 2
+    config["centralised"].update(random_steps=100, batch_size=32, hidden=[16], fragment_length=8, updates_per_fragment=1)
+    config.update(total_steps=200, eval={"interval": 0})
+    run = build_run(build_config(config), None, verbose=False)
+    run.train()
+    run.close()
+    learner = run.learners["sac"]
+    assert list(run.policies) == ["sac"] and learner.spec.n_agents == 1
+    assert learner.replay.size[0] == 3 * 200  # the 3 entities of each of the 200 env steps (100 steps of 2 copies)
+    observation, action = 14, 2  # own velocity and position, the targets and the other agents relative to it; a 2D force
+    assert learner.algorithm.critics[0].layers[0].weight.shape[1] == observation + action

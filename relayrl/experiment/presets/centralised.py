@@ -28,13 +28,15 @@ NAVIGATION_RUN: dict[str, Any] = {
     "eval": {"interval": 60_000, "episodes": 16},
     "checkpoint_interval": 300_000,
 }
-# name -> (description, overrides): Fig. 11's three assignments of the 3 entities.
+# name -> (description, overrides): Fig. 11's three assignments of the 3 entities, as the Arena
+# writes them: a match (which policy drives each entity, a bracket one worker of its own) or, for
+# one agent of all three, the env's joint_agent (the paper's "slight environment modification").
 NAVIGATION_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "masac": ("MASAC: one worker drives the 3 entities of each of 8 copies, critics on every entity's observation and action", {}),
+    "masac": ("MASAC: one worker drives the 3 entities of each of 8 copies, one common critic on every entity's observation and action", {}),
     "sac-entity": (
-        "SAC per entity: one SAC policy drives each entity on its own (shared actor, critics on the entity's own observation "
-        "and action), 6 copies as the paper's 18 workers",
-        {"env": {"num_envs": 6}, "centralised": {"critic": "own", "param_sharing": True}},
+        "SAC per entity: each entity a worker of its own of one single-agent SAC policy (one actor and one twin critic on an "
+        "entity's own observation and action), 6 copies as the paper's 18 workers",
+        {"env": {"num_envs": 6}, "centralised": {"critic": "own"}, "policies": {"sac": {}}, "match": [{"agent": [["sac"]] * 3}]},
     ),
     "sac-joint": (
         "one SAC agent whose observation and action are the 3 entities' together, 8 copies",
