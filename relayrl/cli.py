@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--domains", nargs="+", help="super: pursuit, battle, adversarial-pursuit (default: all)")
     reproduce.add_argument("--tasks", nargs="+", help="dase: halfcheetah, swimmer, ant, lunarlander, ... (default: halfcheetah swimmer); seac: lbf-8x8-2p-2f-coop, spread, pursuit, ...")
     reproduce.add_argument("--settings", nargs="+", choices=["base", "hard", "hard10", "16", "32", "small"], help="accmer: Predator-Prey settings (default: base hard)")
-    reproduce.add_argument("--examples", nargs="+", help="arena: curriculum, pbt, curriculum-pursuit, pbt-pursuit, tournament, selfplay (default: all)")
+    reproduce.add_argument("--examples", nargs="+", help="arena: curriculum, pbt, curriculum-pursuit, pbt-pursuit, pbt-pong, navigation, tournament, selfplay (default: all)")
     reproduce.add_argument("--algos", nargs="+", help="variants, e.g. ddqn super-quantile (default: the whole grid)")
     reproduce.add_argument("--seeds", type=_at_least(1), default=3)
     reproduce.add_argument("--steps", type=_at_least(1), help="env steps per run (default: super: the paper's per domain; dase: 300k per agent)")

@@ -1,12 +1,13 @@
 """relayrl reproduce arena: the examples' grid, their report from copied runs, the PBT
-table's best member per round."""
+table's best member per round, the navigation runs' env steps to each greedy return."""
 
 import math
 import subprocess
 import sys
 
-from relayrl.experiment.papers.arena import EXAMPLES, LAST_EVALUATIONS, best_per_round, grid, round_means
+from relayrl.experiment.papers.arena import EXAMPLES, LAST_EVALUATIONS, best_per_round, grid, navigation_table, round_means
 from relayrl.experiment.papers.common import final_reward
+from relayrl.experiment.presets import load_preset
 
 
 def test_the_grid_runs_each_scheme_and_its_baseline_seed_by_seed():
@@ -43,6 +44,34 @@ def test_the_report_of_an_empty_grid_says_what_has_not_run(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     table = (tmp_path / "out" / "tables.md").read_text()
-    assert table.count("not run") == 12 and "predator-prey-small-pbt-qmix" in table and "pong-pbt-ppo" in table and "pursuit-small-pbt-super" in table
+    assert table.count("not run") == 15 and "navigation-sac-entity" in table and "predator-prey-small-pbt-qmix" in table and "pong-pbt-ppo" in table and "pursuit-small-pbt-super" in table
     refused = subprocess.run([sys.executable, "-m", "relayrl.cli", "reproduce", "super", "--examples", "pbt", "--dry-run"], capture_output=True, text=True)
     assert refused.returncode != 0 and "--examples" in refused.stderr
+
+
+def test_the_navigation_example_trains_figure_11s_three_assignments_for_the_papers_steps():
+    jobs = grid(["navigation"], 1)
+    assert [j.preset for j in jobs] == ["navigation-masac", "navigation-sac-entity", "navigation-sac-joint"]
+    assert {j.steps for j in jobs} == {18_000_000}
+
+
+def _copied_run(results, preset: str, seed: int, rows: list[tuple[int, float]]) -> None:
+    """A run's metrics as ``grid.collect`` copies them: ``runs/<preset>-<hash>/<seed>/metrics.csv``."""
+    run = results / "runs" / f"{preset}-{load_preset(preset).config_hash()}" / str(seed)
+    run.mkdir(parents=True)
+    lines = ["env_steps,episode_reward_mean,eval_reward_mean", *(f"{s},{e / 2},{e}" for s, e in rows)]
+    (run / "metrics.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_the_navigation_table_gives_the_first_env_step_at_each_greedy_return_over_the_seeds_that_reached_it(tmp_path):
+    _copied_run(tmp_path, "navigation-masac", 0, [(100, 50.0), (200, 320.0), (300, 610.0), (400, 820.0)])
+    _copied_run(tmp_path, "navigation-masac", 1, [(100, 310.0), (200, 290.0), (300, 650.0)])
+    _copied_run(tmp_path, "navigation-sac-joint", 0, [(100, 20.0), (200, float("nan")), (300, 30.0)])
+    lines = navigation_table(tmp_path).splitlines()
+    masac, entity, joint = lines[2:]
+    # greedy: the seeds' means of their evaluations, 450 and 416.67; seed 0 first passes 300 at 200 and seed 1 at
+    # 100; both pass 600 at 300; only seed 0 reaches 800
+    assert masac.endswith("| 2 | 300-400 | 433.33 (16.67) | 150 (2 of 2) | 300 (2 of 2) | 400 (1 of 2) |")
+    assert "| 0 | - | - |" in entity
+    assert joint.endswith("| 1 | 300 | 25.00 | - (0 of 1) | - (0 of 1) | - (0 of 1) |")
+    assert navigation_table(tmp_path / "none") is None

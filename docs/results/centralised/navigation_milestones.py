@@ -8,9 +8,11 @@ step at which a greedy evaluation reached each mark (``-`` where none has yet).
 """
 
 import argparse
-import csv
 import math
 from pathlib import Path
+
+from relayrl.experiment.metrics import read_metrics
+from relayrl.experiment.papers.common import first_reaching
 
 
 def main() -> None:
@@ -21,13 +23,11 @@ def main() -> None:
     print("| run | env steps | training (last 100k) | greedy, last three | " + " | ".join(f"first greedy >= {m:g}" for m in args.marks) + " |")
     print("|---|---:|---:|---|" + "---:|" * len(args.marks))
     for run in args.runs:
-        with open(run / "metrics.csv") as file:
-            rows = [(int(r["env_steps"]), float(r["episode_reward_mean"]), float(r["eval_reward_mean"])) for r in csv.DictReader(file)]
-        last = rows[-1][0]
-        training = [r for s, r, _ in rows if s > last - 100_000 and not math.isnan(r)]
-        evals = [(s, e) for s, _, e in rows if not math.isnan(e)]
-        firsts = [next((f"{s:,}" for s, e in evals if e >= mark), "-") for mark in args.marks]
-        greedy = ", ".join(f"{e:.1f}" for _, e in evals[-3:])
+        rows = read_metrics(run)
+        last = int(rows[-1]["env_steps"])
+        training = [r["episode_reward_mean"] for r in rows if r["env_steps"] > last - 100_000 and not math.isnan(r["episode_reward_mean"])]
+        firsts = [f"{s:,}" if (s := first_reaching(rows, mark)) is not None else "-" for mark in args.marks]
+        greedy = ", ".join(f"{e:.1f}" for e in [r["eval_reward_mean"] for r in rows if not math.isnan(r["eval_reward_mean"])][-3:])
         print(f"| {run} | {last:,} | {sum(training) / len(training):.1f} | {greedy} | " + " | ".join(firsts) + " |")
 
 

@@ -60,6 +60,12 @@ def final_rewards(runs: list[Rows], step: int, last: int, *, after_step: bool = 
     return [v for v in values if not math.isnan(v)]
 
 
+def first_reaching(rows: Rows, mark: float, key: str = "eval_reward_mean") -> int | None:
+    """The first env step at which ``key`` (a greedy evaluation by default) reached ``mark``;
+    None where it has not yet."""
+    return next((int(r["env_steps"]) for r in rows if not math.isnan(r[key]) and r[key] >= mark), None)
+
+
 def n_seeds(n: int) -> str:
     return f"{n} seed{'s' if n > 1 else ''}"
 
