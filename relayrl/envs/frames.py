@@ -19,7 +19,7 @@ OBSTACLE = np.array([110, 110, 110], np.uint8)
 
 # what ``--record`` can draw, for the message where an env cannot
 DRAWN = ("cooperative-navigation, simple-spread, simple-tag, simple-reference, pursuit, predator-prey, atari, battle, adversarial-pursuit, "
-         "pursuit-pz, and PettingZoo envs by module path that render rgb_array frames (mpe2, pettingzoo.sisl)")
+         "pursuit-pz, gym-multiagent (LBF, RWARE), and PettingZoo envs by module path that render rgb_array frames (mpe2, pettingzoo.sisl)")
 
 
 def disks(centres: np.ndarray, radii: np.ndarray, colours: np.ndarray, size: int = 400, extent: float | None = None) -> np.ndarray:

@@ -13,7 +13,10 @@ makes one by its id and hands it on as agents ``agent_0 .. agent_{N-1}`` (one gr
 - an episode cut by a step limit is truncated, not terminated: LBF terminates only when
   all food is collected; RWARE never terminates (its step and inactivity limits truncate);
 - ``state()`` is the agents' observations concatenated (neither env has a global state
-  vector).
+  vector);
+- made with ``render_mode="rgb_array"`` (``relayrl eval --record``), LBF and RWARE are
+  drawn here from their state (their own renderers open a window); another env by
+  ``module:EnvId`` is made with that render_mode and draws itself.
 
 Its config section, ``gym-multiagent``, is here too: ``settings.env_id`` and the env
 constructor's ``kwargs``.
@@ -34,6 +37,7 @@ from pydantic import Field, model_validator
 from relayrl.core.specs import PIXEL_RANGE, pixels_of
 from relayrl.core.strict import Strict
 from relayrl.envs.flat_spaces import flat_box, flatten_obs
+from relayrl.envs.frames import BACKGROUND, GROUP_COLOURS, LANDMARK, OBSTACLE, grid_image
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 from relayrl.envs.section import EnvSection
 
@@ -103,14 +107,14 @@ def _constructor_kwargs(spec: gym.envs.registration.EnvSpec, kwargs: dict[str, A
     return converted
 
 
-def make_gym_env(env_id: str, kwargs: dict[str, Any] | None = None) -> gym.Env:
+def make_gym_env(env_id: str, kwargs: dict[str, Any] | None = None, render_mode: str | None = None) -> gym.Env:
     """``env_id`` made with ``kwargs`` over its registered constructor arguments. Through the
     spec rather than ``gym.make(env_id, **kwargs)``, where ``max_episode_steps`` would set a
     TimeLimit wrapper instead of LBF's own limit. The passive checker is off: it expects one
     agent's float reward."""
     spec = env_spec(env_id)
     merged = {**spec.kwargs, **_constructor_kwargs(spec, kwargs or {})}
-    return gym.make(dataclasses.replace(spec, kwargs=merged), disable_env_checker=True)
+    return gym.make(dataclasses.replace(spec, kwargs=merged), disable_env_checker=True, **({"render_mode": render_mode} if render_mode else {}))
 
 
 @functools.cache
@@ -161,6 +165,43 @@ def _converter(space: spaces.Space) -> tuple[spaces.Box, Any]:
     return flat_box(space), lambda o: flatten_obs(space, o)
 
 
+def _mixed(colour: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """``colour`` faded toward the background: full at weight 1 ``[..., 3]``."""
+    return (BACKGROUND + np.asarray(weight, np.float32)[..., None] * (colour.astype(np.float32) - BACKGROUND)).astype(np.uint8)
+
+
+def draw_foraging(game: Any) -> np.ndarray:
+    """An LBF field: food green and each player in the team's colour, both the stronger the
+    higher their level (as a share of the highest on the field)."""
+    food = game.field.T  # [row, col] -> x right, y down
+    top = max(int(food.max()), *(int(p.level) for p in game.players), 1)
+    colours = np.broadcast_to(BACKGROUND, (*food.shape, 3)).copy()
+    colours[food > 0] = _mixed(GROUP_COLOURS[2], 0.35 + 0.65 * food[food > 0] / top)
+    for player in game.players:
+        row, col = player.position
+        colours[col, row] = _mixed(GROUP_COLOURS[0], 0.35 + 0.65 * int(player.level) / top)
+    return grid_image(colours)
+
+
+def draw_warehouse(game: Any) -> np.ndarray:
+    """An RWARE floor: goals dark, shelves grey (the requested ones amber), robots in the
+    team's colour (darker while carrying a shelf)."""
+    rows, cols = game.grid_size
+    colours = np.broadcast_to(BACKGROUND, (cols, rows, 3)).copy()
+    for x, y in game.goals:
+        colours[x, y] = LANDMARK
+    requested = {id(shelf) for shelf in game.request_queue}
+    for shelf in game.shelfs:
+        colours[shelf.x, shelf.y] = GROUP_COLOURS[3] if id(shelf) in requested else OBSTACLE
+    for robot in game.agents:
+        colours[robot.x, robot.y] = GROUP_COLOURS[0] // 2 if robot.carrying_shelf is not None else GROUP_COLOURS[0]
+    return grid_image(colours)
+
+
+# id prefix (``PACKAGES``) -> what draws that family's games from its state
+DRAWINGS: dict[str, Any] = {"Foraging": draw_foraging, "rware": draw_warehouse}
+
+
 def _is_lbf(game: gym.Env) -> bool:
     return type(game).__module__.startswith("lbforaging.")
 
@@ -173,8 +214,9 @@ class GymMultiAgentEnv(ParallelEnv):
     """One Gymnasium env with Tuple spaces (``make_gym_env(env_id, kwargs)``) as a PettingZoo
     Parallel env of agents ``agent_0 .. agent_{N-1}``, all present until the episode ends."""
 
-    def __init__(self, env_id: str, kwargs: dict[str, Any] | None = None) -> None:
-        self.env = make_gym_env(env_id, kwargs)
+    def __init__(self, env_id: str, kwargs: dict[str, Any] | None = None, render_mode: str | None = None) -> None:
+        self.drawing = next((draw for prefix, draw in DRAWINGS.items() if env_id.startswith(prefix)), None) if render_mode == "rgb_array" else None
+        self.env = make_gym_env(env_id, kwargs, None if self.drawing else render_mode)
         self.env_id = env_id
         observation_space, action_space = self.env.observation_space, self.env.action_space
         if not (isinstance(observation_space, spaces.Tuple) and isinstance(action_space, spaces.Tuple)):
@@ -185,7 +227,7 @@ class GymMultiAgentEnv(ParallelEnv):
         self.possible_agents = [f"agent_{i}" for i in range(len(action_space))]
         self.agents: list[str] = []
         self.metadata = {"name": env_id, "render_modes": list(game.metadata.get("render_modes", [])), "is_parallelizable": True}
-        self.render_mode = getattr(game, "render_mode", None)
+        self.render_mode = render_mode if self.drawing else getattr(game, "render_mode", None)
         self._converters = []
         self._observation_spaces: dict[str, spaces.Space] = {}
         self._action_spaces = dict(zip(self.possible_agents, action_space))
@@ -279,7 +321,7 @@ class GymMultiAgentEnv(ParallelEnv):
         return np.concatenate([o.reshape(-1) for o in self._last]).astype(np.float32) / self._state_divisor
 
     def render(self) -> Any:
-        return self.env.render()
+        return self.drawing(self.env.unwrapped) if self.drawing else self.env.render()
 
     def close(self) -> None:
         self.env.close()

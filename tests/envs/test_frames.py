@@ -9,7 +9,7 @@ import pytest
 
 from relayrl.core.errors import ConfigError
 from relayrl.envs import make_env_factory, make_vector_env
-from relayrl.envs.frames import GROUP_COLOURS, LANDMARK, Filmed, disks, gif_path, write_gif
+from relayrl.envs.frames import BACKGROUND, GROUP_COLOURS, LANDMARK, Filmed, disks, gif_path, write_gif
 from relayrl.envs.navigation import NavigationVectorEnv
 from relayrl.envs.predator_prey import PredatorPreyVectorEnv
 from relayrl.envs.pursuit_vector import PursuitVectorEnv
@@ -112,3 +112,36 @@ def test_what_cannot_draw_is_refused_with_the_fix(tmp_path):
 
     with pytest.raises(ConfigError, match="mine takes no render_mode"):
         EnvFactory(mine, {"size": 3}, render_mode="rgb_array").make()
+
+
+def test_lbf_and_rware_are_drawn_from_their_state_without_a_window():
+    """Their own renderers open a pyglet window; relayrl draws the field and the floor."""
+    def frame_of(env_id: str):
+        factory = dataclasses.replace(make_env_factory("gym-multiagent", {"env_id": env_id}), render_mode="rgb_array")
+        venv = make_vector_env(factory, 2)
+        venv.reset(0)
+        return venv, venv.render(1), venv.envs[1].env.env.unwrapped
+
+    venv, frame, lbf = frame_of("Foraging-8x8-2p-2f-v3")
+    try:
+        cell = lambda x, y: frame[y * 24 + 12, x * 24 + 12]  # noqa: E731 - x right, y down
+        assert frame.shape == (8 * 24, 8 * 24, 3)
+        for player in lbf.players:  # players blue, food green, the rest background
+            row, col = player.position
+            assert cell(col, row)[2] > cell(col, row)[0]
+        rows, cols = np.nonzero(lbf.field)
+        assert len(rows) == 2 and all(cell(c, r)[1] > max(cell(c, r)[0], cell(c, r)[2]) for r, c in zip(rows, cols))
+        empty = next((c, r) for r in range(8) for c in range(8) if lbf.field[r, c] == 0 and all(tuple(p.position) != (r, c) for p in lbf.players))
+        assert (cell(*empty) == BACKGROUND).all()
+    finally:
+        venv.close()
+    venv, frame, rware = frame_of("rware-tiny-2ag-v2")
+    try:
+        rows, cols = rware.grid_size
+        assert frame.shape == (rows * 24, cols * 24, 3)
+        cell = lambda x, y: frame[y * 24 + 12, x * 24 + 12]  # noqa: E731
+        assert all((cell(x, y) == LANDMARK).all() for x, y in rware.goals)
+        assert all((cell(robot.x, robot.y) == GROUP_COLOURS[0]).all() for robot in rware.agents)  # none carries a shelf yet
+        assert all((cell(s.x, s.y) == GROUP_COLOURS[3]).all() for s in rware.request_queue if all((s.x, s.y) != (a.x, a.y) for a in rware.agents))
+    finally:
+        venv.close()
