@@ -160,7 +160,7 @@ class JointCritics:
         t = self.tensors(batch)
         return (self.q(self.critics[:1], self.replayed(t))[0] - self.targets(t)).cpu().numpy()
 
-    def critic_step(self, t: dict[str, torch.Tensor], optimizer: torch.optim.Optimizer, max_grad_norm: float) -> dict[str, float]:
+    def critic_step(self, t: dict[str, torch.Tensor], optimizer: torch.optim.Optimizer, max_grad_norm: float | None) -> dict[str, float]:
         """One step of every critic toward ``targets``: ``sum_c mean_b (Q_{i,c} - y_i)^2`` per
         agent over the rows it has a step in (a common critic: over the team's rows), each
         agent's gradient clipped on its own."""
@@ -220,7 +220,7 @@ class JointCritics:
     def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> tuple[None, dict[str, float]]:
         raise NotImplementedError
 
-    def actor_step(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer, max_grad_norm: float) -> None:
+    def actor_step(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer, max_grad_norm: float | None) -> None:
         """One step of every actor on ``loss [N]`` (summed: each agent's actor gets its own
         loss's gradient); the critics it passes through get no gradient."""
         optimizer.zero_grad(set_to_none=True)

@@ -37,7 +37,7 @@ class MADDPGParams:
     policy_delay: int = 1
     gumbel_temperature: float = 1.0
     logits_penalty: float = 1e-3
-    max_grad_norm: float = 0.5
+    max_grad_norm: float | None = 0.5
     critic: str = "joint"
 
 

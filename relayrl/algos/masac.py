@@ -51,7 +51,7 @@ class MASACParams:
     initial_alpha: float = 0.2
     auto_alpha: bool = True
     target_entropy_scale: float = 0.98
-    max_grad_norm: float = 10.0
+    max_grad_norm: float | None = 10.0
     critic: str = "joint"
 
 

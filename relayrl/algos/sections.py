@@ -372,7 +372,7 @@ class CentralisedConfig(Strict):
     initial_alpha: float = Field(0.2, gt=0, description="masac: the temperature at the start")
     auto_alpha: bool = Field(True, description="masac: learn the temperature toward the target entropy")
     target_entropy_scale: float = Field(0.98, gt=0, description="masac, discrete: the target entropy is this x log |A|")
-    max_grad_norm: float = Field(10.0, gt=0, description="each parameter set's gradient norm (EPyMARL's 10; HARL clips none)")
+    max_grad_norm: float | None = Field(10.0, gt=0, description="each parameter set's gradient norm (EPyMARL's 10); null: no clipping, as HARL's and the AI Arena's code")
     param_sharing: bool = Field(False, description="one actor for the group's agents (critics stay one per agent)")
     critic: Literal["joint", "own", "common"] = Field(
         "joint", description="joint: each agent's critic sees every agent's observation and action; own: its agent's only (independent learners); "

@@ -82,13 +82,15 @@ class StackedConv2d(nn.Module):
         return F.conv2d(x, kernel.permute(0, 3, 1, 2), bias.reshape(p * c_out), groups=p)
 
 
-def clip_grad_norm_per_set(parameters: list[nn.Parameter], n_sets: int, max_norm: float) -> torch.Tensor:
+def clip_grad_norm_per_set(parameters: list[nn.Parameter], n_sets: int, max_norm: float | None) -> torch.Tensor:
     """Scales each parameter set's gradient (every tensor's rows ``[P, ...]``) to norm <=
-    ``max_norm``, exactly as ``torch.nn.utils.clip_grad_norm_`` would on that set alone;
-    returns the norms before clipping ``[P]``."""
+    ``max_norm``, exactly as ``torch.nn.utils.clip_grad_norm_`` would on that set alone
+    (``None``: no clipping); returns the norms before clipping ``[P]``."""
     grads = [p.grad for p in parameters if p.grad is not None]
     squared = torch.stack([g.pow(2).reshape(n_sets, -1).sum(dim=1) for g in grads]).sum(dim=0)
     norm = squared.sqrt()
+    if max_norm is None:
+        return norm
     scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)
     for g in grads:
         g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))

@@ -256,3 +256,19 @@ def test_sac_per_entity_is_one_single_agent_policy_whose_workers_are_the_entitie
     assert learner.replay.size[0] == 3 * 200  # the 3 entities of each of the 200 env steps (100 steps of 2 copies)
     observation, action = 14, 2  # own velocity and position, the targets and the other agents relative to it; a 2D force
     assert learner.algorithm.critics[0].layers[0].weight.shape[1] == observation + action
+
+
+def test_no_gradient_clipping_is_a_bound_never_reached():
+    """``max_grad_norm: null`` (HARL's and the AI Arena's code clip nothing) steps exactly as
+    a bound no gradient reaches, and a small bound steps otherwise."""
+    spec, batch = _box_spec(), _batch(_box_spec(), 32, np.random.default_rng(0))
+
+    def critics_after_updates(max_grad_norm: float | None) -> list[torch.Tensor]:
+        algorithm = _maddpg(spec, max_grad_norm=max_grad_norm)
+        for _ in range(3):
+            algorithm.update(batch)
+        return [p.detach().clone() for p in algorithm.critic_params + algorithm.actor_params]
+
+    unclipped, unreached, clipped = critics_after_updates(None), critics_after_updates(1e9), critics_after_updates(1e-3)
+    assert all(torch.equal(a, b) for a, b in zip(unclipped, unreached))
+    assert not all(torch.equal(a, b) for a, b in zip(unclipped, clipped))

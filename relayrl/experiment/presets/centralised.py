@@ -12,13 +12,13 @@ from relayrl.experiment.presets.super import DOMAINS, MAGENT_DQN
 # Paper 004's MASAC (its public code, ``arena5/algos/masac``): one common twin critic on the
 # summed reward with every actor stepped through it at the agents' current actions, Adam 1e-3
 # everywhere, gamma 0.99, Polyak 0.995, a fixed temperature of 0.2, batches of 100 from a 1M
-# replay, 10,000 random steps, 256-256 ReLU networks, and per worker 50 updates after every
-# 50 of its env steps, the gradients averaged over the 8 workers: here one update of 8 x 100
-# rows per step of the 8 copies. The paper's curves run to about 18M env steps.
+# replay, 10,000 random steps, 256-256 ReLU networks, no gradient clipping, and per worker 50
+# updates after every 50 of its env steps, the gradients averaged over the 8 workers: here one
+# update of 8 x 100 rows per step of the 8 copies. The paper's curves run to about 18M env steps.
 ARENA_MASAC: dict[str, Any] = {
     "algo": "masac", "critic": "common", "actor_lr": 1e-3, "critic_lr": 1e-3, "tau": 0.005, "gamma": 0.99, "initial_alpha": 0.2, "auto_alpha": False,
     "batch_size": 800, "buffer_size": 1_000_000, "random_steps": 10_000, "hidden": [256, 256],
-    "fragment_length": 400, "updates_per_fragment": 50,
+    "fragment_length": 400, "updates_per_fragment": 50, "max_grad_norm": None,
 }
 NAVIGATION_RUN: dict[str, Any] = {
     "env": {"name": "cooperative-navigation", "num_envs": 8},
@@ -46,9 +46,10 @@ NAVIGATION_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 
 # HARL's MADDPG, MATD3 and (tuned) HASAC settings on MPE's continuous spread (its public
 # configs): 20 copies, 25-step episodes, 10,000 random steps, 50 updates of 1,000 rows per
-# 1,000 env steps, 5M env steps (10M for HASAC; its 20-step returns).
+# 1,000 env steps, no gradient clipping, 5M env steps (10M for HASAC; its 20-step returns).
 SPREAD_CONTINUOUS: dict[str, Any] = {
     "env": {"name": "mpe2.simple_spread_v3", "settings": {"N": 3, "max_cycles": 25, "continuous_actions": True}, "num_envs": 20},
+    "centralised": {"max_grad_norm": None},
     "total_steps": 5_000_000,
     "report_interval": 25_000,
     "eval": {"interval": 50_000, "episodes": 40},
