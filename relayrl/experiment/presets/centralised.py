@@ -32,7 +32,10 @@ NAVIGATION_RUN: dict[str, Any] = {
 # writes them: a match (which policy drives each entity, a bracket one worker of its own) or, for
 # one agent of all three, the env's joint_agent (the paper's "slight environment modification").
 NAVIGATION_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "masac": ("MASAC: one worker drives the 3 entities of each of 8 copies, one common critic on every entity's observation and action", {}),
+    "masac": (
+        "MASAC: one worker drives the 3 entities of each of 8 copies, one common critic on every entity's observation and action",
+        {"policies": {"masac": {}}, "match": [{"agent": "masac"}]},
+    ),
     "sac-entity": (
         "SAC per entity: each entity a worker of its own of one single-agent SAC policy (one actor and one twin critic on an "
         "entity's own observation and action), 6 copies as the paper's 18 workers",
@@ -40,7 +43,8 @@ NAVIGATION_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "sac-joint": (
         "one SAC agent whose observation and action are the 3 entities' together, 8 copies",
-        {"env": {"settings": {"joint_agent": True}}, "centralised": {"critic": "joint"}},  # one agent: its joint critic is the team's
+        # one agent: its joint critic is the team's
+        {"env": {"settings": {"joint_agent": True}}, "centralised": {"critic": "joint"}, "policies": {"sac": {}}, "match": [{"agent": "sac"}]},
     ),
 }
 
