@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import importlib
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -199,7 +200,7 @@ def draw_warehouse(game: Any) -> np.ndarray:
 
 
 # id prefix (``PACKAGES``) -> what draws that family's games from its state
-DRAWINGS: dict[str, Any] = {"Foraging": draw_foraging, "rware": draw_warehouse}
+DRAWINGS: dict[str, Callable[[Any], np.ndarray]] = {"Foraging": draw_foraging, "rware": draw_warehouse}
 
 
 def _is_lbf(game: gym.Env) -> bool:
