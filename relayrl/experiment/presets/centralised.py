@@ -39,7 +39,9 @@ NAVIGATION_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "sac-entity": (
         "SAC per entity: each entity a worker of its own of one single-agent SAC policy (one actor and one twin critic on an "
         "entity's own observation and action), 6 copies as the paper's 18 workers",
-        {"env": {"num_envs": 6}, "centralised": {"critic": "own"}, "policies": {"sac": {}}, "match": [{"agent": [["sac"]] * 3}]},
+        # a step of the 6 copies is 18 rows of this policy: 50 updates per 50 such steps, each on 100 rows per worker
+        {"env": {"num_envs": 6}, "centralised": {"critic": "own", "batch_size": 1800, "fragment_length": 900},
+         "policies": {"sac": {}}, "match": [{"agent": [["sac"]] * 3}]},
     ),
     "sac-joint": (
         "one SAC agent whose observation and action are the 3 entities' together, 8 copies",
