@@ -19,7 +19,8 @@ OBSTACLE = np.array([110, 110, 110], np.uint8)
 
 # what ``--record`` can draw, for the message where an env cannot
 DRAWN = ("cooperative-navigation, simple-spread, simple-tag, simple-reference, pursuit, predator-prey, atari, battle, adversarial-pursuit, "
-         "pursuit-pz, gym-multiagent (LBF, RWARE), and PettingZoo envs by module path that render rgb_array frames (mpe2, pettingzoo.sisl)")
+         "pursuit-pz, gym-multiagent (LBF, RWARE), gym (Gymnasium envs that render rgb_array frames: MuJoCo through EGL, Box2D, classic control), "
+         "and PettingZoo envs by module path that render rgb_array frames (mpe2, pettingzoo.sisl)")
 
 
 def disks(centres: np.ndarray, radii: np.ndarray, colours: np.ndarray, size: int = 400, extent: float | None = None) -> np.ndarray:
@@ -66,7 +67,9 @@ class Filmed:
     """A vector env whose game ``game`` is drawn after its reset and after every step, until
     that game's first episode ends: the frames are the states its policies acted on, from
     the first observation to the last decision (the copy restarts as its episode ends, so
-    the state after the last step is not drawn). Everything else is the env's."""
+    the state after the last step is not drawn). Where each entity runs its own episodes
+    (``independent_episodes``: Gymnasium copies), until every one of the game's has ended
+    once. Everything else is the env's."""
 
     def __init__(self, venv: Any, game: int = 0) -> None:
         if not callable(getattr(venv, "render", None)):
@@ -83,12 +86,15 @@ class Filmed:
         observed = self.venv.reset(seed)
         self.frames = [self.venv.render(self.game)]
         self.filming = True
+        self.ended = [np.zeros(group.obs.shape[1], bool) for group in observed]
         return observed
 
     def step(self, actions: list[np.ndarray]) -> tuple[list[GroupStep], np.ndarray]:
         steps, over = self.venv.step(actions)
         if self.filming:
-            if over[self.game]:
+            for ended, step in zip(self.ended, steps):
+                ended |= step.terminated[self.game] | step.truncated[self.game]
+            if over[self.game] or (getattr(self.venv, "independent_episodes", False) and all(e.all() for e in self.ended)):
                 self.filming = False
             else:
                 self.frames.append(self.venv.render(self.game))

@@ -7,11 +7,13 @@ bootstrapping), and the finished episode is recorded for agent k. The copies for
 agent group ``[E, K, ...]`` (E = 1 for training; E > 1 steps evaluation episodes as a
 batch), so the learners above see the same interface as for Pursuit.
 Observations are float32, the networks' precision (MuJoCo's float64 is rounded once, here).
-Its config section, ``gym``, is here too.
+Made with ``render_mode="rgb_array"`` (``relayrl eval --record``), game e is drawn as its K
+copies' frames side by side. Its config section, ``gym``, is here too.
 """
 
 import functools
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -24,6 +26,7 @@ from relayrl.core.strict import Strict
 from relayrl.core.specs import GroupSpec, pixels_of
 from relayrl.envs.episodes import EpisodeStats, EpisodeTally
 from relayrl.envs.flat_spaces import combinations, env_actions, flat_box, flatten_obs
+from relayrl.envs.frames import checked_frame
 from relayrl.envs.gym_multiagent import env_spec
 from relayrl.envs.pettingzoo_adapter import check_finite_bounds
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
@@ -114,12 +117,15 @@ class GymCopiesEnv:
 
     independent_episodes = True
 
-    def __init__(self, env_id: str, n_agents: int, num_envs: int = 1, name: str = "agent", **kwargs: Any) -> None:
+    def __init__(self, env_id: str, n_agents: int, num_envs: int = 1, name: str = "agent", render_mode: str | None = None, **kwargs: Any) -> None:
         if n_agents < 1 or num_envs < 1:
             raise ValueError(f"need n_agents >= 1 and num_envs >= 1, got {n_agents} and {num_envs}")
         check_env_id(env_id)
         self.env_id = env_id
         self.num_envs, self.n_agents = num_envs, n_agents
+        if render_mode is not None:
+            kwargs = {**kwargs, "render_mode": render_mode}
+            os.environ.setdefault("MUJOCO_GL", "egl")  # MuJoCo's renderer reads it as it starts; EGL draws without a display
         self.envs = [gym.make(env_id, **kwargs) for _ in range(num_envs * n_agents)]  # copy (e, k) at e * K + k
         spec = _spec(self.envs[0], n_agents, name)
         self.groups = (spec,)
@@ -200,14 +206,19 @@ class GymCopiesEnv:
         self._logs = logs
         self.tally.returns[:, 0], self.tally.lengths[:] = state["returns"], state["lengths"]
 
+    def render(self, game: int) -> np.ndarray:
+        """Game ``game``'s K copies as they stand, side by side (made with ``render_mode="rgb_array"``)."""
+        copies = self.envs[game * self.n_agents: (game + 1) * self.n_agents]
+        return np.concatenate([checked_frame(env.render(), f"{self.env_id} copy {game * self.n_agents + k}") for k, env in enumerate(copies)], axis=1)
+
     def close(self) -> None:
         for env in self.envs:
             env.close()
 
 
-def make_gym_copies(num_envs: int, env_id: str, n_agents: int, kwargs: dict[str, Any] | None = None) -> GymCopiesEnv:
+def make_gym_copies(num_envs: int, env_id: str, n_agents: int, kwargs: dict[str, Any] | None = None, render_mode: str | None = None) -> GymCopiesEnv:
     """The ``gym`` env factory's batched constructor."""
-    return GymCopiesEnv(env_id, n_agents, num_envs, **(kwargs or {}))
+    return GymCopiesEnv(env_id, n_agents, num_envs, render_mode=render_mode, **(kwargs or {}))
 
 
 class GymSettings(Strict):

@@ -31,7 +31,9 @@ class EnvFactory:
     settings: dict[str, Any] = field(default_factory=dict)
     obs_dtypes: dict[str, str] = field(default_factory=dict)
     # A batched implementation ``(num_envs, **settings) -> VectorEnv`` with the same
-    # dynamics; where set, vector envs use it instead of E copies of ``maker``.
+    # dynamics; where set, vector envs use it instead of E copies of ``maker``. One whose
+    # envs must be made to draw (``render_mode``) takes ``render_mode`` too; the others draw
+    # themselves from their arrays.
     vectorised: Callable[..., Any] | None = None
     # whether the adapter hands up the env's ``state()``: only where a learner reads it (an
     # env's state() may be costly, or fail where its observations do not, as multiwalker's)

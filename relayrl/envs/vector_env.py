@@ -1,5 +1,6 @@
 """E copies of an environment stepped together, with auto-reset and episode bookkeeping."""
 
+import inspect
 import multiprocessing as mp
 import pickle
 import sys
@@ -248,7 +249,8 @@ def make_vector_env(factory: EnvFactory, num_envs: int, kind: str = "sync", num_
     if factory.vectorised is not None:
         if kind != "sync":
             raise ValueError(f"this environment is vectorised in-process; vector={kind!r} applies to per-copy envs only")
-        return factory.vectorised(num_envs, **factory.settings)
+        drawn = {"render_mode": factory.render_mode} if factory.render_mode and "render_mode" in inspect.signature(factory.vectorised).parameters else {}
+        return factory.vectorised(num_envs, **factory.settings, **drawn)
     if kind == "sync":
         return SyncVectorEnv(factory, num_envs, first)
     if kind == "subproc":

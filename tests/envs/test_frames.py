@@ -100,12 +100,12 @@ def test_what_cannot_draw_is_refused_with_the_fix(tmp_path):
     corridor = dataclasses.replace(make_env_factory("corridor", {}), render_mode="rgb_array")
     with pytest.raises(ConfigError, match=r"takes no render_mode .*relayrl eval --record draws cooperative-navigation.*for an env of your own"):
         make_vector_env(corridor, 1)
-    pendulum = make_vector_env(make_env_factory("gym", {"env_id": "Pendulum-v1", "n_agents": 2}), 1)
-    try:
-        with pytest.raises(ConfigError, match="cannot draw its games; relayrl eval --record draws cooperative-navigation"):
-            Filmed(pendulum)
-    finally:
-        pendulum.close()
+
+    class Undrawn:  # a user's vector env without render(game)
+        num_envs = 1
+
+    with pytest.raises(ConfigError, match="Undrawn cannot draw its games; relayrl eval --record draws cooperative-navigation"):
+        Filmed(Undrawn())
 
     def mine(size: int = 3):  # a user's maker without render_mode
         raise AssertionError("not reached")
@@ -145,3 +145,19 @@ def test_lbf_and_rware_are_drawn_from_their_state_without_a_window():
         assert all((cell(s.x, s.y) == GROUP_COLOURS[3]).all() for s in rware.request_queue if all((s.x, s.y) != (a.x, a.y) for a in rware.agents))
     finally:
         venv.close()
+
+
+@pytest.mark.parametrize("env_id", ["HalfCheetah-v5", "Pendulum-v1"])
+def test_gymnasium_copies_draw_a_games_agents_side_by_side(env_id):
+    """Game e of K agents' copies is their K frames in a row; MuJoCo draws through EGL,
+    without a display."""
+    factory = dataclasses.replace(make_env_factory("gym", {"env_id": env_id, "n_agents": 2}), render_mode="rgb_array")
+    venv = make_vector_env(factory, 2)
+    try:
+        venv.reset(0)
+        frame = venv.render(1)
+        alone = venv.envs[2].render()  # game 1's first copy
+    finally:
+        venv.close()
+    assert frame.dtype == np.uint8 and frame.shape == (alone.shape[0], 2 * alone.shape[1], 3)
+    assert np.array_equal(frame[:, : alone.shape[1]], alone) and frame.std() > 0
