@@ -165,11 +165,11 @@ def _run_at_checkpoint(run_dir: Path, checkpoint: str | None = None, overrides: 
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
-    from relayrl.envs.frames import gif_path, write_gif
+    from relayrl.envs.frames import animation_path, write_animation
     from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
 
     if args.record:
-        gif_path(args.record)
+        animation_path(args.record)
     run = _run_at_checkpoint(Path(args.run_dir), args.checkpoint, args.overrides)
     read = Path(args.checkpoint) if args.checkpoint else list_checkpoints(Path(args.run_dir) / "checkpoints")[-1]
     if args.seed is not None:
@@ -181,7 +181,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
     try:
         if args.record:
             frames, returns = run.evaluator.film(step if args.explore else None)
-            recorded = {"recorded": str(write_gif(frames, args.record, args.fps)), "recorded_frames": len(frames),
+            recorded = {"recorded": str(write_animation(frames, args.record, args.fps)), "recorded_frames": len(frames),
                         "recorded_reward": float(returns[0, layout.reported])}
     finally:
         run.close()
@@ -388,9 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int, default=None, help="the evaluation episodes' seed (default: the run's seed + eval.seed_offset)")
     ev.add_argument("--explore", action="store_true", help="act as training does at the checkpoint's env step (sampled actions, DQN's epsilon then), not greedily")
     ev.add_argument("--json", action="store_true", help="print one JSON object (every episode's reward) instead of the table")
-    ev.add_argument("--record", metavar="GIF", default=None, help="also draw one game of the trained policies, acting as the evaluation does, "
-                    "into an animated GIF (e.g. run.gif)")
-    ev.add_argument("--fps", type=float, default=20.0, help="frames per second of --record's GIF")
+    ev.add_argument("--record", metavar="FILE", default=None, help="also draw one game of the trained policies, acting as the evaluation does, "
+                    "into an animated GIF or WebP (e.g. run.gif, run.webp: full colour and smaller)")
+    ev.add_argument("--fps", type=float, default=20.0, help="frames per second of --record's animation")
     ev.set_defaults(func=cmd_eval)
 
     plot = sub.add_parser("plot", help="learning curves, mean +- std across seeds")

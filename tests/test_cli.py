@@ -112,7 +112,7 @@ def test_eval_records_one_game_of_the_trained_policies_as_a_gif(tmp_path, capsys
     finally:
         run.close()
     assert main(["eval", str(run_dir), "--record", str(tmp_path / "game.mp4")]) == 2
-    assert "path ending in .gif, not game.mp4" in capsys.readouterr().err
+    assert "path ending in .gif or .webp, not game.mp4" in capsys.readouterr().err
 
 
 def test_eval_against_another_opponent_from_the_command_line(tmp_path, capsys):

@@ -101,20 +101,29 @@ class Filmed:
         return steps, over
 
 
-def gif_path(path: str | Path) -> Path:
-    """``path`` where it names a GIF; else an error saying so (checked before any game is played)."""
+# animated formats by suffix: Pillow's format name and what it saves with
+ANIMATIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    ".gif": ("GIF", {}),  # 256 colours a frame, played everywhere
+    ".webp": ("WEBP", {"quality": 80, "method": 0}),  # full colour, a third to a half of the GIF's size here
+}
+
+
+def animation_path(path: str | Path) -> Path:
+    """``path`` where it names an animation relayrl writes (``ANIMATIONS``); else an error
+    saying so (checked before any game is played)."""
     path = Path(path)
-    if path.suffix.lower() != ".gif":
-        raise ConfigError(f"frames are written as an animated GIF: give a path ending in .gif, not {path.name}")
+    if path.suffix.lower() not in ANIMATIONS:
+        raise ConfigError(f"frames are written as an animated image: give a path ending in {' or '.join(ANIMATIONS)}, not {path.name}")
     return path
 
 
-def write_gif(frames: list[np.ndarray], path: str | Path, fps: float = 20.0) -> Path:
-    """An animated GIF of the frames (each shown ``1 / fps`` seconds, looping)."""
+def write_animation(frames: list[np.ndarray], path: str | Path, fps: float = 20.0) -> Path:
+    """The frames as an animated image of the path's format (each shown ``1 / fps`` seconds, looping)."""
     from PIL import Image
 
-    path = gif_path(path)
+    path = animation_path(path)
+    kind, options = ANIMATIONS[path.suffix.lower()]
     path.parent.mkdir(parents=True, exist_ok=True)
     images = [Image.fromarray(frame) for frame in frames]
-    images[0].save(path, save_all=True, append_images=images[1:], duration=max(20, round(1000 / fps)), loop=0)
+    images[0].save(path, format=kind, save_all=True, append_images=images[1:], duration=max(20, round(1000 / fps)), loop=0, **options)
     return path

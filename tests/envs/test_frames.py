@@ -9,7 +9,7 @@ import pytest
 
 from relayrl.core.errors import ConfigError
 from relayrl.envs import make_env_factory, make_vector_env
-from relayrl.envs.frames import BACKGROUND, GROUP_COLOURS, LANDMARK, Filmed, disks, gif_path, write_gif
+from relayrl.envs.frames import BACKGROUND, GROUP_COLOURS, LANDMARK, Filmed, animation_path, disks, write_animation
 from relayrl.envs.navigation import NavigationVectorEnv
 from relayrl.envs.predator_prey import PredatorPreyVectorEnv
 from relayrl.envs.pursuit_vector import PursuitVectorEnv
@@ -79,7 +79,7 @@ def test_envs_behind_the_adapter_draw_through_their_own_render(name, settings):
     assert frame.ndim == 3 and frame.shape[2] == 3 and frame.dtype == np.uint8 and frame.std() > 0
 
 
-def test_filming_keeps_the_first_episode_of_one_game_and_a_gif_holds_it(tmp_path):
+def test_filming_keeps_the_first_episode_of_one_game_and_a_gif_or_webp_holds_it(tmp_path):
     from PIL import Image
 
     env = NavigationVectorEnv(2, max_cycles=6)
@@ -89,14 +89,15 @@ def test_filming_keeps_the_first_episode_of_one_game_and_a_gif_holds_it(tmp_path
         filmed.step([np.full((2, 3, 2), 0.5, np.float32)])
     assert len(filmed.frames) == 6  # the states the 6 decisions were taken in
     assert not np.array_equal(filmed.frames[0], filmed.frames[5])
-    path = write_gif(filmed.frames, tmp_path / "sub" / "game.gif", fps=10)
-    with Image.open(path) as gif:
-        assert gif.size == (400, 400) and gif.n_frames >= 2
+    for name in ("game.gif", "game.webp"):
+        path = write_animation(filmed.frames, tmp_path / "sub" / name, fps=10)
+        with Image.open(path) as animation:
+            assert animation.format == name.split(".")[1].upper() and animation.size == (400, 400) and animation.n_frames >= 2
 
 
 def test_what_cannot_draw_is_refused_with_the_fix(tmp_path):
-    with pytest.raises(ConfigError, match="path ending in .gif, not game.mp4"):
-        gif_path(tmp_path / "game.mp4")
+    with pytest.raises(ConfigError, match=r"path ending in .gif or .webp, not game.mp4"):
+        animation_path(tmp_path / "game.mp4")
     corridor = dataclasses.replace(make_env_factory("corridor", {}), render_mode="rgb_array")
     with pytest.raises(ConfigError, match=r"takes no render_mode .*relayrl eval --record draws cooperative-navigation.*for an env of your own"):
         make_vector_env(corridor, 1)
