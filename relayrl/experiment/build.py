@@ -133,6 +133,7 @@ class SavedPolicies:
     def __init__(self, runs_root: Path | None) -> None:
         self.runs_root = runs_root
         self.sources: dict[str, str] = {}
+        self.found: dict[str, tuple[Path, str]] = {}  # each policy's checkpoint, looked up once
 
     def __call__(self, pid: str, policy: PolicyConfig) -> tuple[dict[str, Any], str]:
         checkpoint, key = self._checkpoint(pid, policy)
@@ -149,7 +150,14 @@ class SavedPolicies:
         return load_learner(checkpoint, key)
 
     def _checkpoint(self, pid: str, policy: PolicyConfig) -> tuple[Path, str]:
-        """The checkpoint a policy's ``checkpoint`` or ``pretrained`` names, and its id there."""
+        """The checkpoint a policy's ``checkpoint`` or ``pretrained`` names, and its id there,
+        looked up once: a warm start reads its networks and its learner from the same
+        checkpoint, even where its source run writes a newer one in between."""
+        if pid not in self.found:
+            self.found[pid] = self._lookup(pid, policy)
+        return self.found[pid]
+
+    def _lookup(self, pid: str, policy: PolicyConfig) -> tuple[Path, str]:
         source = Path(policy.checkpoint) if policy.checkpoint else pretrained_run(policy.pretrained or "", policy.pretrained_seed, self.runs_root)
         checkpoint = source
         if not (source / MANIFEST).is_file():
