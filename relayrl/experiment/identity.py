@@ -47,8 +47,10 @@ def factory_identity(env_factory: Any, network_factory: Any) -> str:
 # Keys that do not change what is learned (up to float rounding across devices/threads); plugins
 # say where the code of the names the config gives is, not what it is.
 RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "keep_freed_memory", "device", "checkpoint_interval", "keep_checkpoints", "plugins"}
-# What a resume may change: the budget and how the run executes (a seed names another run).
-RESUMABLE_KEYS = tuple(sorted(RUNTIME_KEYS - {"seed"}))
+# What a resume may change: the budget and how the run executes (a seed names another run),
+# and how often it reports (the rows' cadence; the learners' metrics are tallies they restart).
+# The report interval is still hashed: a run directory keeps the name it was started under.
+RESUMABLE_KEYS = tuple(sorted((RUNTIME_KEYS - {"seed"}) | {"report_interval"}))
 # Sections added after runs existed: hashed only when set, so older run directories keep their hashes.
 HASHED_WHEN_SET: dict[str, Any] = {
     "policies": {},

@@ -77,6 +77,24 @@ def test_train_n_equals_train_k_then_resume(tmp_path, env):
         np.testing.assert_array_equal(np.stack(a["data"][name]), np.stack(b["data"][name]))
 
 
+def test_a_resume_may_report_at_another_interval_and_learns_the_same(tmp_path):
+    """Reports are tallies of what happened since the last one: a run resumed with another
+    report_interval writes rows at the new cadence and ends with the networks, replay and
+    episodes of the run that kept its interval."""
+    total, k = 1200, 400
+    straight = _train(_tiny(PURSUIT, total), tmp_path / "a")
+    _train(_tiny(PURSUIT, k), tmp_path / "b")
+    resumed = _train({**_tiny(PURSUIT, total), "report_interval": 400}, tmp_path / "b")
+    # the report already due at 600 stands, then every 400, and the budget's end
+    assert [int(r["env_steps"]) for r in _rows(tmp_path / "b")] == [200, 400, 600, 1000, 1200]
+    for p, q in zip(_learner(straight).algorithm.online.parameters(), _learner(resumed).algorithm.online.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+    last = {k: v for k, v in _rows(tmp_path / "a")[-1].items() if k in ("env_steps", "agent_steps", "updates", "episodes_total", "eval_reward_mean")}
+    assert last == {k: v for k, v in _rows(tmp_path / "b")[-1].items() if k in last}
+    # the run's directory keeps its name: training its first config on finds and resumes it
+    assert _train(_tiny(PURSUIT, 1400), tmp_path / "b").counters.env_steps == 1400
+
+
 def test_corrupt_checkpoint_is_detected(tmp_path):
     _train(_tiny(CORRIDOR, 400), tmp_path)
     last = list_checkpoints(tmp_path / "checkpoints")[-1]
