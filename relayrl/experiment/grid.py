@@ -184,14 +184,15 @@ def status_table(jobs: list[Job], root: Path, results: Path) -> str:
     """Markdown: every job (with its pretraining runs) and its progress in env steps: its
     latest checkpoint under ``root``, or the metrics kept under ``results`` (what the tables
     and figures are drawn from), whichever went further; a run that started again from 0
-    behind its kept metrics (its directory was lost with a machine) says so."""
+    behind its kept metrics (its directory was lost with a machine: its own metrics are
+    shorter than those kept) says so."""
     lines = ["| run | seed | env steps | target | state |", "|---|---:|---:|---:|---|"]
     for job in with_dependencies(jobs):
         here, kept = progress(job, root), kept_progress(job, results)
         done = max(here, kept)
         run = find_run(job.config(), root)
         state = "complete" if done >= job.steps else "running" if run is not None and is_locked(run) else "started" if done else "not started"
-        if run is not None and here < kept < job.steps:  # its directory was lost with a machine
+        if run is not None and metrics_steps(run / "metrics.csv") < kept < job.steps:
             state = f"restarted from 0 ({here:,} in this run)"
         lines.append(f"| {job.preset} | {job.seed} | {done:,} | {job.steps:,} | {state} |")
     return "\n".join(lines)

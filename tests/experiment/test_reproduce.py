@@ -199,6 +199,13 @@ def test_kept_metrics_complete_a_job_after_its_directory_is_lost_and_a_shorter_r
     collect([job], root, results)
     assert kept_progress(job, results) == 16
     assert "| pursuit-ddqn | 0 | 16 | 32 | restarted from 0 (8 in this run) |" in status_table([Job("pursuit-ddqn", 0, 32)], root, results)
+    # a run whose reports went on past its last checkpoint (as a training one's do) is the run its metrics were kept from
+    run = find_run(job.config(), root)
+    collect([job], root, results)
+    assert kept_progress(job, results) == 16  # the restart's 8 do not overwrite the 16 kept
+    shutil.rmtree(list_checkpoints(run / "checkpoints")[-1])
+    shutil.copy(results / "runs" / run.parent.name / "0" / "metrics.csv", run / "metrics.csv")
+    assert "| pursuit-ddqn | 0 | 16 | 32 | started |" in status_table([Job("pursuit-ddqn", 0, 32)], root, results)
 
 
 def test_a_pretraining_run_kept_only_as_metrics_trains_again_when_a_job_needs_its_checkpoint(tmp_path):
