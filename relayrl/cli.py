@@ -389,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--explore", action="store_true", help="act as training does at the checkpoint's env step (sampled actions, DQN's epsilon then), not greedily")
     ev.add_argument("--json", action="store_true", help="print one JSON object (every episode's reward) instead of the table")
     ev.add_argument("--record", metavar="FILE", default=None, help="also draw one game of the trained policies, acting as the evaluation does, "
-                    "into an animated GIF or WebP (e.g. run.gif, run.webp: full colour and smaller)")
+                    "into an animated GIF or WebP (e.g. run.gif; run.webp keeps every pixel, smaller than a GIF for MuJoCo's scenes)")
     ev.add_argument("--fps", type=float, default=20.0, help="frames per second of --record's animation")
     ev.set_defaults(func=cmd_eval)
 

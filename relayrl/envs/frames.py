@@ -103,8 +103,8 @@ class Filmed:
 
 # animated formats by suffix: Pillow's format name and what it saves with
 ANIMATIONS: dict[str, tuple[str, dict[str, Any]]] = {
-    ".gif": ("GIF", {}),  # 256 colours a frame, played everywhere
-    ".webp": ("WEBP", {"quality": 80, "method": 0}),  # full colour, a third to a half of the GIF's size here
+    ".gif": ("GIF", {}),  # 256 colours a frame, played everywhere; the smallest for flat drawings
+    ".webp": ("WEBP", {"lossless": True, "method": 0}),  # every pixel as drawn; smaller than GIF for rendered scenes (MuJoCo)
 }
 
 
