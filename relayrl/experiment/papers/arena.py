@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from relayrl.experiment.grid import Job
-from relayrl.experiment.papers.common import draw_curve, final_rewards, first_reaching, no_studies, option_values, run_copies, runs_of, table_cell, write_tables
+from relayrl.experiment.papers.common import draw_curve, final_rewards, first_reaching, no_studies, option_values, run_copies, runs_of, steps_span, table_cell, write_tables
 from relayrl.experiment.plots import mean_std, pyplot, save_if_drawn
 from relayrl.experiment.presets import load_preset
 
@@ -162,8 +162,7 @@ def navigation_table(results: Path) -> str | None:
         for mark in NAVIGATION_MARKS:
             firsts = [s for s in (first_reaching(r, mark) for r in runs) if s is not None]
             cells.append(f"{np.mean(firsts):,.0f} ({len(firsts)} of {len(runs)})" if firsts else f"- (0 of {len(runs)})")
-        span = f"{min(reached):,}" if min(reached) == max(reached) else f"{min(reached):,}-{max(reached):,}"
-        lines.append(f"| `{preset}`: {label} | {len(runs)} | {span} | {mean_std(greedy) if greedy else '-'} | " + " | ".join(cells) + " |")
+        lines.append(f"| `{preset}`: {label} | {len(runs)} | {steps_span(reached)} | {mean_std(greedy) if greedy else '-'} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -83,11 +83,16 @@ def table_cell(values: list[float], runs: list[Rows], seeds: int) -> str:
         return f"{mean_std(values)}{partial}"
     if not runs:
         return "not run"
-    last = sorted(int(r[-1]["env_steps"]) for r in runs if r)
+    last = [int(r[-1]["env_steps"]) for r in runs if r]
     if not last:
         return "started"
-    span = f"{last[0]:,}" if last[0] == last[-1] else f"{last[0]:,}-{last[-1]:,}"
-    return f"running ({n_seeds(len(runs))} at {span} steps)"
+    return f"running ({n_seeds(len(runs))} at {steps_span(last)} steps)"
+
+
+def steps_span(steps: list[int]) -> str:
+    """``12,000`` where every run reached the same env step, else ``8,000-12,000``."""
+    low, high = min(steps), max(steps)
+    return f"{low:,}" if low == high else f"{low:,}-{high:,}"
 
 
 Display = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
