@@ -1,5 +1,5 @@
 """Adam's step on a trained run's moments with subnormal floats kept (IEEE) against flushed
-to zero (``relayrl.core.device.flush_subnormals``, what runs do), in one process.
+to zero (``relayrl.nets.subnormals.optimizer_step``, how relayrl steps), in one process.
 
     python benchmarks/subnormal_adam.py CHECKPOINT_DIR [--steps 20] [--rounds 5]
 

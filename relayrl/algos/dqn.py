@@ -30,6 +30,7 @@ from relayrl.nets.model_config import ModelConfig
 from relayrl.nets.observations import network_input
 from relayrl.nets.qnetwork import QNetwork
 from relayrl.nets.stacked import clip_grad_norm_per_set
+from relayrl.nets.subnormals import optimizer_step
 from relayrl.replay import FieldSpec
 
 # any module mapping [P, B, *obs_shape] -> [P, B, n_actions] with per-set parameters
@@ -157,7 +158,7 @@ class DQN:
         self.optimizer.zero_grad(set_to_none=True)
         loss_per_agent.sum().backward()  # agents share no parameters: each gets its own gradient
         grad_norm = clip_grad_norm_per_set(list(self.online.parameters()), self.n_sets, self.params.grad_clip)
-        self.optimizer.step()
+        optimizer_step(self.optimizer)
         metrics = {"td_loss": float(loss_per_agent.detach().mean()), "grad_norm": float(grad_norm.mean())}
         return td.detach().cpu().numpy(), metrics
 

@@ -31,6 +31,7 @@ from relayrl.algos.algorithm import Weights, allowed_choice
 from relayrl.core.specs import GroupSpec
 from relayrl.nets.observations import network_input, warn_of_flat_screens
 from relayrl.nets.stacked import clip_grad_norm_per_set
+from relayrl.nets.subnormals import optimizer_step
 from relayrl.replay import FieldSpec
 
 
@@ -170,7 +171,7 @@ class JointCritics:
         optimizer.zero_grad(set_to_none=True)
         loss.sum().backward()  # each agent's critic gets its own loss's gradient
         grad_norm = clip_grad_norm_per_set(self.critic_params, self.critic_sets, max_grad_norm)
-        optimizer.step()
+        optimizer_step(optimizer)
         return {"critic_loss": float(loss.detach().mean()), "grad_norm": float(grad_norm.mean())}
 
     # ----------------------------------------------------------------- acting
@@ -226,7 +227,7 @@ class JointCritics:
         optimizer.zero_grad(set_to_none=True)
         torch.autograd.backward(loss.sum(), inputs=self.actor_params)
         clip_grad_norm_per_set(self.actor_params, self.n_sets, max_grad_norm)
-        optimizer.step()
+        optimizer_step(optimizer)
 
     def follow(self, tau: float) -> None:
         """Every target network's Polyak step toward its online network (Lillicrap et al. 2016)."""

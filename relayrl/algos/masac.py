@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from relayrl.algos.algorithm import Weights
 from relayrl.algos.joint_critics import JointCritics, masked_mean
 from relayrl.core.specs import GroupSpec
+from relayrl.nets.subnormals import optimizer_step
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 
@@ -125,7 +126,7 @@ class MASAC(JointCritics):
             alpha_loss = -masked_mean(self.log_alpha[:, None] * (log_prob.detach() + self.target_entropy), t["alive"])
             self.alpha_optimizer.zero_grad(set_to_none=True)
             alpha_loss.sum().backward()
-            self.alpha_optimizer.step()
+            optimizer_step(self.alpha_optimizer)
         self.follow(s.tau)
         self.updates += 1
         return None, {

@@ -41,6 +41,7 @@ from relayrl.nets.mlp import AgentNet
 from relayrl.nets.observations import network_input, warn_of_flat_screens
 from relayrl.nets.pixels import NatureTorso
 from relayrl.nets.stacked import clip_grad_norm_per_set
+from relayrl.nets.subnormals import optimizer_step
 
 # what a recurrent update's chunks hold besides per-step rows: the inputs it unrolls over, the
 # hidden states it starts from, and which chunks the critic computes (``_outputs``)
@@ -375,7 +376,7 @@ class PolicyGradient:
         self.optimizer.zero_grad(set_to_none=True)
         (own + extra).sum().backward()  # the sets share no parameters: each gets its own gradient
         grad_norm = clip_grad_norm_per_set(self.parameters, self.n_sets, self.config.max_grad_norm)
-        self.optimizer.step()
+        optimizer_step(self.optimizer)
         metrics = {k: float(v.detach().mean()) for k, v in parts.items()}
         metrics.update(extra_metrics, grad_norm=float(grad_norm.mean()))
         return None, metrics

@@ -42,6 +42,7 @@ from relayrl.core.specs import STATE_SOURCE, GroupSpec
 from relayrl.nets.gru import RecurrentQNetwork
 from relayrl.nets.mixers import QMixer, VDNMixer
 from relayrl.nets.observations import network_input, warn_of_flat_screens
+from relayrl.nets.subnormals import optimizer_step
 from relayrl.replay import ReplayPlan
 
 
@@ -190,7 +191,7 @@ class ValueDecomposition:
         grad_norm = nn.utils.clip_grad_norm_(self.clipped, self.config.grad_clip)
         if self.central is not None:
             nn.utils.clip_grad_norm_(self.central.parameters(), self.config.grad_clip)
-        self.optimizer.step()
+        optimizer_step(self.optimizer)
         metrics = {"td_loss": out["loss"].item(), "grad_norm": float(grad_norm), "q_taken": out["q_taken"].item()}
         if self.central is not None:
             metrics.update(central_loss=out["central_loss"].item(), weight_max=out["weight_max"].item())

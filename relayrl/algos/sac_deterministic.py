@@ -34,6 +34,7 @@ from relayrl.algos.actor_critic import (
 )
 from relayrl.algos.algorithm import Weights
 from relayrl.core.specs import GroupSpec
+from relayrl.nets.subnormals import optimizer_step
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class DeterministicSAC(DeterministicActor):
         critic_loss = sum(weighted_mean((c(x).squeeze(-1) - y) ** 2, w, w_sum) for c in self.critics)
         self.critic_optimizer.zero_grad(set_to_none=True)
         critic_loss.sum().backward()
-        self.critic_optimizer.step()
+        optimizer_step(self.critic_optimizer)
 
         x_pi = critic_input(obs, action)
         q_pi = [c(x_pi).squeeze(-1) for c in self.critics]
@@ -103,12 +104,12 @@ class DeterministicSAC(DeterministicActor):
         value_loss = weighted_mean((self.value(obs).squeeze(-1) - v_target) ** 2, w, w_sum)
         self.value_optimizer.zero_grad(set_to_none=True)
         value_loss.sum().backward()
-        self.value_optimizer.step()
+        optimizer_step(self.value_optimizer)
 
         actor_loss = -weighted_mean(q_pi[0], w, w_sum)
         self.actor_optimizer.zero_grad(set_to_none=True)
         actor_loss.sum().backward()  # reaches the critics too; their gradients are cleared before their next step
-        self.actor_optimizer.step()
+        optimizer_step(self.actor_optimizer)
         soft_update(self.value_target, self.value, s.tau)
         self.updates += 1
         return None, {

@@ -39,6 +39,7 @@ from relayrl.algos.actor_critic import (
 )
 from relayrl.algos.algorithm import Weights, base_algorithm
 from relayrl.core.specs import GroupSpec
+from relayrl.nets.subnormals import optimizer_step
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ class TD3(DeterministicActor):
         critic_loss = sum(weighted_mean((q - y) ** 2, w, w_sum) for q in self._q(self.critics, t["obs"], t["action"]))
         self.critic_optimizer.zero_grad(set_to_none=True)
         critic_loss.sum().backward()  # agents share no parameters: each gets its own gradient
-        self.critic_optimizer.step()
+        optimizer_step(self.critic_optimizer)
         self.updates += 1
         metrics = {"critic_loss": float(critic_loss.detach().mean())}
         if actor_step:
@@ -130,7 +131,7 @@ class TD3(DeterministicActor):
             self.actor_optimizer.zero_grad(set_to_none=True)
             actor_loss.sum().backward()
             self.critics.requires_grad_(True)
-            self.actor_optimizer.step()
+            optimizer_step(self.actor_optimizer)
             soft_update(self.actor_target, self.actor, s.tau)
             soft_update(self.critics_target, self.critics, s.tau)
             metrics["actor_loss"] = float(actor_loss.detach().mean())

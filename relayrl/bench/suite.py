@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from relayrl.bench.common import machine_description, markdown_table, package_version
-from relayrl.core.device import configure_threads, flush_subnormals, resolve_device
+from relayrl.core.device import configure_threads, resolve_device
 
 SECTIONS = ("replay", "env", "learner", "loop", "rllib", "marl", "marl-scaling")
 RLLIB_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "rllib_pursuit.py"
@@ -143,7 +143,6 @@ def run_suite(
     device_name: str = "auto",
 ) -> str:
     configure_threads(threads)
-    flush_subnormals()  # as the runs train
     device = resolve_device(device_name)
     chosen = [s for s in SECTIONS if not only or s in only]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

@@ -43,20 +43,6 @@ def configure_threads(num_threads: int) -> None:
         torch.set_num_threads(num_threads)
 
 
-def flush_subnormals() -> None:
-    """Treats subnormal floats (below 1.2e-38 in float32) as zero in this thread's CPU
-    arithmetic, as XLA and TensorFlow do on CPUs. Adam's moments of weights whose gradients
-    stay zero (dead units, image features that never light) decay into that range, where
-    each operation costs about a hundred times more: in Battle's pretraining 45% of the
-    first hidden layer's first moments were subnormal and Adam's step took 36 ms instead of
-    2.6 ms. Such a moment moves a weight by less than 1e-35, below a float32 weight's
-    resolution, so the weights come out the same to the bit (``tests/nets/test_subnormals.py``,
-    ``benchmarks/subnormal_adam.py``). Threads inherit the setting from the one that starts them."""
-    import torch
-
-    torch.set_flush_denormal(True)
-
-
 def bfloat16_native(device: "torch.device") -> bool | None:
     """Whether ``device`` multiplies bfloat16 in hardware: a GPU of compute capability 8.0
     or more, a CPU with AVX512-BF16 or AMX (Linux's ``/proc/cpuinfo`` flags); None where

@@ -26,7 +26,7 @@ from relayrl.arena.policy import LearningPolicy, Policy, PolicyBuild
 from relayrl.arena.policy_config import POLICY_KINDS, PolicyConfig
 from relayrl.arena.round import RoundSchedule
 from relayrl.arena.schemes import SCHEMES
-from relayrl.core.device import bfloat16_native, configure_threads, flush_subnormals, resolve_device
+from relayrl.core.device import bfloat16_native, configure_threads, resolve_device
 from relayrl.core.memory import keep_freed_memory
 from relayrl.core.errors import CheckpointError, ConfigError, RelayRLError, RelayRLWarning
 from relayrl.core.profiler import SectionTimer
@@ -206,7 +206,6 @@ def build_run(
     if factories.env is not None and any(r.env for r in config.rounds):
         raise ConfigError("rounds change env.settings, which a given env_factory cannot apply: build the env by name, or drop the rounds' env")
     configure_threads(config.torch_threads)
-    flush_subnormals()
     cores = os.cpu_count() or 1
     if config.torch_threads > cores:  # threads beyond the cores wait on each other at every operation
         warnings.warn(f"torch_threads={config.torch_threads} is more than this machine's {cores} cores, and the learners' operations will "

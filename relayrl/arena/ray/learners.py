@@ -38,7 +38,7 @@ from relayrl.algos.algorithm import Learner
 from relayrl.arena.policy import LearningPolicy, PolicyBuild
 from relayrl.arena.policy_config import POLICY_KINDS
 from relayrl.arena.ray.runners import STARTUP_S
-from relayrl.core.device import configure_threads, flush_subnormals
+from relayrl.core.device import configure_threads
 from relayrl.core.errors import ConfigError
 from relayrl.core.memory import keep_freed_memory
 from relayrl.core.registry import Plugins
@@ -108,7 +108,6 @@ class LearnerActor:
         if self.refused is not None:
             return  # ``ready`` says why; the driver stops the run
         configure_threads(threads)
-        flush_subnormals()
         if keep_memory:
             keep_freed_memory()
         self.precision = precision

@@ -33,7 +33,7 @@ import numpy as np
 from relayrl.arena.match import Match
 from relayrl.arena.policy import Policy
 from relayrl.arena.rollout import Rollout, env_check
-from relayrl.core.device import configure_threads, flush_subnormals
+from relayrl.core.device import configure_threads
 from relayrl.core.errors import ConfigError, MissingExtraError
 from relayrl.core.registry import Plugins
 from relayrl.core.seeding import derive_seeds
@@ -67,7 +67,6 @@ class EnvRunner:
         self.refused = plugins.load()  # the envs, selection rules and algorithms the driver's modules registered
         if self.refused is None:
             configure_threads(1)
-            flush_subnormals()
             self._open(env, settings, with_state, vector, first, copies, matches, policies)
 
     def _open(self, env: str, settings: dict[str, Any], with_state: bool, vector: str, first: int, copies: int, matches: list[Match], policies: dict[str, Policy]) -> None:
