@@ -33,3 +33,27 @@ def test_a_run_learns_the_same_numbers_with_freed_memory_kept_or_returned(tmp_pa
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc only")
 def test_glibc_takes_the_setting() -> None:
     assert keep_freed_memory()
+
+
+RELEASE = """
+import numpy as np
+from relayrl.core.memory import keep_freed_memory, release_freed_memory
+def rss():
+    return int(next(line for line in open("/proc/self/status") if line.startswith("VmRSS")).split()[1]) // 1024
+keep_freed_memory()
+rows = [np.ones((1000, 1000), np.float32) for _ in range(100)]  # 400 MB, each block from the heap
+rows.append(np.ones(1, np.float32))  # a live block above them: the heap's top cannot shrink
+del rows[:-1]
+kept = rss()
+released = release_freed_memory()
+print(kept, rss(), released)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc only")
+def test_release_returns_the_freed_memory_that_keep_holds() -> None:
+    """A resume copies the checkpoint's arrays into the replays and frees them; a process
+    that keeps freed memory would hold both copies until it returns them."""
+    out = subprocess.run([sys.executable, "-c", RELEASE], check=True, capture_output=True, text=True).stdout.split()
+    kept, after, released = int(out[0]), int(out[1]), out[2] == "True"
+    assert released and kept - after > 300, (kept, after)

@@ -17,6 +17,7 @@ training, not a guarantee of glibc's.
 import ctypes
 import ctypes.util
 import sys
+from typing import Any
 
 # glibc's mallopt parameters (malloc.h)
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_MAX = -1, -2, -4
@@ -24,17 +25,32 @@ TRIM_THRESHOLD = 2**31 - 1  # the largest the int parameter takes: freed memory 
 TOP_PAD = 64 << 20  # each growth of the heap takes 64 MB more than asked, for the next blocks
 
 
-def keep_freed_memory() -> bool:
-    """Makes this process's malloc reuse freed memory for large blocks instead of mapping
-    fresh pages; True where it applied (Linux with glibc), False elsewhere (nothing changes)."""
+def _glibc() -> Any | None:
+    """The C library where it is glibc on Linux (it has ``mallopt``), else None."""
     if not sys.platform.startswith("linux"):
-        return False
+        return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     except OSError:
+        return None
+    return libc if getattr(libc, "mallopt", None) is not None else None  # musl and other C libraries have none
+
+
+def keep_freed_memory() -> bool:
+    """Makes this process's malloc reuse freed memory for large blocks instead of mapping
+    fresh pages; True where it applied (Linux with glibc), False elsewhere (nothing changes)."""
+    libc = _glibc()
+    if libc is None:
         return False
-    mallopt = getattr(libc, "mallopt", None)  # musl and other C libraries have none
-    if mallopt is None:
-        return False
+    mallopt = libc.mallopt
     # glibc still maps pages where the heap cannot grow, so no allocation fails for this
     return all(mallopt(param, value) == 1 for param, value in ((M_MMAP_MAX, 0), (M_TRIM_THRESHOLD, TRIM_THRESHOLD), (M_TOP_PAD, TOP_PAD)))
+
+
+def release_freed_memory() -> bool:
+    """Returns the memory free in the heap to the system (glibc's ``malloc_trim``); True where
+    some went back. A resume calls it once: the checkpoint's arrays, copied into the replays and
+    then freed, would otherwise stay with a process that keeps freed memory (Battle
+    pretraining held 14.8 GB for its 7.3 GB replay)."""
+    libc = _glibc()
+    return libc is not None and libc.malloc_trim(0) == 1

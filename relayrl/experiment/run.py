@@ -19,6 +19,7 @@ from relayrl.arena.learning import LearnerPool
 from relayrl.arena.policy import Policy
 from relayrl.arena.round import RoundSchedule
 from relayrl.core.errors import StopError
+from relayrl.core.memory import release_freed_memory
 from relayrl.core.profiler import SectionTimer
 from relayrl.core.seeding import derive_seeds
 from relayrl.experiment.clock import Clock, Counters
@@ -66,6 +67,7 @@ class Run:
             self.run_dir.open()
             if self.run_dir.resume(self.load_state_dict):
                 resumed_at = self.counters.env_steps
+                release_freed_memory()  # the checkpoint's copies of the replays
             # metrics first: a resume that cannot rewrite them stops before anything else is written
             self.counters.metric_rows = self.reporter.open(self.run_dir.path, resumed_at, self.counters.metric_rows)
             self.run_dir.record_start(resumed_at, self.policy_sources)
