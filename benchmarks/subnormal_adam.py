@@ -21,6 +21,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
+from relayrl.nets.subnormals import optimizer_step
+
 MOMENT = re.compile(r"^/policies/(?P<policy>[^/]+)/algorithm/(?P<optimizer>[^/]*optimizer)/state/(?P<index>\d+)/(?P<kind>exp_avg(_sq)?|step)$")
 
 
@@ -40,8 +42,7 @@ def subnormal(tensor: torch.Tensor) -> torch.Tensor:
 
 def stepper(moments: dict[int, dict[str, torch.Tensor]], flush: bool, seed: int):
     """A fused Adam over fresh weights shaped as ``moments``, its state theirs; returns a call
-    that takes one step and the weights."""
-    torch.set_flush_denormal(flush)
+    that takes one step (relayrl's flushed ``optimizer_step`` where ``flush``) and the weights."""
     generator = torch.Generator().manual_seed(seed)
     params, grads = [], []
     for index in sorted(moments):
@@ -57,7 +58,7 @@ def stepper(moments: dict[int, dict[str, torch.Tensor]], flush: bool, seed: int)
         p.grad = g
 
     def step() -> None:
-        optimizer.step()
+        optimizer_step(optimizer) if flush else optimizer.step()
 
     return step, params
 
@@ -85,7 +86,6 @@ def main() -> None:
                     step()
                 best[flush] = min(best[flush], (time.perf_counter() - start) / args.steps)
                 weights[flush] = [p.detach().clone() for p in params]
-        torch.set_flush_denormal(False)  # compared without the flush, which would read subnormal differences as zero
         same = all(torch.equal(a, b) for a, b in zip(weights[False], weights[True]))
         print(f"| {name} | {total:,} | {tiny / total:.1%} | {best[False] * 1e3:.2f} | {best[True] * 1e3:.2f} | "
               f"{best[False] / best[True]:.1f}x | {'yes' if same else 'NO'} |")
