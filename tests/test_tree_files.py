@@ -5,6 +5,9 @@ evaluation or a frozen opponent reads it."""
 import hashlib
 import json
 import pickle
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +16,7 @@ import torch
 
 from relayrl.cli import main
 from relayrl.core.errors import CheckpointError
-from relayrl.core.tree_files import read_tree, tree_files, write_tree
+from relayrl.core.tree_files import StoredArray, fill, read_tree, tree_files, write_tree
 from relayrl.experiment import build_run, build_config, train
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint, load_policies
 
@@ -176,3 +179,73 @@ def test_a_run_directory_given_for_a_checkpoint_names_its_checkpoints(tmp_path):
         with pytest.raises(CheckpointError, match=rf"is not a checkpoint but holds them: pass one of .*step_\* \(the last: {last}"):
             load_policies(given)
     assert set(load_policies(last)) == {"runner"}
+
+
+def test_arrays_below_the_stream_key_stay_in_the_file_until_read_into_place(tmp_path):
+    rows = np.arange(6 * 5, dtype=np.float32).reshape(6, 5)
+    tree = {"replay": {"data": {"obs": [rows, rows[:2]]}, "size": np.array([6, 2])}}
+    write_tree(tmp_path / "state", tree, compress=True)
+    plain = read_tree(tmp_path / "state")
+    assert isinstance(plain["replay"]["data"]["obs"][0], np.ndarray)
+    streamed = read_tree(tmp_path / "state", stream="data")
+    first, second = streamed["replay"]["data"]["obs"]
+    assert isinstance(first, StoredArray) and isinstance(streamed["replay"]["size"], np.ndarray)
+    assert (len(first), first.shape, first.dtype) == (6, (6, 5), np.float32)
+    buffer = np.zeros((8, 5), np.float32)
+    fill(buffer[:6], first)
+    np.testing.assert_array_equal(buffer[:6], rows)
+    np.testing.assert_array_equal(np.asarray(second), rows[:2])
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(first)), rows)  # a Ray worker gets the rows, not the file
+    with pytest.raises(ValueError, match=r"cannot be read into \(8, 5\)"):
+        first.read_into(buffer)
+
+
+def test_a_streamed_member_that_was_damaged_is_refused(tmp_path):
+    """A member whose bytes changed after reading (past the manifest's check) fails its CRC."""
+    write_tree(tmp_path / "state", {"data": [np.arange(1000, dtype=np.int64)]})
+    (stored,) = read_tree(tmp_path / "state", stream="data")["data"]
+    raw = bytearray((tmp_path / "state.npz").read_bytes())
+    raw[raw.index(np.arange(1000, dtype=np.int64)[500:510].tobytes())] ^= 1
+    (tmp_path / "state.npz").write_bytes(bytes(raw))
+    with pytest.raises(zipfile.BadZipFile, match="CRC"):
+        np.asarray(stored)
+
+
+RESUME_PEAK = """
+import sys
+from pathlib import Path
+import numpy as np
+from relayrl.experiment.checkpoint import load_checkpoint, save_checkpoint
+from relayrl.replay.buffer import FieldSpec, ReplayBuffer
+
+rows, size = 50_000, 4096  # 200 MB of 8-bit observations
+fields = {"obs": FieldSpec((size,), np.uint8)}
+def peak_mb():  # this process's high-water mark (ru_maxrss would include the parent's, from before the exec)
+    return int(next(line for line in open("/proc/self/status") if line.startswith("VmHWM")).split()[1]) // 1024
+if sys.argv[1] == "save":
+    replay = ReplayBuffer(1, rows, fields, seed=0)
+    replay.add({"obs": np.broadcast_to((np.arange(rows) % 251).astype(np.uint8)[None, :, None], (1, rows, size))})
+    save_checkpoint(Path(sys.argv[2]), rows, {"replay": replay.state_dict()}, keep=1)
+else:
+    replay = ReplayBuffer(1, rows, fields, seed=0)  # its rows are not touched until loaded
+    before = peak_mb()
+    replay.load_state_dict(load_checkpoint(next(Path(sys.argv[2]).glob("step_*")))["replay"])
+    assert replay.storage()["obs"][0, 1234, 7] == 1234 % 251
+    print(before, peak_mb())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_a_resume_holds_one_copy_of_the_replay(tmp_path):
+    """The replay's rows go from the checkpoint's file into the buffer a chunk at a time: the
+    resume's peak grows by about the replay (200 MB), where reading every array first took two."""
+    subprocess.run([sys.executable, "-c", RESUME_PEAK, "save", str(tmp_path)], check=True)
+    out = subprocess.run([sys.executable, "-c", RESUME_PEAK, "load", str(tmp_path)], check=True, capture_output=True, text=True)
+    before, after = map(int, out.stdout.split())
+    assert 195 <= after - before < 260, (before, after)
+
+
+def test_a_loaded_state_with_streamed_rows_can_be_written_again(tmp_path):
+    write_tree(tmp_path / "first", {"data": [np.arange(12).reshape(3, 4)]})
+    write_tree(tmp_path / "second", read_tree(tmp_path / "first", stream="data"))
+    np.testing.assert_array_equal(read_tree(tmp_path / "second")["data"][0], np.arange(12).reshape(3, 4))

@@ -6,6 +6,10 @@ path in the tree), ``<stem>.npz`` (every array; deflated when ``compress``) and
 ``<stem>.json`` (the structure, with the other leaves). Reading parses JSON, safetensors
 and npz with pickles refused, so a file someone sent you (a frozen opponent's networks, a
 whole checkpoint) cannot execute anything.
+
+``read_tree(stem, stream=KEY)`` leaves the arrays below a dict key ``KEY`` in the file as
+``StoredArray``s, which their reader streams into place (``fill``): a replay's rows are
+read straight into its buffer, so a resume holds one copy of them, not two.
 """
 
 import json
@@ -18,6 +22,63 @@ import torch
 from safetensors.torch import load_file, save_file
 
 TENSORS, ARRAYS, STRUCTURE = ".safetensors", ".npz", ".json"
+CHUNK = 1 << 24  # bytes a streamed array is read by
+
+
+def _header(handle: Any) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """An ``.npy`` member's shape, Fortran order and dtype, read from its open ``handle``."""
+    version = np.lib.format.read_magic(handle)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    return read_header(handle)
+
+
+class StoredArray:
+    """An array left in its npz member: ``shape`` and ``dtype`` from the header, the rows
+    read on demand, by ``read_into`` into a buffer or as a new array (``np.asarray``).
+    Pickling sends the array itself (a Ray worker need not see the file)."""
+
+    def __init__(self, path: Path, member: str) -> None:
+        self.path, self.member = path, member
+        with zipfile.ZipFile(path) as archive, archive.open(member) as handle:
+            self.shape, fortran, self.dtype = _header(handle)
+        if fortran:
+            raise ValueError(f"array {member} is stored in Fortran order; relayrl writes C order")
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def read_into(self, out: np.ndarray) -> None:
+        """Streams the rows into ``out`` (C-contiguous, of this shape and dtype), a chunk at a
+        time; the member's CRC is checked at its end."""
+        if out.shape != self.shape or out.dtype != self.dtype or not out.flags.c_contiguous:
+            raise ValueError(f"array {self.member} is {self.shape} {self.dtype}; it cannot be read into {out.shape} {out.dtype}")
+        target = memoryview(out.reshape(-1).view(np.uint8))
+        with zipfile.ZipFile(self.path) as archive, archive.open(self.member) as handle:
+            _header(handle)
+            done = 0
+            while done < len(target):
+                read = handle.readinto(target[done : done + CHUNK])
+                if not read:
+                    raise ValueError(f"array {self.member} ends after {done:,} of its {len(target):,} bytes")
+                done += read
+            if handle.read(1):  # reading to the end checks the CRC
+                raise ValueError(f"array {self.member} holds more bytes than its header declares")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        array = np.empty(self.shape, self.dtype)
+        self.read_into(array)
+        return array if dtype is None else array.astype(dtype, copy=False)
+
+    def __reduce__(self) -> tuple[Any, tuple[np.ndarray]]:
+        return np.asarray, (np.asarray(self),)
+
+
+def fill(out: np.ndarray, rows: "np.ndarray | StoredArray") -> None:
+    """``out[...] = rows``, streaming ``rows`` from its file where it is a ``StoredArray``."""
+    if isinstance(rows, StoredArray):
+        rows.read_into(out)
+    else:
+        out[...] = rows
 
 
 def tree_files(stem: Path) -> tuple[Path, Path, Path]:
@@ -44,6 +105,8 @@ def write_tree(stem: Path, tree: Any, compress: bool = False) -> tuple[Path, Pat
         if isinstance(node, torch.Tensor):
             tensors[path] = node.detach().cpu().contiguous()
             return {"__tensor__": path}
+        if isinstance(node, StoredArray):  # a loaded state written again (its rows read now)
+            node = np.asarray(node)
         if isinstance(node, np.ndarray):
             if node.dtype.hasobject:
                 raise TypeError(f"{path}: an array of Python objects cannot be written as data")
@@ -76,18 +139,17 @@ def _check_array_sizes(path: Path) -> None:
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():
             with archive.open(info) as handle:
-                version = np.lib.format.read_magic(handle)
-                read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-                shape, _, dtype = read_header(handle)  # the header alone
+                shape, _, dtype = _header(handle)  # the header alone
                 declared = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
                 if declared > info.file_size:
                     raise ValueError(f"array {info.filename} declares {declared:,} bytes but its file holds {info.file_size:,}")
 
 
-def read_tree(stem: Path, at: tuple[str, ...] = ()) -> Any:
+def read_tree(stem: Path, at: tuple[str, ...] = (), stream: str | None = None) -> Any:
     """The tree ``write_tree`` wrote (tensors on the CPU, arrays as NumPy), or its subtree
     under the dict keys ``at`` (None where there is none), reading only that subtree's
-    arrays (a learner's networks without its replay's rows)."""
+    arrays (a learner's networks without its replay's rows). Arrays below a dict key
+    ``stream`` come back as ``StoredArray``s (see the module's docstring)."""
     tensor_file, array_file, structure_file = tree_files(stem)
     tensors = load_file(str(tensor_file))
     _check_array_sizes(array_file)
@@ -97,26 +159,28 @@ def read_tree(stem: Path, at: tuple[str, ...] = ()) -> Any:
             return None
         node = node["__dict__"][key]
     with np.load(array_file, allow_pickle=False) as archive:
-        return _decode(node, tensors, archive)
+        return _decode(node, tensors, archive, array_file, stream)
 
 
-def _decode(node: Any, tensors: dict[str, torch.Tensor], archive: Any) -> Any:
+def _decode(node: Any, tensors: dict[str, torch.Tensor], archive: Any, array_file: Path, stream: str | None) -> Any:
     """A node of the written structure as its tree, its arrays read from ``archive`` (an
-    npz, read member by member) as they are met."""
+    npz, read member by member) as they are met, or left in ``array_file`` below a key
+    ``stream``."""
 
-    def decode(node: Any) -> Any:
+    def decode(node: Any, streamed: bool) -> Any:
         if isinstance(node, list):
-            return [decode(v) for v in node]
+            return [decode(v, streamed) for v in node]
         if not isinstance(node, dict):
             return node
         if "__tensor__" in node:
             return tensors[node["__tensor__"]]
         if "__array__" in node:
-            return archive[f"{node['__array__']}"]
+            member = f"{node['__array__']}"
+            return StoredArray(array_file, f"{member}.npy") if streamed else archive[member]
         if "__tuple__" in node:
-            return tuple(decode(v) for v in node["__tuple__"])
+            return tuple(decode(v, streamed) for v in node["__tuple__"])
         if "__pairs__" in node:
-            return {decode(k): decode(v) for k, v in node["__pairs__"]}
-        return {k: decode(v) for k, v in node["__dict__"].items()}
+            return {decode(k, streamed): decode(v, streamed) for k, v in node["__pairs__"]}
+        return {k: decode(v, streamed or k == stream) for k, v in node["__dict__"].items()}
 
-    return decode(node)
+    return decode(node, False)

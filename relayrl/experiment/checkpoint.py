@@ -22,6 +22,7 @@ from safetensors import SafetensorError
 from relayrl.core.errors import CheckpointError
 from relayrl.core.resources import free_disk, human_bytes
 from relayrl.core.tree_files import read_tree, tree_files, write_tree
+from relayrl.replay.buffer import ROWS
 
 # everything a resume needs (state.safetensors + state.npz + state.json)
 STATE = "state"
@@ -120,8 +121,9 @@ def _verified(path: Path, *names: str) -> None:
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
-    """The run's full state (to resume a run), read as data after checking the files."""
-    return _read(path / STATE)
+    """The run's full state (to resume a run), read as data after checking the files; the
+    replays' rows stay in the file until the replays stream them in (``ROWS``)."""
+    return _read(path / STATE, stream=ROWS)
 
 
 def load_policies(path: Path) -> dict[str, Any]:
@@ -135,13 +137,13 @@ def load_learner(path: Path, pid: str) -> dict[str, Any] | None:
     return _read(path / STATE, ("policies", pid, "algorithm"))
 
 
-def _read(stem: Path, at: tuple[str, ...] = ()) -> Any:
+def _read(stem: Path, at: tuple[str, ...] = (), stream: str | None = None) -> Any:
     """A tree of a checkpoint (or its subtree under the keys ``at``), after checking its
     files; files that are not data (a pickle where JSON or an array belongs) are refused,
     never executed."""
     _verified(stem.parent, *(f.name for f in tree_files(stem)))
     try:
-        return read_tree(stem, at)
+        return read_tree(stem, at, stream)
     except (ValueError, UnicodeDecodeError, KeyError, IndexError, AttributeError, TypeError, RecursionError, MemoryError,
             zipfile.BadZipFile, SafetensorError) as error:
         raise CheckpointError(

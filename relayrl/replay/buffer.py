@@ -17,11 +17,15 @@ from typing import Any
 
 import numpy as np
 
+from relayrl.core.tree_files import fill
 from relayrl.replay.sum_tree import SumTree
 
 __all__ = ["FieldSpec", "ReplayBuffer", "ReplayPlan", "SampledBatch", "row_nbytes"]
 
 _UNIFORM_BLOCK = 16_384
+# the key of the stored rows in a buffer's state: a resume streams what is below it from the
+# checkpoint's file into the buffer (``relayrl.core.tree_files``), holding one copy, not two
+ROWS = "data"
 
 
 @dataclass(frozen=True)
@@ -409,7 +413,7 @@ class ReplayBuffer:
     # ------------------------------------------------------------------ checkpoint
     def state_dict(self) -> dict[str, Any]:
         """Contents, pointers, sizes, priorities and RNG state; see load_state_dict. The stored
-        rows are views into this buffer (no copy): pickle them, or copy them, before adding more."""
+        rows are views into this buffer (no copy): write them, or copy them, before adding more."""
         state: dict[str, Any] = {
             "n_buffers": self.n_buffers,
             "capacity": self.capacity,
@@ -419,9 +423,9 @@ class ReplayBuffer:
             "beta": self.beta,
             "eps": self.eps,
             # per buffer, views of its filled rows (a ring fills slots 0..size-1 first): a
-            # checkpoint pickles them at once, so saving holds no second copy of the replay in
+            # checkpoint writes them at once, so saving holds no second copy of the replay in
             # memory (GBs for MAgent observations) and a young replay's checkpoint is small
-            "data": {name: [a[i, : self._size[i]] for i in range(self.n_buffers)] for name, a in self._store.items()},
+            ROWS: {name: [a[i, : self._size[i]] for i in range(self.n_buffers)] for name, a in self._store.items()},
             "ptr": self._ptr.copy(),
             "size": self._size.copy(),
             "max_priority": self._max_priority.copy(),
@@ -440,9 +444,8 @@ class ReplayBuffer:
         if (state["n_buffers"], state["capacity"], saved, state["prioritized"]) != layout:
             raise ValueError("load_state_dict: the state comes from a buffer with a different layout")
         for name, a in self._store.items():
-            data = state["data"][name]
-            for i, rows in enumerate(data):
-                a[i, : len(rows)] = rows
+            for i, rows in enumerate(state[ROWS][name]):
+                fill(a[i, : len(rows)], rows)  # straight from the checkpoint's file where it streams them
                 a[i, len(rows) : self.capacity] = 0
         self._ptr[:] = state["ptr"]
         self._size[:] = state["size"]
