@@ -16,7 +16,8 @@ import torch
 
 from relayrl.cli import main
 from relayrl.core.errors import CheckpointError
-from relayrl.core.tree_files import StoredArray, fill, read_tree, tree_files, write_tree
+from relayrl.core.stored_array import StoredArray, fill
+from relayrl.core.tree_files import read_tree, tree_files, write_tree
 from relayrl.experiment import build_run, build_config, train
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint, load_policies
 

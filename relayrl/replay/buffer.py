@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from relayrl.core.tree_files import fill
+from relayrl.core.stored_array import fill
 from relayrl.replay.sum_tree import SumTree
 
 __all__ = ["FieldSpec", "ReplayBuffer", "ReplayPlan", "SampledBatch", "row_nbytes"]
 
 _UNIFORM_BLOCK = 16_384
 # the key of the stored rows in a buffer's state: a resume streams what is below it from the
-# checkpoint's file into the buffer (``relayrl.core.tree_files``), holding one copy, not two
+# checkpoint's file into the buffer (``relayrl.core.stored_array``), holding one copy, not two
 ROWS = "data"
 
 
