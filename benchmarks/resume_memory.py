@@ -1,5 +1,5 @@
 """Peak memory of a resume: the replays' rows streamed from the checkpoint into the buffers
-(``relayrl.core.tree_files``, what ``relayrl resume`` does) against every array read
+(``relayrl.core.stored_array``, what ``relayrl resume`` does) against every array read
 first and then copied in (what a resume did before), each side in a fresh process.
 
     python benchmarks/resume_memory.py RUN_DIR
