@@ -250,3 +250,24 @@ def test_a_loaded_state_with_streamed_rows_can_be_written_again(tmp_path):
     write_tree(tmp_path / "first", {"data": [np.arange(12).reshape(3, 4)]})
     write_tree(tmp_path / "second", read_tree(tmp_path / "first", stream="data"))
     np.testing.assert_array_equal(read_tree(tmp_path / "second")["data"][0], np.arange(12).reshape(3, 4))
+
+
+def test_compressed_trees_deflate_the_arrays_it_shrinks_and_store_the_others(tmp_path):
+    """Grid images and rewards deflate to a fraction; float noise (continuous observations)
+    barely does, and is stored as it is: the save skips deflate's time where it gains little."""
+    rng = np.random.default_rng(0)
+    tree = {
+        "images": (rng.random((8192, 7, 7, 5)) < 0.1).astype(np.uint8),
+        "noise": rng.standard_normal((4096, 128)).astype(np.float32),
+        "small": rng.standard_normal(16).astype(np.float32),
+    }
+    write_tree(tmp_path / "state", tree, compress=True)
+    with zipfile.ZipFile(tmp_path / "state.npz") as archive:
+        methods = [info.compress_type for info in archive.infolist()]
+    assert methods == [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED]
+    back = read_tree(tmp_path / "state")
+    for key, array in tree.items():
+        np.testing.assert_array_equal(back[key], array)
+    write_tree(tmp_path / "plain", tree)
+    with zipfile.ZipFile(tmp_path / "plain.npz") as archive:
+        assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_STORED}

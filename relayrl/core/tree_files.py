@@ -15,6 +15,7 @@ two.
 
 import json
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +26,33 @@ from safetensors.torch import load_file, save_file
 from relayrl.core.stored_array import StoredArray, npy_header
 
 TENSORS, ARRAYS, STRUCTURE = ".safetensors", ".npz", ".json"
+SAMPLE = 1 << 20  # bytes of an array deflated to judge whether deflating all of it pays
+WORTH = 0.5  # ... it pays where the sample shrinks to this share of its bytes or less
 
 
 def tree_files(stem: Path) -> tuple[Path, Path, Path]:
     return tuple(stem.with_name(stem.name + suffix) for suffix in (TENSORS, ARRAYS, STRUCTURE))  # type: ignore[return-value]
 
 
+def _pays_to_deflate(array: np.ndarray) -> bool:
+    """Whether level 1 deflate shrinks ``array`` (C-contiguous) to at most ``WORTH`` of its
+    bytes, judged on its first ``SAMPLE`` bytes; arrays smaller than that are deflated."""
+    raw = array.reshape(-1).view(np.uint8)
+    return raw.size <= SAMPLE or len(zlib.compress(raw[:SAMPLE], 1)) <= WORTH * SAMPLE
+
+
 def _write_arrays(path: Path, arrays: dict[str, np.ndarray], compress: bool) -> None:
-    """An npz that ``np.load`` reads; level 1 deflate: replays of grid observations shrink
-    several times at a fraction of the cost of the default level."""
-    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
-    with zipfile.ZipFile(path, "w", compression=method, compresslevel=1 if compress else None) as archive:
+    """An npz that ``np.load`` reads. With ``compress``, level 1 deflate for the arrays it
+    shrinks to half or less (grid observations, rewards, flags: to a tenth or less), stored
+    as they are otherwise: a replay of continuous observations deflates to about 0.75 of
+    its size at about 50 MB/s, which made a 1M-row replay's save 9.4 s instead of 0.7
+    (docs/results/checkpoints.md)."""
+    with zipfile.ZipFile(path, "w", compresslevel=1) as archive:
         for i, array in enumerate(arrays.values()):
+            array = np.ascontiguousarray(array)
+            archive.compression = zipfile.ZIP_DEFLATED if compress and _pays_to_deflate(array) else zipfile.ZIP_STORED
             with archive.open(f"{i}.npy", "w", force_zip64=True) as handle:
-                np.lib.format.write_array(handle, np.ascontiguousarray(array), allow_pickle=False)
+                np.lib.format.write_array(handle, array, allow_pickle=False)
 
 
 def write_tree(stem: Path, tree: Any, compress: bool = False) -> tuple[Path, Path, Path]:
