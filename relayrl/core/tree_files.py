@@ -2,8 +2,8 @@
 
 A tree of dicts, lists and tuples whose leaves are torch tensors, NumPy arrays, numbers,
 booleans, strings or None is written as ``<stem>.safetensors`` (every tensor, keyed by its
-path in the tree), ``<stem>.npz`` (every array; deflated when ``compress``) and
-``<stem>.json`` (the structure, with the other leaves). Reading parses JSON, safetensors
+path in the tree), ``<stem>.npz`` (every array; with ``compress``, deflated where that
+halves it) and ``<stem>.json`` (the structure, with the other leaves). Reading parses JSON, safetensors
 and npz with pickles refused, so a file someone sent you (a frozen opponent's networks, a
 whole checkpoint) cannot execute anything.
 
