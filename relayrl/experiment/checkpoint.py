@@ -4,10 +4,10 @@ manifest.
 Everything is data (``relayrl.core.tree_files``): tensors in safetensors, arrays in npz
 (the state's deflated where that halves them), the rest in JSON; nothing is unpickled on
 load, so a checkpoint someone sent you (a frozen opponent, one to evaluate or resume)
-cannot run code. A
-checkpoint is written to a temporary folder and renamed into place, so a crash or Ctrl-C
-during the write never leaves a half checkpoint under a real name; on load every file is
-checked against the manifest, so a corrupt checkpoint is detected, not loaded.
+cannot run code. A checkpoint is written to a temporary folder and renamed into place, so
+a crash or Ctrl-C during the write never leaves a half checkpoint under a real name; on
+load every file is checked against the manifest, so a corrupt checkpoint is detected, not
+loaded.
 """
 
 import hashlib
