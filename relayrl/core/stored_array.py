@@ -4,6 +4,7 @@ streamed into place: a resume reads a replay's rows straight into its buffer
 replays import it without torch."""
 
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +41,19 @@ class StoredArray:
         if out.shape != self.shape or out.dtype != self.dtype or not out.flags.c_contiguous:
             raise ValueError(f"array {self.member} is {self.shape} {self.dtype}; it cannot be read into {out.shape} {out.dtype}")
         target = memoryview(out.reshape(-1).view(np.uint8))
-        with zipfile.ZipFile(self.path) as archive, archive.open(self.member) as handle:
-            npy_header(handle)
-            done = 0
-            while done < len(target):
-                read = handle.readinto(target[done : done + CHUNK])
-                if not read:
-                    raise ValueError(f"array {self.member} ends after {done:,} of its {len(target):,} bytes")
-                done += read
-            if handle.read(1):  # reading to the end checks the CRC
-                raise ValueError(f"array {self.member} holds more bytes than its header declares")
+        try:
+            with zipfile.ZipFile(self.path) as archive, archive.open(self.member) as handle:
+                npy_header(handle)
+                done = 0
+                while done < len(target):
+                    read = handle.readinto(target[done : done + CHUNK])
+                    if not read:
+                        raise ValueError(f"array {self.member} in {self.path} ends after {done:,} of its {len(target):,} bytes")
+                    done += read
+                if handle.read(1):  # reading to the end checks the CRC
+                    raise ValueError(f"array {self.member} in {self.path} holds more bytes than its header declares")
+        except (zipfile.BadZipFile, zlib.error, EOFError) as error:  # a resume refuses a ValueError by name
+            raise ValueError(f"array {self.member} in {self.path} is damaged ({error})") from None
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         array = np.empty(self.shape, self.dtype)
