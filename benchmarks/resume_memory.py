@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 from relayrl.experiment import build_config, build_run
-from relayrl.experiment.checkpoint import STATE, _read, list_checkpoints, load_checkpoint
+from relayrl.core.tree_files import read_tree
+from relayrl.experiment.checkpoint import STATE, list_checkpoints, load_checkpoint
 from relayrl.replay.buffer import ROWS
 
 def status(key):
@@ -38,7 +39,7 @@ config = build_config(yaml.safe_load((run_dir / "config.yaml").read_text()))
 run = build_run(config, None, verbose=False, runs_root=run_dir.parent.parent)  # where frozen opponents' runs are
 before = status("VmHWM")
 checkpoint = list_checkpoints(run_dir / "checkpoints")[-1]
-state = load_checkpoint(checkpoint) if side == "streamed" else _read(checkpoint / STATE)
+state = load_checkpoint(checkpoint) if side == "streamed" else read_tree(checkpoint / STATE)  # every array read at once
 replay = rows_bytes(state)
 run.load_state_dict(state, str(checkpoint))
 print(checkpoint.name, before, status("VmHWM"), replay // 2**20)
