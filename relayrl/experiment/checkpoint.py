@@ -31,6 +31,8 @@ STATE = "state"
 # load, small enough to read without the replays
 POLICY = "policy"
 MANIFEST = "manifest.json"
+# a manifest's flag: the checkpoint holds policies' networks and no state (``keep_policies``)
+POLICIES_ONLY = "policies_only"
 CONFIG_FILE = "config.yaml"  # a run directory's config, as its runs were trained with
 
 
@@ -54,21 +56,24 @@ def _sha256(path: Path) -> str:
 
 
 def save_checkpoint(
-    directory: Path, env_steps: int, state: dict[str, Any], keep: int, policy: dict[str, Any] | None = None
+    directory: Path, env_steps: int, state: dict[str, Any] | None, keep: int, policy: dict[str, Any] | None = None
 ) -> Path:
     """Writes ``state`` (everything needed to resume) and, if given, ``policy`` (the networks
     alone, as data: small enough to load without the replays, safe to load from others) as
-    one checkpoint."""
+    one checkpoint. Without ``state`` it is a checkpoint of policies only (``POLICIES_ONLY``
+    in its manifest): frozen opponents and evaluation load it, a resume refuses it."""
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"step_{env_steps:010d}"
     tmp = directory / f".tmp_step_{env_steps:010d}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir()
-        files = list(write_tree(tmp / STATE, state, compress=True))
+        files = list(write_tree(tmp / STATE, state, compress=True)) if state is not None else []
         if policy is not None:
             files += write_tree(tmp / POLICY, policy)
-        manifest = {"env_steps": env_steps, "files": {f.name: _sha256(f) for f in files}}
+        manifest: dict[str, Any] = {"env_steps": env_steps, "files": {f.name: _sha256(f) for f in files}}
+        if state is None:
+            manifest[POLICIES_ONLY] = True
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
     except (OSError, SafetensorError) as error:  # safetensors wraps the OSError of its own writes
         shutil.rmtree(tmp, ignore_errors=True)
@@ -103,8 +108,14 @@ def _verified(path: Path, *names: str) -> None:
         if found:  # a run directory or its checkpoints folder, not one checkpoint
             raise CheckpointError(f"{path} is not a checkpoint but holds them: pass one of {inner}/step_* (the last: {found[-1]}; list_checkpoints lists them)")
         raise CheckpointError(f"{path} has no {MANIFEST}: incomplete checkpoint; resume from another one")
-    listed = json.loads(manifest_path.read_text())["files"]
+    manifest = json.loads(manifest_path.read_text())
+    listed = manifest["files"]
     for name in names:
+        if name not in listed and manifest.get(POLICIES_ONLY):
+            raise CheckpointError(
+                f"checkpoint {path} holds policies' networks only (kept for frozen opponents and evaluation), not a run's "
+                "state: it cannot be resumed or warm-started from; load it as a frozen policy (policies.<id>.checkpoint)"
+            )
         if name not in listed:
             if any(f.endswith(".pkl") for f in listed):
                 raise CheckpointError(
@@ -130,6 +141,18 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
 def load_policies(path: Path) -> dict[str, Any]:
     """Every policy's acting networks, read as data after checking the files."""
     return _read(path / POLICY)
+
+
+def keep_policies(checkpoint: Path, directory: Path, pids: list[str]) -> Path:
+    """Policies ``pids``' acting networks from ``checkpoint``, written as a checkpoint of
+    their own at the same env step under ``directory`` (``step_<n>``, policies only): a few
+    MB where the run's checkpoint holds GB of replay, so it can be kept in a repository and
+    drive frozen opponents on another machine."""
+    saved = load_policies(checkpoint)
+    missing = sorted(set(pids) - set(saved))
+    if missing:
+        raise CheckpointError(f"{checkpoint} holds policies {sorted(saved)}, not {missing}")
+    return save_checkpoint(directory, checkpoint_steps(checkpoint), None, keep=1, policy={pid: saved[pid] for pid in pids})
 
 
 def load_learner(path: Path, pid: str) -> dict[str, Any] | None:

@@ -9,7 +9,9 @@ being trained by a process outside the grid (its run lock is held) is waited for
 Run directories do not survive a change of machine; the metrics the grid kept under the
 results folder do. A job whose kept metrics reach its budget is complete (unless another
 job needs its checkpoint as frozen opponents), and a restarted run never overwrites kept
-metrics that went further than it has.
+metrics that went further than it has. A complete pretraining run's frozen opponents (the
+final networks of the policies other jobs load, a few MB) are kept there too, and a later
+grid on another machine restores them instead of training the pretraining again.
 """
 
 import csv
@@ -24,9 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from relayrl.arena.ray.runners import start_ray
-from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
+from relayrl.experiment.checkpoint import CONFIG_FILE, checkpoint_steps, keep_policies, list_checkpoints, load_policies, write_atomically
 from relayrl.experiment.config import RunConfig
+from relayrl.experiment.identity import run_dir_for
 from relayrl.experiment.presets import load_preset
 from relayrl.experiment.run_lock import is_locked
 
@@ -46,12 +51,19 @@ class Job:
 
     def dependencies(self) -> list["Job"]:
         """Pretraining runs whose checkpoints drive this job's frozen policies (evaluation-only ones too)."""
+        return list(self.opponents())
+
+    def opponents(self) -> dict["Job", list[str]]:
+        """Each pretraining run this job's frozen policies load, with the ids of the
+        policies they load from it."""
         config = self.config()
-        needs = []
-        for policy in [*config.policies.values(), *config.eval.policies.values()]:
+        found: dict[Job, list[str]] = {}
+        for pid, policy in [*config.policies.items(), *config.eval.policies.items()]:
             if policy.pretrained is not None:
-                needs.append(Job(policy.pretrained, policy.pretrained_seed, load_preset(policy.pretrained).total_steps))
-        return needs
+                ids = found.setdefault(Job(policy.pretrained, policy.pretrained_seed, load_preset(policy.pretrained).total_steps), [])
+                if (policy.pretrained_policy or pid) not in ids:
+                    ids.append(policy.pretrained_policy or pid)
+        return found
 
 
 def find_run(config: RunConfig, root: Path) -> Path | None:
@@ -163,11 +175,77 @@ def metrics_steps(path: Path) -> int:
     return max(steps, default=0)
 
 
+def kept_run(job: Job, results: Path) -> Path:
+    """Where the job's metrics, config and kept policies are kept: ``results/runs/<preset>-<hash>/<seed>``."""
+    config = job.config()
+    return results / "runs" / f"{config.preset}-{config.config_hash()}" / str(job.seed)
+
+
 def kept_progress(job: Job, results: Path) -> int:
     """Env steps of the job's metrics kept under ``results/runs`` (0 if none): a run whose
     directory is gone (another machine) still counts as far as its metrics go."""
-    config = job.config()
-    return metrics_steps(results / "runs" / f"{config.preset}-{config.config_hash()}" / str(job.seed) / "metrics.csv")
+    return metrics_steps(kept_run(job, results) / "metrics.csv")
+
+
+# A kept pretraining run's folder for the final networks of the policies that frozen
+# opponents load (a checkpoint of policies only, a few MB): tier 2 of a grid needs them,
+# and they outlive the run directory (GB of replay), which a change of machine loses.
+KEPT_POLICIES = "policies"
+
+
+def opponent_sources(jobs: list[Job]) -> dict[Job, list[str]]:
+    """Every pretraining run the jobs' frozen policies load, with the policy ids loaded from it."""
+    found: dict[Job, list[str]] = {}
+    for job in jobs:
+        for source, pids in job.opponents().items():
+            ids = found.setdefault(source, [])
+            ids.extend(pid for pid in pids if pid not in ids)
+    return found
+
+
+def keep_opponents(jobs: list[Job], root: Path, results: Path) -> list[Path]:
+    """Copies the final networks of the policies the jobs' frozen opponents load, from each
+    complete pretraining run under ``root``, to ``<kept run>/policies/step_<n>``; returns
+    the checkpoints written (those kept already are not written again)."""
+    written = []
+    for source, pids in opponent_sources(jobs).items():
+        run = find_run(source.config(), root)
+        done = list_checkpoints(run / "checkpoints") if run else []
+        if not done or checkpoint_steps(done[-1]) < source.steps:
+            continue
+        have = list_checkpoints(kept_run(source, results) / KEPT_POLICIES)
+        if have and checkpoint_steps(have[-1]) == checkpoint_steps(done[-1]) and load_policies(have[-1]).keys() >= set(pids):
+            continue
+        written.append(keep_policies(done[-1], kept_run(source, results) / KEPT_POLICIES, pids))
+    return written
+
+
+def restore_opponents(jobs: list[Job], root: Path, results: Path, say: Callable[[str], None]) -> None:
+    """For each pretraining run the jobs need that ``root`` does not hold complete, but whose
+    policies are kept at its budget: a run directory under ``root`` with the kept config,
+    metrics and provenance and a checkpoint of those policies, so the jobs load them as
+    frozen opponents instead of training it again. A run of it restarted from 0 under
+    ``root`` is left alone (it is named, with the way to use the kept policies)."""
+    for source in opponent_sources(jobs):
+        kept = kept_run(source, results)
+        have = list_checkpoints(kept / KEPT_POLICIES)
+        if progress(source, root) >= source.steps or not have or checkpoint_steps(have[-1]) < source.steps:
+            continue
+        run = find_run(source.config(), root)
+        if run is not None:
+            say(f"not restored: {source.name} has kept policies ({have[-1]}), but {run} holds a restart of it; "
+                "delete that run directory to use the kept ones")
+            continue
+        config = source.config()
+        run = run_dir_for(config, root)
+        run.mkdir(parents=True)
+        for name in (CONFIG_FILE, "metrics.csv", "provenance.yaml"):
+            if (kept / name).is_file():
+                shutil.copy2(kept / name, run / name)
+        if not (run / CONFIG_FILE).is_file():
+            write_atomically(run / CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+        shutil.copytree(have[-1], run / "checkpoints" / have[-1].name)
+        say(f"restored: {source.name} from its kept policies {have[-1]} (frozen opponents only: it cannot be resumed)")
 
 
 def complete_by_kept_metrics(jobs: list[Job], root: Path, results: Path) -> list[Job]:
@@ -214,6 +292,8 @@ def run_grid(
     exits, so running the grid again resumes everything. SIGTERM matters because a grid
     started in the background (``nohup ... &``) ignores SIGINT."""
     ordered = with_dependencies(jobs)
+    if results is not None:
+        restore_opponents(jobs, root, results, say)
     status = {j: "complete" for j in ordered if progress(j, root) >= j.steps}
     for job in status:
         say(f"complete: {job.name}")
@@ -237,6 +317,8 @@ def run_grid(
                 del running[job]
                 status[job] = "complete" if rc == 0 and progress(job, root) >= job.steps else f"failed (exit {rc})"
                 say(f"{status[job]}: {job.name}")
+                for kept in keep_opponents(jobs, root, results) if results is not None else []:
+                    say(f"kept the frozen opponents' networks in {kept}")
             for job in list(pending):
                 if len(running) >= parallel:
                     break
@@ -277,9 +359,11 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def collect(jobs: list[Job], root: Path, results: Path) -> int:
-    """Copies each job's metrics, config and scheme table into ``results/runs/<run dir>/<seed>/``; returns
-    how many runs were copied. A run restarted on another machine is not copied while the
-    metrics kept from its lost directory reach further."""
+    """Copies each job's metrics, config and scheme table into ``results/runs/<run dir>/<seed>/``,
+    and the frozen opponents' networks of complete pretraining runs (``keep_opponents``);
+    returns how many runs were copied. A run restarted on another machine is not copied
+    while the metrics kept from its lost directory reach further."""
+    keep_opponents(jobs, root, results)
     copied = 0
     seen: set[Path] = set()
     for job in jobs:

@@ -220,3 +220,72 @@ def test_a_pretraining_run_kept_only_as_metrics_trains_again_when_a_job_needs_it
     (kept / "metrics.csv").write_text(f"env_steps,reward_mean\n{pretrain.steps},1.0\n")
     assert complete_by_kept_metrics([job], root, results) == []
     assert complete_by_kept_metrics([pretrain], root, results) == [pretrain]
+
+
+def _tiny_opponent_presets(monkeypatch):
+    """A 2 v 2 Battle pretraining of 40 env steps and a run against its frozen red: the grid's
+    tier 2 in miniature (registered for this test only)."""
+    from relayrl.experiment.presets.common import merge
+    from relayrl.experiment.presets.super import DDQN_OPPONENT
+
+    small = {
+        "env": {"name": "battle", "settings": {"map_size": 12, "max_cycles": 30}},
+        "dqn": {"learning_starts": 8, "batch_size": 4, "fragment_length": 4, "buffer_size": 200},
+        "model": {"conv_channels": [4], "hiddens": [8], "head_hidden": 8},
+        "report_group": "blue", "report_interval": 20, "checkpoint_interval": 40, "eval": {"interval": 0},
+    }
+    monkeypatch.setitem(PRESETS, "tiny-pretrain", ("both teams DDQN", merge(small, {"total_steps": 40, "policies": {"red": DDQN_OPPONENT}})))
+    frozen_red = {"kind": "frozen", "pretrained": "tiny-pretrain", "dqn": DDQN_OPPONENT["dqn"]}
+    monkeypatch.setitem(PRESETS, "tiny-vs-frozen", ("blue against the frozen red", merge(small, {"total_steps": 20, "policies": {"red": frozen_red}})))
+    return Job("tiny-vs-frozen", 0, 20), Job("tiny-pretrain", 0, 40)
+
+
+def _same_tree(a, b) -> bool:
+    import torch
+
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_tree(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(_same_tree(x, y) for x, y in zip(a, b))
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    return a == b
+
+
+def test_a_complete_pretraining_keeps_its_frozen_opponents_and_another_machine_restores_them(tmp_path, monkeypatch, capsys):
+    import yaml
+
+    from relayrl.experiment.checkpoint import load_policies
+    from relayrl.experiment.grid import KEPT_POLICIES, collect, keep_opponents, kept_run, restore_opponents
+
+    job, pretrain = _tiny_opponent_presets(monkeypatch)
+    assert job.opponents() == {pretrain: ["red"]}
+    root, results = tmp_path / "runs", tmp_path / "results"
+    assert main(["train", "tiny-pretrain", "--out", str(root)]) == 0
+    (trained,) = list_checkpoints(find_run(pretrain.config(), root) / "checkpoints")[-1:]
+    collect([job], root, results)
+    (kept,) = list_checkpoints(kept_run(pretrain, results) / KEPT_POLICIES)
+    assert kept.name == trained.name == "step_0000000040"
+    original, saved = load_policies(trained), load_policies(kept)
+    assert set(original) == {"red", "blue"} and set(saved) == {"red"}  # only what the frozen opponents load
+    assert _same_tree(original["red"], saved["red"])
+    assert keep_opponents([job], root, results) == []  # kept already: not written again
+
+    shutil.rmtree(root)  # another machine: the run directory (and its replay) is gone
+    said: list[str] = []
+    restore_opponents([job], root, results, said.append)
+    assert said and said[0].startswith("restored: tiny-pretrain seed 0 @ 40") and progress(pretrain, root) == 40
+    assert main(["train", "tiny-vs-frozen", "--out", str(root)]) == 0  # trains against the kept red, no pretraining
+    (entry,) = yaml.safe_load((find_run(job.config(), root) / "provenance.yaml").read_text())
+    assert entry["policies_from"]["red"].endswith(f"checkpoints/{kept.name}")
+    capsys.readouterr()
+    assert main(["resume", str(find_run(pretrain.config(), root)), "total_steps=80"]) == 2  # policies only: refused, named
+    assert "holds policies' networks only" in capsys.readouterr().err
+    assert keep_opponents([job], root, results) == []  # the restored copy is not kept over its source
+
+    other = tmp_path / "other"  # a machine where the pretraining restarted from 0 before the kept policies came
+    assert main(["train", "tiny-pretrain", "total_steps=20", "--out", str(other)]) == 0
+    said.clear()
+    restore_opponents([job], other, results, said.append)
+    assert said[0].startswith("not restored: tiny-pretrain seed 0 @ 40") and "delete that run directory" in said[0]
+    assert progress(pretrain, other) == 20
