@@ -220,15 +220,16 @@ from relayrl.experiment.checkpoint import load_checkpoint, save_checkpoint
 from relayrl.replay.buffer import FieldSpec, ReplayBuffer
 
 rows, size = 50_000, 4096  # 200 MB of 8-bit observations
+capacity = int(sys.argv[3])  # rows the buffer holds, filled or not
 fields = {"obs": FieldSpec((size,), np.uint8)}
 def peak_mb():  # this process's high-water mark (ru_maxrss would include the parent's, from before the exec)
     return int(next(line for line in open("/proc/self/status") if line.startswith("VmHWM")).split()[1]) // 1024
 if sys.argv[1] == "save":
-    replay = ReplayBuffer(1, rows, fields, seed=0)
+    replay = ReplayBuffer(1, capacity, fields, seed=0)
     replay.add({"obs": np.broadcast_to((np.arange(rows) % 251).astype(np.uint8)[None, :, None], (1, rows, size))})
     save_checkpoint(Path(sys.argv[2]), rows, {"replay": replay.state_dict()}, keep=1)
 else:
-    replay = ReplayBuffer(1, rows, fields, seed=0)  # its rows are not touched until loaded
+    replay = ReplayBuffer(1, capacity, fields, seed=0)  # its rows are not touched until loaded
     before = peak_mb()
     replay.load_state_dict(load_checkpoint(next(Path(sys.argv[2]).glob("step_*")))["replay"])
     assert replay.storage()["obs"][0, 1234, 7] == 1234 % 251
@@ -237,11 +238,13 @@ else:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
-def test_a_resume_holds_one_copy_of_the_replay(tmp_path):
+@pytest.mark.parametrize("capacity", [50_000, 200_000])
+def test_a_resume_holds_one_copy_of_the_replay(tmp_path, capacity):
     """The replay's rows go from the checkpoint's file into the buffer a chunk at a time: the
-    resume's peak grows by about the replay (200 MB), where reading every array first took two."""
-    subprocess.run([sys.executable, "-c", RESUME_PEAK, "save", str(tmp_path)], check=True)
-    out = subprocess.run([sys.executable, "-c", RESUME_PEAK, "load", str(tmp_path)], check=True, capture_output=True, text=True)
+    resume's peak grows by about the replay's filled rows (200 MB), where reading every array
+    first took two; a young run's unfilled capacity (600 MB more at 200k rows) stays untouched."""
+    subprocess.run([sys.executable, "-c", RESUME_PEAK, "save", str(tmp_path), str(capacity)], check=True)
+    out = subprocess.run([sys.executable, "-c", RESUME_PEAK, "load", str(tmp_path), str(capacity)], check=True, capture_output=True, text=True)
     before, after = map(int, out.stdout.split())
     assert 195 <= after - before < 260, (before, after)
 

@@ -443,10 +443,14 @@ class ReplayBuffer:
         layout = (self.n_buffers, self.capacity, fields, self.prioritized)
         if (state["n_buffers"], state["capacity"], saved, state["prioritized"]) != layout:
             raise ValueError("load_state_dict: the state comes from a buffer with a different layout")
+        # a buffer never written holds the zeros it was made with, in pages not yet touched:
+        # clearing its unfilled rows would commit a young run's whole capacity at once
+        written = bool(self._size.any())
         for name, a in self._store.items():
             for i, rows in enumerate(state[ROWS][name]):
                 fill(a[i, : len(rows)], rows)  # straight from the checkpoint's file where it streams them
-                a[i, len(rows) : self.capacity] = 0
+                if written:
+                    a[i, len(rows) : self.capacity] = 0
         self._ptr[:] = state["ptr"]
         self._size[:] = state["size"]
         self._max_priority[:] = state["max_priority"]
