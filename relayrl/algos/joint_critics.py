@@ -10,7 +10,8 @@ set with ``param_sharing`` (acting rows of every agent). ``critic`` says what th
 are: ``joint``, one per agent on every agent's observation and action (above); ``own``, one
 per agent on its own observation and action only (the same code then trains independent
 agents: the AI Arena's SAC per entity, paper 004 Fig. 11); ``common``, one for the team on
-every observation and action, learning the team's reward (MASAC only: the AI Arena's code).
+every observation and action, learning the team's reward (HARL's MADDPG and MATD3; the AI
+Arena's MASAC).
 
 Actions: Box actions are ``center + scale * tanh(f(o))`` within the bounds; discrete ones
 go through the straight-through Gumbel-softmax (Jang et al. 2017): a one-hot sample

@@ -11,6 +11,12 @@ clipped Gaussian noise in MATD3; a one-hot Gumbel sample for discrete actions):
 the other agents' actions in the actor loss being the replayed ones (Lowe et al. 2017, eq.
 5); the logits penalty keeps discrete logits from growing without bound (EPyMARL's and
 HARL's discrete MADDPG). Targets follow by Polyak averaging with ``tau``.
+
+With ``critic: common`` (HARL's MADDPG and MATD3, ``harl/runners/off_policy_ma_runner.py``):
+one critic (twin pair) for the team learns the team's reward ``r = sum_i r_i``,
+``y = r + discount * min_c Q'_c(o', a'_1, ..., a'_N)``, and agent i's actor loss is
+``-mean_b Q_1(o, a_1, ..., mu_i(o_i), ..., a_N)`` through it, the others' actions still
+the replayed ones.
 """
 
 from dataclasses import dataclass
@@ -81,6 +87,9 @@ class MADDPG(JointCritics):
         with torch.no_grad():
             next_action, _ = self.policy(self.actor_target, t["next_obs"], smooth=True)
             next_q = self.q(self.critics_target, self.critic_input(t["next_obs"], self.joint(next_action))).min(0).values
+            if self.common_critic:
+                reward, discount, _ = self.team(t)
+                return reward + discount * next_q
             return t["reward"] + t["discount"] * next_q
 
     def update(self, batch: dict[str, np.ndarray], weights: Weights = None) -> tuple[None, dict[str, Any]]:
@@ -92,7 +101,11 @@ class MADDPG(JointCritics):
         self.updates += 1
         if self.updates % s.policy_delay == 0:
             own, raw = self.policy(self.actor, t["obs"], smooth=False)
-            q_own = self.q(self.critics[:1], self.critic_input(t["obs"], self.own_actions(t["action"], own)))[0]
+            x = self.critic_input(t["obs"], self.own_actions(t["action"], own))  # [N, B, ...]: agent i's joint action in row i
+            if self.common_critic:  # the team's critic reads every agent's joint action as rows of its one set
+                q_own = self.q(self.critics[:1], x.reshape(1, -1, x.shape[-1]))[0].reshape(x.shape[:2])
+            else:
+                q_own = self.q(self.critics[:1], x)[0]
             actor_loss = -masked_mean(q_own, t["alive"])
             if self.discrete and s.logits_penalty > 0:
                 actor_loss = actor_loss + s.logits_penalty * raw.pow(2).mean(dim=(1, 2))

@@ -376,8 +376,8 @@ class CentralisedConfig(Strict):
     param_sharing: bool = Field(False, description="one actor for the group's agents (critics stay one per agent)")
     critic: Literal["joint", "own", "common"] = Field(
         "joint", description="joint: each agent's critic sees every agent's observation and action; own: its agent's only (independent learners); "
-        "common (masac): one critic for the team on every observation and action, learning the summed reward, each actor stepped through "
-        "it with every agent's current action (the AI Arena's MASAC code)"
+        "common: one critic for the team on every observation and action, learning the summed reward; each actor is stepped through it with "
+        "the other agents' replayed actions in maddpg and matd3 (HARL's code), with every agent's current action in masac (the AI Arena's code)"
     )
     time_limit_as_terminal: bool = False
 
@@ -390,8 +390,6 @@ class CentralisedConfig(Strict):
     def _batch_fits(self) -> "CentralisedConfig":
         if self.batch_size > self.buffer_size:
             raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower centralised.batch_size")
-        if self.critic == "common" and self.algo != "masac":
-            raise ValueError(f"centralised.critic=common is built for masac (the AI Arena's MASAC), not {self.algo}: use critic=joint, or algo=masac")
         if not self.auto_alpha and self.alpha_lr != type(self).model_fields["alpha_lr"].default:
             raise ValueError("centralised.alpha_lr is the learnt temperature's, and auto_alpha=false fixes it at initial_alpha: remove alpha_lr, or set auto_alpha=true")
         return self

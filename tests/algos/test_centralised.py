@@ -39,7 +39,7 @@ def _batch(spec: GroupSpec, rows: int, rng: np.random.Generator) -> dict[str, np
 
 
 def _maddpg(spec: GroupSpec, **changes) -> MADDPG:
-    params = MADDPGParams(actor_lr=1e-3, critic_lr=1e-3, hidden=(16,), tau=0.01, exploration_noise=0.1, **changes)
+    params = MADDPGParams(**{"actor_lr": 1e-3, "critic_lr": 1e-3, "hidden": (16,), "tau": 0.01, "exploration_noise": 0.1, **changes})
     return MADDPG(spec, spec.n_agents, params, CPU, seed=0)
 
 
@@ -127,11 +127,12 @@ def _masac(spec: GroupSpec, **changes) -> MASAC:
     return MASAC(spec, spec.n_agents, params, CPU, seed=0)
 
 
-def test_a_common_critic_is_one_for_the_team_and_learns_its_summed_reward():
+@pytest.mark.parametrize("algo", ["masac", "matd3"])
+def test_a_common_critic_is_one_for_the_team_and_learns_its_summed_reward(algo):
     """One twin pair reads every observation and action; its target is the agents' rewards
-    summed (here with the target critics at 0 and the temperature at about 0)."""
+    summed (here with the target critics at 0 and MASAC's temperature at about 0)."""
     spec = _box_spec(n=3, obs=2, act=1)
-    algorithm = _masac(spec, critic="common")
+    algorithm = _masac(spec, critic="common") if algo == "masac" else _maddpg(spec, critic="common", twin_critics=True, policy_noise=0.2, noise_clip=0.5)
     assert algorithm.critic_sets == 1 and [c.layers[0].weight.shape[0] for c in algorithm.critics] == [1, 1]
     batch = _batch(spec, 5, np.random.default_rng(3))
     t = algorithm.tensors(batch)
@@ -139,7 +140,8 @@ def test_a_common_critic_is_one_for_the_team_and_learns_its_summed_reward():
     with torch.no_grad():
         for p in algorithm.critics_target.parameters():
             p.zero_()
-        algorithm.log_alpha.fill_(-60.0)
+        if algo == "masac":
+            algorithm.log_alpha.fill_(-60.0)
     y = algorithm.targets(t)
     assert y.shape == (1, 5)
     torch.testing.assert_close(y[0], torch.as_tensor(batch["reward"][0].sum(-1)))
@@ -162,9 +164,24 @@ def test_with_a_common_critic_every_actor_steps_with_every_agents_current_action
         assert (gap < 1e-6) if same else (gap > 1e-5), (critic, gap)
 
 
-def test_a_common_critic_is_refused_for_maddpg_and_matd3():
-    with pytest.raises(ConfigError, match="critic=common is built for masac"):
-        build_config({"env": {"name": "cooperative-navigation"}, "centralised": {"algo": "matd3", "critic": "common"}})
+def test_with_a_common_critic_maddpgs_actor_i_steps_at_its_own_action_and_the_others_replayed():
+    """HARL's MADDPG: agent i's actor loss is the team critic's value at the replayed joint
+    action with agent i's replaced by its actor's, built here by hand (the critic held by a
+    learning rate of 1e-12, so the actor step reads the critic as it was)."""
+    spec = _box_spec(n=3, obs=2, act=1)
+    algorithm = _maddpg(spec, critic="common", critic_lr=1e-12)
+    batch = _batch(spec, 4, np.random.default_rng(6))
+    t = algorithm.tensors(batch)
+    with torch.no_grad():
+        own, _ = algorithm.policy(algorithm.actor, t["obs"], smooth=False)
+        losses = []
+        for i in range(3):
+            joint_action = t["action"].clone()
+            joint_action[:, i] = own[i]
+            x = torch.cat([t["obs"].reshape(4, -1), joint_action.reshape(4, -1)], dim=-1)[None]
+            losses.append(-algorithm.critics[0](x)[0, :, 0].mean())
+    _, metrics = algorithm.update(batch)
+    assert metrics["actor_loss"] == pytest.approx(float(torch.stack(losses).mean()), rel=1e-5)
 
 
 def _corridor_run(algo: str, steps: int, **changes):
@@ -180,7 +197,7 @@ def _corridor_run(algo: str, steps: int, **changes):
     return run
 
 
-@pytest.mark.parametrize(("algo", "critic"), [("maddpg", "joint"), ("masac", "joint"), ("masac", "common")])
+@pytest.mark.parametrize(("algo", "critic"), [("maddpg", "joint"), ("maddpg", "common"), ("masac", "joint"), ("masac", "common")])
 def test_discrete_centralised_critics_learn_the_corridor(algo, critic):
     """Two runners in corridors of 4 cells, reward 1 at the end (and they leave: their rows'
     alive masks drop them): both reach it greedily once learnt. A greedy policy reaches it

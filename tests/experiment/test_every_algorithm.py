@@ -81,9 +81,10 @@ def test_every_algorithm_acts_learns_checkpoints_and_resumes_exactly(algo, pool,
     _trains_and_resumes_exactly(build_config(_config(algo, POOLS[pool])), tmp_path)
 
 
-def test_masac_with_a_common_critic_resumes_exactly(tmp_path):
+@pytest.mark.parametrize("algo", ["masac", "matd3"])
+def test_a_common_critic_resumes_exactly(algo, tmp_path):
     """The team's one critic (``critic: common``) is state like the per-agent ones."""
-    settings = _config("masac", POOLS["local"])
+    settings = _config(algo, POOLS["local"])
     _trains_and_resumes_exactly(build_config({**settings, "centralised": {**settings["centralised"], "critic": "common"}}), tmp_path)
 
 

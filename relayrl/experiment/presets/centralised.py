@@ -53,9 +53,13 @@ NAVIGATION_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 # HARL's MADDPG, MATD3 and (tuned) HASAC settings on MPE's continuous spread (its public
 # configs): 20 copies, 25-step episodes, 10,000 random steps, 50 updates of 1,000 rows per
 # 1,000 env steps, no gradient clipping, 5M env steps (10M for HASAC; its 20-step returns).
+# Like HARL, one critic for the team learns the agents' rewards summed (its MPE wrapper gives
+# every agent that sum); the actors step through it with the other agents' replayed actions
+# (MADDPG, MATD3: its MA runner) or with every agent's current one (MASAC; HASAC refreshes
+# them agent by agent in a random order, which is not built).
 SPREAD_CONTINUOUS: dict[str, Any] = {
     "env": {"name": "mpe2.simple_spread_v3", "settings": {"N": 3, "max_cycles": 25, "continuous_actions": True}, "num_envs": 20},
-    "centralised": {"max_grad_norm": None},
+    "centralised": {"max_grad_norm": None, "critic": "common"},
     "total_steps": 5_000_000,
     "report_interval": 25_000,
     "eval": {"interval": 50_000, "episodes": 40},
