@@ -5,6 +5,9 @@
 # a complete one is skipped. SIGTERM stops the running one (it saves a checkpoint) and
 # starts no other. Usage: harl_spread.sh RELAYRL_CHECKOUT RUNS_ROOT [seeds...]
 set -u
+# Started with setsid, the lane is a scheduling group (autogroup) of its own, and Linux shares
+# the CPU equally between groups whatever their processes' nice: lower the group's weight too.
+echo 19 > /proc/self/autogroup 2>/dev/null || true
 cd "$1" || exit 2
 RUNS=$2
 shift 2

@@ -13,6 +13,9 @@
 # Usage: navigation_fig11.sh RELAYRL_CHECKOUT RUNS_ROOT JOB [JOB ...]
 #   e.g. navigation_fig11.sh /work/exp /work/runs masac:0:8000000 masac:1:8000000
 set -u
+# Started with setsid, the lane is a scheduling group (autogroup) of its own, and Linux shares
+# the CPU equally between groups whatever their processes' nice: lower the group's weight too.
+echo 19 > /proc/self/autogroup 2>/dev/null || true
 cd "$1" || exit 2
 RUNS=$2
 shift 2
