@@ -263,7 +263,9 @@ def status_table(jobs: list[Job], root: Path, results: Path) -> str:
     latest checkpoint under ``root``, or the metrics kept under ``results`` (what the tables
     and figures are drawn from), whichever went further; a run that started again from 0
     behind its kept metrics (its directory was lost with a machine: its own metrics are
-    shorter than those kept) says so."""
+    shorter than those kept) says so, and so does a pretraining run whose frozen opponents
+    are kept."""
+    sources = opponent_sources(jobs)
     lines = ["| run | seed | env steps | target | state |", "|---|---:|---:|---:|---|"]
     for job in with_dependencies(jobs):
         here, kept = progress(job, root), kept_progress(job, results)
@@ -272,6 +274,9 @@ def status_table(jobs: list[Job], root: Path, results: Path) -> str:
         state = "complete" if done >= job.steps else "running" if run is not None and is_locked(run) else "started" if done else "not started"
         if run is not None and metrics_steps(run / "metrics.csv") < kept < job.steps:
             state = f"restarted from 0 ({here:,} in this run)"
+        kept_policies = list_checkpoints(kept_run(job, results) / KEPT_POLICIES) if job in sources else []
+        if kept_policies and checkpoint_steps(kept_policies[-1]) >= job.steps:
+            state += f", opponents kept ({', '.join(sources[job])})"
         lines.append(f"| {job.preset} | {job.seed} | {done:,} | {job.steps:,} | {state} |")
     return "\n".join(lines)
 

@@ -256,7 +256,7 @@ def test_a_complete_pretraining_keeps_its_frozen_opponents_and_another_machine_r
     import yaml
 
     from relayrl.experiment.checkpoint import load_policies
-    from relayrl.experiment.grid import KEPT_POLICIES, collect, keep_opponents, kept_run, restore_opponents
+    from relayrl.experiment.grid import KEPT_POLICIES, collect, keep_opponents, kept_run, restore_opponents, status_table
 
     job, pretrain = _tiny_opponent_presets(monkeypatch)
     assert job.opponents() == {pretrain: ["red"]}
@@ -270,6 +270,7 @@ def test_a_complete_pretraining_keeps_its_frozen_opponents_and_another_machine_r
     assert set(original) == {"red", "blue"} and set(saved) == {"red"}  # only what the frozen opponents load
     assert _same_tree(original["red"], saved["red"])
     assert keep_opponents([job], root, results) == []  # kept already: not written again
+    assert "| tiny-pretrain | 0 | 40 | 40 | complete, opponents kept (red) |" in status_table([job], root, results)
 
     shutil.rmtree(root)  # another machine: the run directory (and its replay) is gone
     said: list[str] = []
