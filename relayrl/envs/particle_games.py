@@ -48,6 +48,7 @@ class ParticleGames(ArrayGames):
     specs; an episode ends by truncation after ``max_cycles`` steps."""
 
     independent_episodes = False
+    velocity_first = False  # the integration order of mpe2 (``relayrl.envs.particles.integrate``)
     kind: str  # the env's registered name, which its saved state carries (and names it in messages)
     seed_tag: int  # mixed into the run's seed, so each game draws its own starts
 
@@ -126,7 +127,7 @@ class ParticleGames(ArrayGames):
         if self.collide:
             pos = np.concatenate([self.bodies.pos, self.targets], 1) if self.obstacles else self.bodies.pos
             force = force + contact_forces(pos, self.contact_size, self.contact_collide)[:, : self.N]
-        integrate(self.bodies, force, self.max_speed)
+        integrate(self.bodies, force, self.max_speed, self.velocity_first)
         self.frames += 1
 
     def _observed(self) -> list[GroupObs]:

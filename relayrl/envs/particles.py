@@ -54,11 +54,13 @@ def contact_forces(pos: np.ndarray, size: np.ndarray, collide: np.ndarray) -> np
     return np.where(pushed[..., None], force, 0.0).sum(2)
 
 
-def integrate(bodies: Bodies, force: np.ndarray, max_speed: np.ndarray | None = None) -> None:
+def integrate(bodies: Bodies, force: np.ndarray, max_speed: np.ndarray | None = None, velocity_first: bool = False) -> None:
     """One step of every world in place: position by the old velocity, then damping and
     the force (unit mass); a body faster than its ``max_speed [N]`` (where given) is slowed
-    to it, direction kept."""
-    bodies.pos += bodies.vel * DT
+    to it, direction kept. ``velocity_first``: the velocity first, then the position by the
+    new one (PettingZoo's MPE up to 1.22, before ``simple_*_v3``)."""
+    if not velocity_first:
+        bodies.pos += bodies.vel * DT
     bodies.vel *= 1 - DAMPING
     bodies.vel += force * DT
     if max_speed is not None:
@@ -68,6 +70,8 @@ def integrate(bodies: Bodies, force: np.ndarray, max_speed: np.ndarray | None = 
             with np.errstate(invalid="ignore", divide="ignore"):  # speed 0 is never over
                 capped = bodies.vel / speed[..., None] * max_speed[:, None]
             bodies.vel = np.where(over[..., None], capped, bodies.vel)
+    if velocity_first:
+        bodies.pos += bodies.vel * DT
 
 
 def confine(bodies: Bodies, bound: float) -> None:

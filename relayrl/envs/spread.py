@@ -18,6 +18,13 @@ the installed ``mpe2`` output by output. From mpe2's ``simple_spread`` scenario 
   it, and the other agents' (silent, so zero) communication, ``2 + 2 + 2N + 2(N-1) +
   2(N-1)`` numbers; ``state()`` is the agents' observations side by side, as mpe2's.
 - Every episode is truncated after ``max_cycles`` steps; none terminates.
+
+``release: pettingzoo-1.22.2`` steps ``simple_spread_v2`` as PettingZoo 1.22.2 did, the
+release HARL's published MPE results ran: the velocity is updated before the position
+(``_mpe_utils/core.py``, ``integrate_state``; mpe2 moves the position first), a
+continuous action's force is ``(a1 - a2, a3 - a4)``, and every agent counts itself among
+the agents it collides with (``simple_spread.py``, ``reward``: -1 per step in ``local_i``,
+-0.5 x 3 x 25 = -37.5 on a team's 25-step return at ``local_ratio`` 0.5; fixed in 1.22.4).
 """
 
 from typing import Any, Literal
@@ -41,6 +48,9 @@ class SpreadSettings(Strict):
     local_ratio: float = Field(0.5, ge=0, le=1, description="weight of the agent's own collision penalty beside the shared distance term")
     max_cycles: int = Field(25, ge=1)
     continuous_actions: bool = False
+    release: Literal["mpe2", "pettingzoo-1.22.2"] = Field(
+        "mpe2", description="whose step: mpe2's simple_spread_v3, or PettingZoo 1.22.2's simple_spread_v2 (HARL's published MPE runs)"
+    )
 
 
 class SpreadVectorEnv(ParticleGames):
@@ -52,6 +62,7 @@ class SpreadVectorEnv(ParticleGames):
     def __init__(self, num_envs: int, **settings: Any) -> None:
         s = SpreadSettings(**settings)
         self.s = s
+        self.pettingzoo_1_22 = self.velocity_first = s.release == "pettingzoo-1.22.2"
         n = s.N
         self.obs_size = 4 + 2 * n + (2 + COMM) * (n - 1)
         groups = (move_group("agent", tuple(f"agent_{i}" for i in range(n)), self.obs_size, n * self.obs_size, s.continuous_actions),)
@@ -70,13 +81,14 @@ class SpreadVectorEnv(ParticleGames):
         pos = self.bodies.pos
         gap = np.sqrt(np.square(pos[:, :, None, :] - pos[:, None, :, :]).sum(-1))  # [E, N, N]
         touching = gap < 2 * AGENT_SIZE
-        collisions = touching.sum(2) - np.diagonal(touching, axis1=1, axis2=2)  # without itself
+        collisions = touching.sum(2) - (0 if self.pettingzoo_1_22 else np.diagonal(touching, axis1=1, axis2=2))  # 1.22.2 counts itself
         r = self.s.local_ratio
         return shared[:, None] * (1 - r) - collisions * r
 
     def act(self, actions: list[np.ndarray]) -> np.ndarray:
         """``[E, N]`` moves, or ``[E, N, 5]`` numbers in ``[0, 1]``."""
-        return mpe_forces(self.kind, actions[0], (self.num_envs, self.N), self.s.continuous_actions) * ACCEL
+        force = mpe_forces(self.kind, actions[0], (self.num_envs, self.N), self.s.continuous_actions) * ACCEL
+        return -force if self.pettingzoo_1_22 and self.s.continuous_actions else force  # 1.22.2's (a1 - a2, a3 - a4)
 
 
 class SpreadSection(ParticleSection):

@@ -73,6 +73,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "env.settings.walls": False,
     "env.groups": {},
     "env.settings.observe_occupied": False,
+    "env.settings.release": "mpe2",
     "qmix.storage": "episodes",
     "qmix.bootstrap": "own",
     "relay": None,

@@ -71,7 +71,7 @@ def test_settings_are_mpe2s_and_unknown_ones_fail_before_training():
     env = make_vector_env(make_env_factory("simple-spread", {"N": 4, "local_ratio": 0.0}), 2)
     (spec,) = env.groups
     assert spec.agent_ids == tuple(f"agent_{i}" for i in range(4)) and spec.n_actions == 5 and spec.obs_shape == (24,)
-    with pytest.raises(ValueError, match="curriculum.*allowed here: N, continuous_actions, local_ratio, max_cycles$"):
+    with pytest.raises(ValueError, match="curriculum.*allowed here: N, continuous_actions, local_ratio, max_cycles, release$"):
         build_config({"env": {"name": "simple-spread", "settings": {"curriculum": True}}, "qmix": {}})
 
 
@@ -90,3 +90,31 @@ def test_a_saved_state_continues_exactly():
     np.testing.assert_array_equal(np.stack(first), np.stack(second))
     with pytest.raises(ValueError, match="not saved by simple-spread"):
         other.set_state({"kind": "cooperative-navigation"})
+
+
+def _apart(env: SpreadVectorEnv) -> None:
+    """Agents at rest, far from each other (no contact forces), landmarks at fixed spots."""
+    env.reset(0)
+    env.bodies.pos[:] = [[-0.8, -0.8], [0.8, -0.8], [0.0, 0.8]]
+    env.bodies.vel[:] = 0.0
+    env.targets[:] = [[0.1, 0.1], [0.2, 0.2], [0.3, 0.3]]
+
+
+def test_pettingzoo_1_22_moves_by_the_new_velocity_mirrors_forces_and_counts_each_agent_colliding_with_itself():
+    """HARL's MPE release against mpe2's, on one step from rest (the full lockstep against
+    PettingZoo 1.22.3 is docs/results/centralised/pettingzoo_1_22_lockstep.py)."""
+    mpe2, old = (SpreadVectorEnv(1, continuous_actions=True, release=r) for r in ("mpe2", "pettingzoo-1.22.2"))
+    for env in (mpe2, old):
+        _apart(env)
+    still = np.zeros((1, 3, 5), np.float32)
+    rewards = [env.step([still])[0][0].reward for env in (mpe2, old)]
+    np.testing.assert_allclose(rewards[1], rewards[0] - 0.5, atol=1e-6)  # local_ratio 0.5 x the agent itself
+    start = mpe2.bodies.pos.copy()
+    push = np.zeros((1, 3, 5), np.float32)
+    push[0, 0, 1] = 1.0  # agent 0's a1: -x in mpe2 (a2 - a1), +x in 1.22 (a1 - a2)
+    mpe2.step([push]), old.step([push])
+    np.testing.assert_allclose(mpe2.bodies.pos, start, atol=1e-12)  # mpe2 moves by the old velocity (0) first
+    dx = 5.0 * 0.1 * 0.1  # acceleration x dt, then x dt: the new velocity's step
+    np.testing.assert_allclose(old.bodies.pos[0, 0], start[0, 0] + [dx, 0.0], atol=1e-12)
+    np.testing.assert_allclose(mpe2.bodies.vel[0, 0], [-0.5, 0.0], atol=1e-12)
+    np.testing.assert_allclose(old.bodies.vel[0, 0], [0.5, 0.0], atol=1e-12)
