@@ -109,13 +109,14 @@ class OffPolicyLearner(LearnerBase):
             self.algorithm.observe(rows["obs"], mask)
             if self.one_replay:
                 rows, mask = self._tagged(t)
+            td_abs = self._scores(rows) if self.params.new_priority == "td" and mask.any() else None
             if self.draws is not None:
                 self.draws.put({k: v[mask] for k, v in rows.items()})
             elif mask.any():
-                self.replay.add(rows, mask=mask)
+                self.replay.add(rows, mask=mask, priorities=td_abs)  # None: each buffer's max
         if self.relay is not None and mask.any():
             with self.timer("td + relay"):
-                self._relay(rows, mask)
+                self._relay(rows, mask, td_abs)
         self.unlearned_env_steps += fragment["reward"].shape[0] * fragment["reward"].shape[1]
         return int(fragment["valid"].sum())
 
@@ -198,9 +199,11 @@ class OffPolicyLearner(LearnerBase):
         """What the selection ranks new rows ``[P, M]`` by: their |TD error| (SUPER)."""
         return np.abs(self.algorithm.td_error(rows))
 
-    def _relay(self, rows: dict[str, np.ndarray], mask: np.ndarray) -> None:
+    def _relay(self, rows: dict[str, np.ndarray], mask: np.ndarray, td_abs: np.ndarray | None = None) -> None:
+        """Selects among the new rows by their |TD error| (``td_abs``, computed here where
+        not given) and stores the selection in the receivers' replays."""
         assert self.relay is not None
-        td_abs = self._scores(rows)
+        td_abs = self._scores(rows) if td_abs is None else td_abs
         selected = selection(self.selector, td_abs, mask)
         receive = self.relay.route(selected, mask, self.bytes_per_transition)
         n, m = mask.shape

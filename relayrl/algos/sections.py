@@ -53,6 +53,10 @@ class DQNConfig(Strict):
     alpha: float = Field(0.6, ge=0)
     beta: float = Field(0.4, ge=0)
     priority_eps: float = Field(1e-6, gt=0)
+    new_priority: Literal["max", "td"] = Field(
+        "max", description="a new transition's priority: max, the replay's largest (Schaul et al. 2016); td, its own |TD error| from the current "
+        "networks (RLlib's worker_side_prioritization, which the SUPER reference code sets)"
+    )
     n_step: int = Field(1, ge=1)
     target_update_interval: int = Field(1000, ge=1)
     fragment_length: int = Field(4, ge=1, description="env steps per update per agent")
@@ -69,6 +73,8 @@ class DQNConfig(Strict):
     def _batch_fits(self) -> "DQNConfig":
         if self.batch_size > self.buffer_size:
             raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower dqn.batch_size")
+        if self.new_priority == "td" and not self.prioritized:
+            raise ValueError("dqn.new_priority=td sets the priority of new transitions in a prioritized replay: set dqn.prioritized=true, or remove it")
         return self
 
     def learner_params(self) -> OffPolicyParams:
@@ -86,6 +92,7 @@ class DQNConfig(Strict):
             alpha=self.alpha,
             beta=self.beta,
             priority_eps=self.priority_eps,
+            new_priority=self.new_priority,
         )
 
 

@@ -59,6 +59,7 @@ HASHED_WHEN_SET: dict[str, Any] = {
     "report_group": None,
     "actor_critic": None,
     "dqn.algo": "dqn",
+    "dqn.new_priority": "max",
     "qmix": None,
     "sharing.replay": "own",
     "sharing.correction": "none",
