@@ -149,7 +149,7 @@ class OffPolicyParams:
     alpha: float = 0.6
     beta: float = 0.4
     priority_eps: float = 1e-6
-    new_priority: str = "max"  # a new row's priority: the replay's max, or its own |TD error| ("td")
+    new_priority: str = "max"  # a new row's priority: the replay's max, its own |TD error| ("td"), or 1 ("one")
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,8 @@ class OffPolicyLearner(LearnerBase):
             if self.draws is not None:
                 self.draws.put({k: v[mask] for k, v in rows.items()})
             elif mask.any():
-                self.replay.add(rows, mask=mask, priorities=td_abs)  # None: each buffer's max
+                fresh = np.ones(mask.shape) if self.params.new_priority == "one" else td_abs  # None: each buffer's max
+                self.replay.add(rows, mask=mask, priorities=fresh)
         if self.relay is not None and mask.any():
             with self.timer("td + relay"):
                 self._relay(rows, mask, td_abs)

@@ -53,9 +53,10 @@ class DQNConfig(Strict):
     alpha: float = Field(0.6, ge=0)
     beta: float = Field(0.4, ge=0)
     priority_eps: float = Field(1e-6, gt=0)
-    new_priority: Literal["max", "td"] = Field(
+    new_priority: Literal["max", "td", "one"] = Field(
         "max", description="a new transition's priority: max, the replay's largest (Schaul et al. 2016); td, its own |TD error| from the current "
-        "networks (RLlib's worker_side_prioritization, which the SUPER reference code sets)"
+        "networks (RLlib's worker_side_prioritization, which the SUPER reference code sets in Battle and Adversarial-Pursuit); one, a |TD error| "
+        "of 1 (RLlib without it: the reference's Pursuit runs)"
     )
     n_step: int = Field(1, ge=1)
     target_update_interval: int = Field(1000, ge=1)
@@ -73,8 +74,8 @@ class DQNConfig(Strict):
     def _batch_fits(self) -> "DQNConfig":
         if self.batch_size > self.buffer_size:
             raise ValueError(f"batch_size {self.batch_size} is larger than buffer_size {self.buffer_size}: lower dqn.batch_size")
-        if self.new_priority == "td" and not self.prioritized:
-            raise ValueError("dqn.new_priority=td sets the priority of new transitions in a prioritized replay: set dqn.prioritized=true, or remove it")
+        if self.new_priority != "max" and not self.prioritized:
+            raise ValueError(f"dqn.new_priority={self.new_priority} sets the priority of new transitions in a prioritized replay: set dqn.prioritized=true, or remove it")
         return self
 
     def learner_params(self) -> OffPolicyParams:

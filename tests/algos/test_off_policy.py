@@ -139,11 +139,11 @@ def test_a_learner_relays_what_its_agents_selected_to_every_agent_of_another():
     np.testing.assert_array_equal(stored["obs"][2, : sent], rows["obs"])
 
 
-@pytest.mark.parametrize("new_priority", ["max", "td"])
+@pytest.mark.parametrize("new_priority", ["max", "td", "one"])
 def test_new_transitions_enter_at_the_replays_max_priority_or_at_their_own_td_error(new_priority):
     """Schaul et al. 2016 give a new transition the replay's largest priority; RLlib's
-    worker-side prioritization (the SUPER reference code's) its own |TD error| from the
-    current networks: (|td| + eps) ** alpha either way of storing."""
+    worker-side prioritization (the SUPER reference code's Battle) its own |TD error| from
+    the current networks, stored as (|td| + eps) ** alpha; RLlib without it a |TD error| of 1."""
     spec = DISCRETE
     config = DQNConfig(batch_size=8, buffer_size=200, learning_starts=0, fragment_length=4, target_update_interval=8, new_priority=new_priority)
     learner = OffPolicyLearner(spec, "dqn", config, SharingConfig(), torch.device("cpu"), [1, 2, 3], SectionTimer(), model=ModelConfig(hiddens=[16], head_hidden=16))
@@ -158,11 +158,13 @@ def test_new_transitions_enter_at_the_replays_max_priority_or_at_their_own_td_er
     new = learner.replay.priorities()[:, T * E : 2 * T * E]
     if new_priority == "td":
         np.testing.assert_allclose(new, expected, rtol=1e-5)
+    elif new_priority == "one":
+        np.testing.assert_allclose(new, (1 + config.priority_eps) ** config.alpha)
     else:
         np.testing.assert_allclose(new, np.broadcast_to(new[:, :1], new.shape))  # one value per buffer: its largest so far
         assert (new[:, 0] >= before * (1 - 1e-6)).all() and not np.allclose(new, expected, rtol=1e-3)
 
 
 def test_td_priorities_need_a_prioritized_replay():
-    with pytest.raises(ValueError, match="new_priority=td .* set dqn.prioritized=true"):
+    with pytest.raises(ValueError, match="new_priority=td sets .* set dqn.prioritized=true"):
         DQNConfig(prioritized=False, new_priority="td")
