@@ -109,7 +109,7 @@ class OffPolicyLearner(LearnerBase):
             self.algorithm.observe(rows["obs"], mask)
             if self.one_replay:
                 rows, mask = self._tagged(t)
-            td_abs = self._scores(rows) if self.params.new_priority == "td" and mask.any() else None
+            td_abs = self._scores(rows) if self.params.new_priority == "td" and self.draws is None and mask.any() else None
             if self.draws is not None:
                 self.draws.put({k: v[mask] for k, v in rows.items()})
             elif mask.any():
