@@ -38,6 +38,7 @@ from relayrl.envs.particles import ACCEL, mpe_forces
 from relayrl.envs.registry import ENVS, EnvEntry, EnvFactory
 
 AGENT_SIZE = 0.15  # mpe2's simple_spread make_world
+PETTINGZOO_1_22 = "pettingzoo-1.22.2"  # the release setting of HARL's MPE step (module docstring)
 COMM = 2  # mpe2's world.dim_c: each other agent's communication in the observation
 
 
@@ -62,7 +63,7 @@ class SpreadVectorEnv(ParticleGames):
     def __init__(self, num_envs: int, **settings: Any) -> None:
         s = SpreadSettings(**settings)
         self.s = s
-        self.pettingzoo_1_22 = self.velocity_first = s.release == "pettingzoo-1.22.2"
+        self.velocity_first = s.release == PETTINGZOO_1_22
         n = s.N
         self.obs_size = 4 + 2 * n + (2 + COMM) * (n - 1)
         groups = (move_group("agent", tuple(f"agent_{i}" for i in range(n)), self.obs_size, n * self.obs_size, s.continuous_actions),)
@@ -81,14 +82,14 @@ class SpreadVectorEnv(ParticleGames):
         pos = self.bodies.pos
         gap = np.sqrt(np.square(pos[:, :, None, :] - pos[:, None, :, :]).sum(-1))  # [E, N, N]
         touching = gap < 2 * AGENT_SIZE
-        collisions = touching.sum(2) - (0 if self.pettingzoo_1_22 else np.diagonal(touching, axis1=1, axis2=2))  # 1.22.2 counts itself
+        collisions = touching.sum(2) - (0 if self.s.release == PETTINGZOO_1_22 else np.diagonal(touching, axis1=1, axis2=2))  # 1.22.2 counts itself
         r = self.s.local_ratio
         return shared[:, None] * (1 - r) - collisions * r
 
     def act(self, actions: list[np.ndarray]) -> np.ndarray:
         """``[E, N]`` moves, or ``[E, N, 5]`` numbers in ``[0, 1]``."""
         force = mpe_forces(self.kind, actions[0], (self.num_envs, self.N), self.s.continuous_actions) * ACCEL
-        return -force if self.pettingzoo_1_22 and self.s.continuous_actions else force  # 1.22.2's (a1 - a2, a3 - a4)
+        return -force if self.s.release == PETTINGZOO_1_22 and self.s.continuous_actions else force  # 1.22.2's (a1 - a2, a3 - a4)
 
 
 class SpreadSection(ParticleSection):

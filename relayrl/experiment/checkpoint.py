@@ -61,7 +61,7 @@ def save_checkpoint(
     """Writes ``state`` (everything needed to resume) and, if given, ``policy`` (the networks
     alone, as data: small enough to load without the replays, safe to load from others) as
     one checkpoint. Without ``state`` it is a checkpoint of policies only (``POLICIES_ONLY``
-    in its manifest): frozen opponents and evaluation load it, a resume refuses it."""
+    in its manifest): frozen opponents load it, a resume refuses it."""
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"step_{env_steps:010d}"
     tmp = directory / f".tmp_step_{env_steps:010d}"
@@ -113,7 +113,7 @@ def _verified(path: Path, *names: str) -> None:
     for name in names:
         if name not in listed and manifest.get(POLICIES_ONLY):
             raise CheckpointError(
-                f"checkpoint {path} holds policies' networks only (kept for frozen opponents and evaluation), not a run's "
+                f"checkpoint {path} holds policies' networks only (kept for frozen opponents), not a run's "
                 "state: it cannot be resumed or warm-started from; load it as a frozen policy (policies.<id>.checkpoint)"
             )
         if name not in listed:

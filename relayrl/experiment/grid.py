@@ -56,14 +56,7 @@ class Job:
     def opponents(self) -> dict["Job", list[str]]:
         """Each pretraining run this job's frozen policies load, with the ids of the
         policies they load from it."""
-        config = self.config()
-        found: dict[Job, list[str]] = {}
-        for pid, policy in [*config.policies.items(), *config.eval.policies.items()]:
-            if policy.pretrained is not None:
-                ids = found.setdefault(Job(policy.pretrained, policy.pretrained_seed, load_preset(policy.pretrained).total_steps), [])
-                if (policy.pretrained_policy or pid) not in ids:
-                    ids.append(policy.pretrained_policy or pid)
-        return found
+        return opponent_sources([self])
 
 
 def find_run(config: RunConfig, root: Path) -> Path | None:
@@ -194,12 +187,16 @@ KEPT_POLICIES = "policies"
 
 
 def opponent_sources(jobs: list[Job]) -> dict[Job, list[str]]:
-    """Every pretraining run the jobs' frozen policies load, with the policy ids loaded from it."""
+    """Every pretraining run the jobs' frozen policies (evaluation-only ones too) load, with
+    the policy ids loaded from it."""
     found: dict[Job, list[str]] = {}
     for job in jobs:
-        for source, pids in job.opponents().items():
-            ids = found.setdefault(source, [])
-            ids.extend(pid for pid in pids if pid not in ids)
+        config = job.config()
+        for pid, policy in [*config.policies.items(), *config.eval.policies.items()]:
+            if policy.pretrained is not None:
+                ids = found.setdefault(Job(policy.pretrained, policy.pretrained_seed, load_preset(policy.pretrained).total_steps), [])
+                if (policy.pretrained_policy or pid) not in ids:
+                    ids.append(policy.pretrained_policy or pid)
     return found
 
 
