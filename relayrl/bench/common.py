@@ -12,18 +12,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from relayrl.experiment.run_dir import cpu_name
+
 if TYPE_CHECKING:
     from relayrl.experiment.run import Run
 
 
 def machine_description() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
-        cpu = names[0] if names else cpu
-    except OSError:
-        pass
+    cpu = cpu_name()
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
     try:
         memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30

@@ -41,7 +41,20 @@ def _git_revision() -> str:
         return "unknown"
 
 
+def cpu_name() -> str:
+    """The processor's model name (``/proc/cpuinfo``), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
+    except OSError:
+        names = []
+    return names[0] if names else platform.processor() or platform.machine()
+
+
 def provenance() -> dict[str, Any]:
+    """Where a run (or a resumed part of it) was trained. The CPU and the vector instructions
+    torch uses are recorded because the same seed and code give other floating-point sums,
+    so other metrics, on another kind of processor."""
     import pettingzoo
 
     return {
@@ -54,6 +67,8 @@ def provenance() -> dict[str, Any]:
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
+        "cpu": cpu_name(),
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "command": " ".join(sys.argv),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

@@ -36,3 +36,14 @@ def test_a_changed_package_is_marked_and_other_files_are_not(tmp_path):
     with (tmp_path / "relayrl" / "replay" / "reuse.py").open("a") as handle:
         handle.write("\n# an uncommitted change\n")
     assert _revision(tmp_path) == head + "+changes"
+
+
+def test_the_processor_is_recorded():
+    from relayrl.experiment.run_dir import provenance
+
+    entry = provenance()
+    with open("/proc/cpuinfo") as handle:
+        names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
+    if names:
+        assert entry["cpu"] == names[0]
+    assert entry["torch_cpu_capability"] in {"NO AVX", "DEFAULT", "AVX2", "AVX512", "ZVECTOR", "VSX", "SVE256"}
