@@ -19,14 +19,13 @@ if TYPE_CHECKING:
 
 
 def machine_description() -> str:
-    cpu = cpu_name()
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
     try:
         memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError):
         memory_gb = float("nan")
     return (
-        f"{cpu}, {os.cpu_count()} cores, {memory_gb:.0f} GiB, {gpu}; Python {platform.python_version()}, "
+        f"{cpu_name()}, {os.cpu_count()} cores, {memory_gb:.0f} GiB, {gpu}; Python {platform.python_version()}, "
         f"torch {torch.__version__}, numpy {np.__version__}, pettingzoo {package_version('pettingzoo')}"
     )
 
