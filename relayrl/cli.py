@@ -212,9 +212,17 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 
 def _existing(paths: list[str]) -> list[Path]:
+    """The given run or experiment directories; a path that is none (a typo, a run not yet
+    started) is refused by name, not drawn or tabled as an empty experiment."""
+    from relayrl.experiment.plots import seed_dirs
+
     missing = [p for p in paths if not Path(p).is_dir()]
     if missing:
         raise RelayRLError(f"no such run directory: {', '.join(missing)} (runs live in <out>/<preset>-<hash>/<seed>/)")
+    empty = [p for p in paths if not seed_dirs(Path(p))]
+    if empty:
+        raise RelayRLError(f"no run under {', '.join(empty)}: no metrics.csv there or in its folders. Give run directories "
+                           "(<out>/<preset>-<hash>/<seed>/) or the experiment directories that hold them (<out>/<preset>-<hash>/)")
     return [Path(p) for p in paths]
 
 

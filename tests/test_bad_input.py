@@ -444,6 +444,15 @@ def test_a_plot_of_a_column_the_metrics_lack_is_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == f"error: no 'no_such_column' values in {run_dir}: pick a column of its metrics.csv"
 
 
+@pytest.mark.parametrize("command", [["plot"], ["table", "--at", "100"]])
+def test_a_plot_or_table_of_a_folder_without_runs_names_it(tmp_path, capsys, command):
+    """A typo'd or not yet started experiment is refused, not drawn or tabled as empty."""
+    (tmp_path / "runs" / "pursuit-ddqn-0000").mkdir(parents=True)
+    empty = tmp_path / "runs" / "pursuit-ddqn-0000"
+    assert main([command[0], str(empty), *command[1:]]) == 2
+    assert capsys.readouterr().err.startswith(f"error: no run under {empty}: no metrics.csv there or in its folders")
+
+
 @pytest.mark.parametrize("settings, section, message", [
     ({"continuous_actions": True}, {"centralised": {"algo": "maddpg", "gumbel_temperature": 0.5}},
      r"centralised\.gumbel_temperature is read for discrete actions only, and group 'agent' has Box actions: remove gumbel_temperature"),

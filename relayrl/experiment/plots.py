@@ -140,7 +140,7 @@ def plot_runs(
     for experiment, name in zip(experiments, curve_names(experiments)):
         runs = [read_metrics(d) for d in seed_dirs(experiment)]
         if not runs:
-            raise FileNotFoundError(f"no metrics.csv under {experiment}")
+            raise RelayRLError(f"no metrics.csv under {experiment} nor in its folders: give run or experiment directories")
         steps, mean, std, count = aggregate(runs, key, bin_size)
         if not len(steps):
             raise RelayRLError(f"no {key!r} values in {experiment}: pick a column of its metrics.csv")
