@@ -260,8 +260,8 @@ def status_table(jobs: list[Job], root: Path, results: Path) -> str:
     latest checkpoint under ``root``, or the metrics kept under ``results`` (what the tables
     and figures are drawn from), whichever went further; a run that started again from 0
     behind its kept metrics (its directory was lost with a machine: its own metrics are
-    shorter than those kept) says so, and so does a pretraining run whose frozen opponents
-    are kept."""
+    shorter than those kept) says so, as does one whose directory is not on this machine at
+    all (the grid trains it from 0), and a pretraining run whose frozen opponents are kept."""
     sources = opponent_sources(jobs)
     lines = ["| run | seed | env steps | target | state |", "|---|---:|---:|---:|---|"]
     for job in with_dependencies(jobs):
@@ -271,6 +271,8 @@ def status_table(jobs: list[Job], root: Path, results: Path) -> str:
         state = "complete" if done >= job.steps else "running" if run is not None and is_locked(run) else "started" if done else "not started"
         if run is not None and metrics_steps(run / "metrics.csv") < kept < job.steps:
             state = f"restarted from 0 ({here:,} in this run)"
+        elif run is None and 0 < kept < job.steps:
+            state = "metrics kept, run directory not on this machine: trains again from 0"
         kept_policies = list_checkpoints(kept_run(job, results) / KEPT_POLICIES) if job in sources else []
         if kept_policies and checkpoint_steps(kept_policies[-1]) >= job.steps:
             state += f", opponents kept ({', '.join(sources[job])})"

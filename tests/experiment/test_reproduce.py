@@ -195,6 +195,8 @@ def test_kept_metrics_complete_a_job_after_its_directory_is_lost_and_a_shorter_r
     said: list[str] = []
     assert run_grid([job], root, 1, say=said.append, results=results) == {job: "complete"}
     assert said == [f"complete (kept metrics): {job.name}"] and find_run(job.config(), root) is None
+    not_here = "| pursuit-ddqn | 0 | 16 | 32 | metrics kept, run directory not on this machine: trains again from 0 |"
+    assert not_here in status_table([Job("pursuit-ddqn", 0, 32)], root, results)
     run_grid([Job("pursuit-ddqn", 0, 8)], root, 1, say=lambda _: None)  # a restart that has not caught up
     collect([job], root, results)
     assert kept_progress(job, results) == 16

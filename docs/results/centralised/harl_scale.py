@@ -4,18 +4,23 @@ scale: ``figures/spread_matd3_harl_scale.png`` (MATD3) and
 
     python docs/results/centralised/harl_scale.py
 
-Greedy evaluations (40 games every 50k env steps) of seed 0 of
+Greedy evaluations (40 games every 50k env steps) of
 - ``runs/spread_{matd3,maddpg}_pettingzoo_1_22``: one team critic, on ``simple-spread``
   stepped as PettingZoo 1.22.2 (the release HARL ran), so its returns are on HARL's scale;
-- ``runs/spread_continuous_matd3_common`` and ``runs/spread_continuous_matd3``: the team
+  every seed kept (``<seed>/``), and their mean where there are several;
+- ``runs/spread_continuous_matd3_common`` and ``runs/spread_continuous_matd3`` (seed 0): the team
   critic and a critic per agent, on mpe2's step, with the self-collision constant PettingZoo
   1.22.2 adds (-37.5 a game) added, dashed: their physics are not HARL's;
 beside HARL's curves as read by eye off its README figure (``assets/mpe_learning_curve.jpg``,
-"Spread (continuous)", the mean over its seeds; PKU-MARL/HARL at d539bad).
+"Spread (continuous)", the mean over its seeds; PKU-MARL/HARL at d539bad). It also prints,
+per run on HARL's release, each seed's greedy return at HARL's milestones and its mean over
+the evaluations past 4.5M env steps, with the mean (std) over seeds.
 """
 
 import csv
 from pathlib import Path
+
+import numpy as np
 
 HERE = Path(__file__).parent
 SELF_COLLISION = -37.5
@@ -36,14 +41,40 @@ HARL_READ = {
 }
 
 
-def greedy(run: str) -> tuple[list[float], list[float]]:
+MILESTONES = (0.5e6, 1e6, 2e6, 5e6)
+LATE = 4.5e6  # the final stretch averaged per seed
+
+
+def seeds(run: str) -> list[str]:
+    """The seeds kept of ``run`` (``<seed>/``; an archived partial run such as ``0-2026-12-01``
+    is not one)."""
+    return sorted((d.name for d in (HERE / "runs" / run).iterdir() if d.name.isdigit()), key=int)
+
+
+def greedy(run: str, seed: str = "0") -> tuple[list[float], list[float]]:
     steps, values = [], []
-    with (HERE / "runs" / run / "0" / "metrics.csv").open(newline="") as handle:
+    with (HERE / "runs" / run / seed / "metrics.csv").open(newline="") as handle:
         for row in csv.DictReader(handle):
             if row["eval_reward_mean"] not in ("", "nan"):
                 steps.append(float(row["env_steps"]))
                 values.append(float(row["eval_reward_mean"]))
     return steps, values
+
+
+def summary(run: str) -> str:
+    """Each seed's greedy return at ``MILESTONES`` and its mean past ``LATE``, and the mean (std) over seeds."""
+    lines = [f"{run}: greedy return at " + ", ".join(f"{m / 1e6:g}M" for m in MILESTONES) + f"; mean past {LATE / 1e6:g}M"]
+    late = []
+    for seed in seeds(run):
+        steps, values = greedy(run, seed)
+        at = [dict(zip(steps, values)).get(m) for m in MILESTONES]
+        past = [v for s, v in zip(steps, values) if s > LATE]
+        late.append(np.mean(past) if past else np.nan)
+        lines.append(f"  seed {seed} (to {steps[-1] / 1e6:g}M): " + ", ".join("-" if v is None else f"{v:.1f}" for v in at) + f"; {late[-1]:.1f}")
+    done = [v for v in late if np.isfinite(v)]
+    if len(done) > 1:
+        lines.append(f"  mean past {LATE / 1e6:g}M over {len(done)} seeds: {np.mean(done):.1f} ({np.std(done):.1f})")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -55,20 +86,30 @@ def main() -> None:
     for algo, runs in FIGURES.items():
         fig, ax = plt.subplots(figsize=(7, 4.2))
         for run, label, shift, style in runs:
-            steps, values = greedy(run)
-            ax.plot(steps, [v + shift for v in values], style, label=label)
+            kept = seeds(run)
+            curves = [greedy(run, seed) for seed in kept]
+            if len(kept) == 1:
+                steps, values = curves[0]
+                ax.plot(steps, [v + shift for v in values], style, label=f"{label} (seed {kept[0]})")
+                continue
+            for seed, (steps, values) in zip(kept, curves):
+                ax.plot(steps, [v + shift for v in values], style, linewidth=0.7, alpha=0.5)
+            length = min(len(steps) for steps, _ in curves)  # the steps all seeds have reached
+            mean = np.mean([values[:length] for _, values in curves], axis=0)
+            ax.plot(curves[0][0][:length], mean + shift, style, linewidth=2, label=f"{label} (mean of seeds {', '.join(kept)}; thin: each)")
         ax.plot(*zip(*HARL_READ[algo]), "ko", label=f"HARL's {algo.upper()}, read off its README figure")
         ax.set_xlabel("env steps")
         ax.set_ylabel("team return, HARL's scale (greedy)")
         ax.set_ylim(-110, -55)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
-        ax.set_title(f"{algo.upper()} on continuous simple_spread at HARL's settings (seed 0)")
+        ax.set_title(f"{algo.upper()} on continuous simple_spread at HARL's settings")
         out = HERE / "figures" / f"spread_{algo}_harl_scale.png"
         fig.tight_layout()
         fig.savefig(out, dpi=120)
         plt.close(fig)
         print(f"wrote {out}")
+        print(summary(runs[0][0]))
 
 
 if __name__ == "__main__":
