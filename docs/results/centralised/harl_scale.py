@@ -92,11 +92,11 @@ def main() -> None:
                 steps, values = curves[0]
                 ax.plot(steps, [v + shift for v in values], style, label=f"{label} (seed {kept[0]})")
                 continue
-            for seed, (steps, values) in zip(kept, curves):
-                ax.plot(steps, [v + shift for v in values], style, linewidth=0.7, alpha=0.5)
             length = min(len(steps) for steps, _ in curves)  # the steps all seeds have reached
             mean = np.mean([values[:length] for _, values in curves], axis=0)
-            ax.plot(curves[0][0][:length], mean + shift, style, linewidth=2, label=f"{label} (mean of seeds {', '.join(kept)}; thin: each)")
+            (line,) = ax.plot(curves[0][0][:length], mean + shift, style, linewidth=2, label=f"{label} (mean of seeds {', '.join(kept)}; thin: each)")
+            for steps, values in curves:
+                ax.plot(steps, [v + shift for v in values], style, color=line.get_color(), linewidth=0.7, alpha=0.5)
         ax.plot(*zip(*HARL_READ[algo]), "ko", label=f"HARL's {algo.upper()}, read off its README figure")
         ax.set_xlabel("env steps")
         ax.set_ylabel("team return, HARL's scale (greedy)")
