@@ -211,25 +211,10 @@ def cmd_eval(args: argparse.Namespace) -> None:
     )
 
 
-def _existing(paths: list[str]) -> list[Path]:
-    """The given run or experiment directories; a path that is none (a typo, a run not yet
-    started) is refused by name, not drawn or tabled as an empty experiment."""
-    from relayrl.experiment.plots import seed_dirs
-
-    missing = [p for p in paths if not Path(p).is_dir()]
-    if missing:
-        raise RelayRLError(f"no such run directory: {', '.join(missing)} (runs live in <out>/<preset>-<hash>/<seed>/)")
-    empty = [p for p in paths if not seed_dirs(Path(p))]
-    if empty:
-        raise RelayRLError(f"no run under {', '.join(empty)}: no metrics.csv there or in its folders. Give run directories "
-                           "(<out>/<preset>-<hash>/<seed>/) or the experiment directories that hold them (<out>/<preset>-<hash>/)")
-    return [Path(p) for p in paths]
-
-
 def cmd_plot(args: argparse.Namespace) -> None:
-    from relayrl.experiment.plots import plot_rounds, plot_runs, report_bin
+    from relayrl.experiment.plots import existing_runs, plot_rounds, plot_runs, report_bin
 
-    _existing(args.runs)
+    existing_runs(args.runs)
     if args.rounds:
         print(f"wrote {plot_rounds([Path(p) for p in args.runs], Path(args.out))}")
         return
@@ -239,9 +224,9 @@ def cmd_plot(args: argparse.Namespace) -> None:
 
 
 def cmd_table(args: argparse.Namespace) -> None:
-    from relayrl.experiment.plots import report_bin, summary_table
+    from relayrl.experiment.plots import existing_runs, report_bin, summary_table
 
-    runs = _existing(args.runs)
+    runs = existing_runs(args.runs)
     print(summary_table(runs, args.at, args.bin or report_bin(runs)))
 
 

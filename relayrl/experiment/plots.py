@@ -78,6 +78,19 @@ def seed_dirs(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if (p / "metrics.csv").is_file())
 
 
+def existing_runs(paths: list[str]) -> list[Path]:
+    """The given run or experiment directories; a path that is none (a typo, a run not yet
+    started) is refused by name, not drawn or tabled as an empty experiment."""
+    missing = [p for p in paths if not Path(p).is_dir()]
+    if missing:
+        raise RelayRLError(f"no such run directory: {', '.join(missing)} (runs live in <out>/<preset>-<hash>/<seed>/)")
+    empty = [p for p in paths if not seed_dirs(Path(p))]
+    if empty:
+        raise RelayRLError(f"no run under {', '.join(empty)}: no metrics.csv there or in its folders. Give run directories "
+                           "(<out>/<preset>-<hash>/<seed>/) or the experiment directories that hold them (<out>/<preset>-<hash>/)")
+    return [Path(p) for p in paths]
+
+
 def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
     """A nested config as dotted keys."""
     if not isinstance(tree, dict) or not tree:
