@@ -214,11 +214,10 @@ def cmd_eval(args: argparse.Namespace) -> None:
 def cmd_plot(args: argparse.Namespace) -> None:
     from relayrl.experiment.plots import existing_runs, plot_rounds, plot_runs, report_bin
 
-    existing_runs(args.runs)
+    runs = existing_runs(args.runs)
     if args.rounds:
-        print(f"wrote {plot_rounds([Path(p) for p in args.runs], Path(args.out))}")
+        print(f"wrote {plot_rounds(runs, Path(args.out))}")
         return
-    runs = [Path(p) for p in args.runs]
     out = plot_runs(runs, Path(args.out), args.key, args.bin or report_bin(runs), None if args.alpha <= 0 else args.alpha)
     print(f"wrote {out}")
 
