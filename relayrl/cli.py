@@ -310,7 +310,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         print(f"{sum(done):>11,} / {sum(j.steps for j in planned):<11,}  {len(planned)} runs in all")
         return
     if not args.report_only:
-        status = run_grid(jobs, root, args.jobs, args.backend, results=results)
+        status = run_grid(jobs, root, args.jobs, args.backend, results=results, threads=args.threads)
         failed = [j.name for j, s in status.items() if s != "complete"]
         if failed:
             print(f"{len(failed)} job(s) did not complete: {', '.join(failed)}", file=sys.stderr)
@@ -415,6 +415,11 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--seeds", type=_at_least(1), default=3)
     reproduce.add_argument("--steps", type=_at_least(1), help="env steps per run (default: super: the paper's per domain; dase: 300k per agent)")
     reproduce.add_argument("--jobs", type=_at_least(1), default=2, help="runs at a time (one core each)")
+    reproduce.add_argument(
+        "--threads", type=_at_least(1), default=1,
+        help="torch threads per run (default 1); --jobs x --threads cores in all. It is a runtime setting (a resume may "
+             "change it); Battle's pretraining gave equal metrics on 1 and 2 (docs/results/super/README.md)",
+    )
     reproduce.add_argument("--backend", choices=["processes", "ray"], default="processes")
     reproduce.add_argument("--out", default="runs", help="root of run directories")
     reproduce.add_argument("--results", help="where tables, figures and metric copies go (default: docs/results/<paper>)")

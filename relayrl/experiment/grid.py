@@ -78,19 +78,22 @@ def progress(job: Job, root: Path) -> int:
 CHECKPOINT_INTERVAL = 25_000
 
 
-def command(job: Job, root: Path) -> list[str]:
-    """The CLI call that starts or continues the job."""
+def command(job: Job, root: Path, threads: int = 1) -> list[str]:
+    """The CLI call that starts or continues the job, with ``threads`` torch threads (one,
+    SPEC's default, is left to the config)."""
     run = find_run(job.config(), root)
     cli = [sys.executable, "-m", "relayrl.cli"]
     interval = min(CHECKPOINT_INTERVAL, job.config().checkpoint_interval, job.steps)
     budget = [f"total_steps={job.steps}", f"checkpoint_interval={interval}"]
+    if threads != 1:
+        budget.append(f"torch_threads={threads}")
     if run is not None:
         return [*cli, "resume", str(run), *budget]
     return [*cli, "train", job.preset, *budget, "--seed", str(job.seed), "--out", str(root)]
 
 
 class ProcessBackend:
-    """Each job in its own process (one torch thread each, SPEC's default)."""
+    """Each job in its own process."""
 
     def launch(self, cmd: list[str], log: Path) -> Any:
         handle = log.open("a")
@@ -114,13 +117,13 @@ class ProcessBackend:
 
 
 class RayBackend:
-    """Each job as a Ray task (one CPU each) on the local or connected cluster."""
+    """Each job as a Ray task of ``threads`` CPUs on the local or connected cluster."""
 
-    def __init__(self, jobs: int) -> None:
-        ray, self.started = start_ray(None, jobs)
+    def __init__(self, jobs: int, threads: int = 1) -> None:
+        ray, self.started = start_ray(None, jobs * threads)
         self.ray = ray
 
-        @ray.remote(num_cpus=1)
+        @ray.remote(num_cpus=threads)
         def run(cmd: list[str], log: str) -> int:
             with open(log, "a") as handle:
                 return subprocess.run(cmd, stdout=handle, stderr=subprocess.STDOUT).returncode
@@ -287,10 +290,11 @@ def run_grid(
     backend: str = "processes",
     say: Callable[[str], None] = print,
     results: Path | None = None,
+    threads: int = 1,
 ) -> dict[Job, str]:
-    """Runs the jobs (and the pretraining runs they need), ``parallel`` at a time, in the
-    given order of priority. Returns each job's final status. With ``results``, jobs whose
-    metrics kept there are complete do not run again.
+    """Runs the jobs (and the pretraining runs they need), ``parallel`` at a time, each on
+    ``threads`` torch threads, in the given order of priority. Returns each job's final
+    status. With ``results``, jobs whose metrics kept there are complete do not run again.
 
     Ctrl-C or SIGTERM stops the grid: each running job gets SIGTERM, saves a checkpoint and
     exits, so running the grid again resumes everything. SIGTERM matters because a grid
@@ -307,7 +311,7 @@ def run_grid(
     pending = [j for j in ordered if j not in status]
     if not pending:
         return status
-    runner = RayBackend(parallel) if backend == "ray" else ProcessBackend()
+    runner = RayBackend(parallel, threads) if backend == "ray" else ProcessBackend()
     (root / "logs").mkdir(parents=True, exist_ok=True)
     running: dict[Job, Any] = {}
     in_main_thread = threading.current_thread() is threading.main_thread()
@@ -345,7 +349,7 @@ def run_grid(
                 pending.remove(job)
                 log = root / "logs" / f"{job.preset}-s{job.seed}.log"
                 say(f"start: {job.name} (log {log})")
-                running[job] = runner.launch(command(job, root), log)
+                running[job] = runner.launch(command(job, root, threads), log)
             time.sleep(2)
     except KeyboardInterrupt:
         for token in running.values():

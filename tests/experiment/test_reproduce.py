@@ -8,10 +8,11 @@ import sys
 import time
 
 import pytest
+import yaml
 
 from relayrl.cli import main
 from relayrl.experiment.checkpoint import list_checkpoints
-from relayrl.experiment.grid import Job, find_run, progress, run_grid, with_dependencies
+from relayrl.experiment.grid import Job, command, find_run, progress, run_grid, with_dependencies
 from relayrl.experiment.papers.common import table_cell
 from relayrl.experiment.papers.super import PAPER_TABLE1, grid, snapshot
 from relayrl.experiment.presets import PRESETS, load_preset
@@ -292,3 +293,16 @@ def test_a_complete_pretraining_keeps_its_frozen_opponents_and_another_machine_r
     restore_opponents([job], other, results, said.append)
     assert said[0].startswith("not restored: tiny-pretrain seed 0 @ 40") and "delete that run directory" in said[0]
     assert progress(pretrain, other) == 20
+
+
+def test_threads_reach_each_run_and_its_resume(tmp_path):
+    root, results = tmp_path / "runs", tmp_path / "results"
+    args = ["reproduce", "super", "--domains", "pursuit", "--algos", "ddqn", "--seeds", "1", "--steps", "8",
+            "--jobs", "1", "--threads", "2", "--out", str(root), "--results", str(results)]
+    assert main(args) == 0
+    (config,) = root.glob("pursuit-ddqn-*/0/config.yaml")
+    assert yaml.safe_load(config.read_text())["torch_threads"] == 2
+    resume = command(Job("pursuit-ddqn", 0, 16), root, threads=2)
+    assert resume[3] == "resume" and "torch_threads=2" in resume  # a resume may change the threads
+    assert run_grid([Job("pursuit-ddqn", 0, 16)], root, 1, say=lambda _: None, threads=2) == {Job("pursuit-ddqn", 0, 16): "complete"}
+    assert "torch_threads=1" not in command(Job("pursuit-ddqn", 0, 16), root)  # one thread is the config's own default
