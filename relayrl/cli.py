@@ -414,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--algos", nargs="+", help="variants, e.g. ddqn super-quantile (default: the whole grid)")
     reproduce.add_argument("--seeds", type=_at_least(1), default=3)
     reproduce.add_argument("--steps", type=_at_least(1), help="env steps per run (default: super: the paper's per domain; dase: 300k per agent)")
-    reproduce.add_argument("--jobs", type=_at_least(1), default=2, help="runs at a time (one core each)")
+    reproduce.add_argument("--jobs", type=_at_least(1), default=2, help="runs at a time (--threads cores each)")
     reproduce.add_argument(
         "--threads", type=_at_least(1), default=1,
         help="torch threads per run (default 1); --jobs x --threads cores in all. It is a runtime setting (a resume may "
