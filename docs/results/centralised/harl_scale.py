@@ -11,8 +11,9 @@ Greedy evaluations (40 games every 50k env steps) of
 - ``runs/spread_continuous_matd3_common`` and ``runs/spread_continuous_matd3`` (seed 0): the team
   critic and a critic per agent, on mpe2's step, with the self-collision constant PettingZoo
   1.22.2 adds (-37.5 a game) added, dashed: their physics are not HARL's;
-beside HARL's curves as read by eye off its README figure (``assets/mpe_learning_curve.jpg``,
-"Spread (continuous)", the mean over its seeds; PKU-MARL/HARL at d539bad). It also prints,
+beside HARL's curves read off its README figure by pixel colour (``harl_figure_read.py`` on
+``assets/mpe_learning_curve.jpg``, "Spread (continuous)", the mean over its seeds;
+PKU-MARL/HARL at d539bad). It also prints,
 per run on HARL's release, each seed's greedy return at HARL's milestones and its mean over
 the evaluations past 4.5M env steps, with the mean (std) over seeds.
 """
@@ -34,10 +35,11 @@ FIGURES = {
         ("spread_maddpg_pettingzoo_1_22", "relayrl, team critic, PettingZoo 1.22.2's step", 0.0, "-"),
     ],
 }
-# (env steps, team return) read by eye off HARL's figure
+# (env steps, team return) off HARL's figure: ``harl_figure_read.py``'s mean over each window
+# (0.45-0.55M, 0.95-1.05M, 1.9-2.1M, 2.9-3.1M, 4.5-5M) at the window's centre
 HARL_READ = {
-    "matd3": [(0.5e6, -72.0), (1e6, -70.0), (1.4e6, -67.0), (2e6, -65.5), (5e6, -63.5)],
-    "maddpg": [(0.5e6, -80.0), (1e6, -76.0), (2e6, -67.5), (3e6, -66.0), (5e6, -64.0)],
+    "matd3": [(0.5e6, -72.5), (1e6, -69.2), (2e6, -65.2), (3e6, -64.4), (4.75e6, -63.3)],
+    "maddpg": [(0.5e6, -79.7), (1e6, -76.2), (2e6, -67.4), (3e6, -65.8), (4.75e6, -64.9)],
 }
 
 
@@ -97,7 +99,7 @@ def main() -> None:
             (line,) = ax.plot(curves[0][0][:length], mean + shift, style, linewidth=2, label=f"{label} (mean of seeds {', '.join(kept)}; thin: each)")
             for steps, values in curves:
                 ax.plot(steps, [v + shift for v in values], style, color=line.get_color(), linewidth=0.7, alpha=0.5)
-        ax.plot(*zip(*HARL_READ[algo]), "ko", label=f"HARL's {algo.upper()}, read off its README figure")
+        ax.plot(*zip(*HARL_READ[algo]), "ko", label=f"HARL's {algo.upper()}, read off its README figure (harl_figure_read.py)")
         ax.set_xlabel("env steps")
         ax.set_ylabel("team return, HARL's scale (greedy)")
         ax.set_ylim(-110, -55)
