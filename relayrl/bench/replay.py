@@ -100,13 +100,11 @@ def fill(ours: ReplayBuffer, theirs: list, rng: np.random.Generator, chunk: int 
             rb.add(**cpprb_rows(batch, p))
 
 
-def bench_uniform(n_agents: int, quick: bool, rng: np.random.Generator) -> list[Row]:
-    rows: list[Row] = []
-    rounds = 5 if quick else 15
-    ours = ReplayBuffer(n_agents, CAPACITY, FIELDS, seed=0)
-    theirs = [cpprb.ReplayBuffer(CAPACITY, CPPRB_ENV) for _ in range(n_agents)]
-    setting = f"{n_agents} agent" + ("s" if n_agents > 1 else "")
-    fill(ours, theirs, rng)
+def bench_adds(ours: ReplayBuffer, theirs: list, name: str, setting: str, rounds: int, rng: np.random.Generator) -> list[Row]:
+    """Adding fragments of 4 and of 1,000 rows per agent: one call for relayrl's N agents, a
+    call per agent's cpprb buffer."""
+    n_agents = len(theirs)
+    rows = []
     for m, calls in ((4, 300), (1000, 10)):
         frag = transitions(rng, (n_agents, m))
         per_agent = [cpprb_rows(frag, p) for p in range(n_agents)]
@@ -116,7 +114,18 @@ def bench_uniform(n_agents: int, quick: bool, rng: np.random.Generator) -> list[
                 rb.add(**kw)
 
         t = compare(lambda frag=frag: ours.add(frag), add_theirs, calls, rounds)
-        rows.append(Row("add (uniform)", f"{setting}, {m} rows each", *t, 1.0))
+        rows.append(Row(name, f"{setting}, {m} rows each", *t, 1.0))
+    return rows
+
+
+def bench_uniform(n_agents: int, quick: bool, rng: np.random.Generator) -> list[Row]:
+    rows: list[Row] = []
+    rounds = 5 if quick else 15
+    ours = ReplayBuffer(n_agents, CAPACITY, FIELDS, seed=0)
+    theirs = [cpprb.ReplayBuffer(CAPACITY, CPPRB_ENV) for _ in range(n_agents)]
+    setting = f"{n_agents} agent" + ("s" if n_agents > 1 else "")
+    fill(ours, theirs, rng)
+    rows += bench_adds(ours, theirs, "add (uniform)", setting, rounds, rng)
     for batch in (32, 256):
 
         def sample_theirs(batch=batch) -> None:
@@ -143,16 +152,7 @@ def bench_per(n_agents: int, quick: bool, rng: np.random.Generator) -> list[Row]
     for p, rb in enumerate(theirs):
         rb.update_priorities(np.arange(CAPACITY), spread[p])
 
-    for m, calls in ((4, 300), (1000, 10)):
-        frag = transitions(rng, (n_agents, m))
-        per_agent = [cpprb_rows(frag, p) for p in range(n_agents)]
-
-        def add_theirs(per_agent=per_agent) -> None:
-            for rb, kw in zip(theirs, per_agent):
-                rb.add(**kw)
-
-        t = compare(lambda frag=frag: ours.add(frag), add_theirs, calls, rounds)
-        rows.append(Row("add (PER)", f"{setting}, {m} rows each", *t, 1.0))
+    rows += bench_adds(ours, theirs, "add (PER)", setting, rounds, rng)
 
     for batch in (32, 256):
         step = {"i": 0}
