@@ -104,7 +104,7 @@ def bench_adds(ours: ReplayBuffer, theirs: list, name: str, setting: str, rounds
     """Adding fragments of 4 and of 1,000 rows per agent: one call for relayrl's N agents, a
     call per agent's cpprb buffer."""
     n_agents = len(theirs)
-    rows = []
+    rows: list[Row] = []
     for m, calls in ((4, 300), (1000, 10)):
         frag = transitions(rng, (n_agents, m))
         per_agent = [cpprb_rows(frag, p) for p in range(n_agents)]
