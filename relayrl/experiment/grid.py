@@ -79,14 +79,14 @@ CHECKPOINT_INTERVAL = 25_000
 
 
 def command(job: Job, root: Path, threads: int = 1) -> list[str]:
-    """The CLI call that starts or continues the job, with ``threads`` torch threads (one,
-    SPEC's default, is left to the config)."""
+    """The CLI call that starts or continues the job, with ``threads`` torch threads. The
+    count is always given: a resume otherwise keeps the threads its run was started with,
+    and two threads beside another busy run on two cores spin in OpenMP's barriers (an
+    Adversarial-Pursuit resume ran at 3 env steps/s instead of about 50)."""
     run = find_run(job.config(), root)
     cli = [sys.executable, "-m", "relayrl.cli"]
     interval = min(CHECKPOINT_INTERVAL, job.config().checkpoint_interval, job.steps)
-    budget = [f"total_steps={job.steps}", f"checkpoint_interval={interval}"]
-    if threads != 1:
-        budget.append(f"torch_threads={threads}")
+    budget = [f"total_steps={job.steps}", f"checkpoint_interval={interval}", f"torch_threads={threads}"]
     if run is not None:
         return [*cli, "resume", str(run), *budget]
     return [*cli, "train", job.preset, *budget, "--seed", str(job.seed), "--out", str(root)]

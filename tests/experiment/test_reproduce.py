@@ -305,4 +305,7 @@ def test_threads_reach_each_run_and_its_resume(tmp_path):
     resume = command(Job("pursuit-ddqn", 0, 16), root, threads=2)
     assert resume[3] == "resume" and "torch_threads=2" in resume  # a resume may change the threads
     assert run_grid([Job("pursuit-ddqn", 0, 16)], root, 1, say=lambda _: None, threads=2) == {Job("pursuit-ddqn", 0, 16): "complete"}
-    assert "torch_threads=1" not in command(Job("pursuit-ddqn", 0, 16), root)  # one thread is the config's own default
+    back = command(Job("pursuit-ddqn", 0, 24), root)  # --threads 1 after a run started on 2
+    assert back[3] == "resume" and "torch_threads=1" in back
+    assert run_grid([Job("pursuit-ddqn", 0, 24)], root, 1, say=lambda _: None) == {Job("pursuit-ddqn", 0, 24): "complete"}
+    assert yaml.safe_load(config.read_text())["torch_threads"] == 1
