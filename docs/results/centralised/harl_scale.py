@@ -1,11 +1,10 @@
-"""relayrl's MATD3 and MADDPG at HARL's settings on continuous spread, drawn on HARL's
-scale: ``figures/spread_matd3_harl_scale.png`` (MATD3) and
-``figures/spread_maddpg_harl_scale.png`` (MADDPG).
+"""relayrl's MATD3, MADDPG and MASAC at HARL's settings on continuous spread, drawn on HARL's
+scale: ``figures/spread_{matd3,maddpg,masac}_harl_scale.png``.
 
     python docs/results/centralised/harl_scale.py
 
 Greedy evaluations (40 games every 50k env steps) of
-- ``runs/spread_{matd3,maddpg}_pettingzoo_1_22``: one team critic, on ``simple-spread``
+- ``runs/spread_{matd3,maddpg,masac}_pettingzoo_1_22``: one team critic, on ``simple-spread``
   stepped as PettingZoo 1.22.2 (the release HARL ran), so its returns are on HARL's scale;
   every seed kept (``<seed>/``), and their mean where there are several;
 - ``runs/spread_continuous_matd3_common`` and ``runs/spread_continuous_matd3`` (seed 0): the team
@@ -13,7 +12,8 @@ Greedy evaluations (40 games every 50k env steps) of
   1.22.2 adds (-37.5 a game) added, dashed: their physics are not HARL's;
 beside HARL's curves read off its README figure by pixel colour (``harl_figure_read.py`` on
 ``assets/mpe_learning_curve.jpg``, "Spread (continuous)", the mean over its seeds;
-PKU-MARL/HARL at d539bad). It also prints,
+PKU-MARL/HARL at d539bad; that figure has no MASAC, so MASAC's is drawn beside HARL's MADDPG
+and MATD3). It also prints,
 per run on HARL's release, each seed's greedy return at HARL's milestones and its mean over
 the evaluations past 4.5M env steps, with the mean (std) over seeds.
 """
@@ -34,6 +34,9 @@ FIGURES = {
     "maddpg": [
         ("spread_maddpg_pettingzoo_1_22", "relayrl, team critic, PettingZoo 1.22.2's step", 0.0, "-"),
     ],
+    "masac": [
+        ("spread_masac_pettingzoo_1_22", "relayrl, team critic, PettingZoo 1.22.2's step", 0.0, "-"),
+    ],
 }
 # (env steps, team return) off HARL's figure: ``harl_figure_read.py``'s mean over each window
 # (0.45-0.55M, 0.95-1.05M, 1.9-2.1M, 2.9-3.1M, 4.5-5M) at the window's centre
@@ -41,6 +44,7 @@ HARL_READ = {
     "matd3": [(0.5e6, -72.5), (1e6, -69.2), (2e6, -65.2), (3e6, -64.4), (4.75e6, -63.3)],
     "maddpg": [(0.5e6, -79.7), (1e6, -76.2), (2e6, -67.4), (3e6, -65.8), (4.75e6, -64.9)],
 }
+REFERENCES = {"matd3": ("matd3",), "maddpg": ("maddpg",), "masac": ("maddpg", "matd3")}  # HARL's curves drawn beside each
 
 
 MILESTONES = (0.5e6, 1e6, 2e6, 5e6)
@@ -99,7 +103,8 @@ def main() -> None:
             (line,) = ax.plot(curves[0][0][:length], mean + shift, style, linewidth=2, label=f"{label} (mean of seeds {', '.join(kept)}; thin: each)")
             for steps, values in curves:
                 ax.plot(steps, [v + shift for v in values], style, color=line.get_color(), linewidth=0.7, alpha=0.5)
-        ax.plot(*zip(*HARL_READ[algo]), "ko", label=f"HARL's {algo.upper()}, read off its README figure (harl_figure_read.py)")
+        for reference, marker in zip(REFERENCES[algo], ("ko", "ks")):
+            ax.plot(*zip(*HARL_READ[reference]), marker, label=f"HARL's {reference.upper()}, read off its README figure (harl_figure_read.py)")
         ax.set_xlabel("env steps")
         ax.set_ylabel("team return, HARL's scale (greedy)")
         ax.set_ylim(-110, -55)
