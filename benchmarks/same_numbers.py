@@ -86,7 +86,11 @@ def _machine() -> str:
     # the package's own files only: recording rewrites the tracked results it compares
     changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "."], cwd=where, capture_output=True, text=True).stdout
     revision += " with uncommitted changes" if changed.strip() else ""
-    return f"{cpu}; python {platform.python_version()}; torch {torch.__version__}; relayrl at {revision or 'unknown'}"
+    from relayrl.experiment.run_dir import isa_limits
+
+    limits = "".join(f", {name}={value}" for name, value in isa_limits().items())
+    return (f"{cpu} ({torch.backends.cpu.get_cpu_capability()}{limits}); python {platform.python_version()}; "
+            f"torch {torch.__version__}; relayrl at {revision or 'unknown'}")
 
 
 def _chosen(cases: list[str] | None) -> list[tuple[str, str, list[str]]]:
@@ -121,6 +125,19 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return [{k: v for k, v in row.items() if k not in WALL_CLOCK} for row in csv.DictReader(handle)]
 
 
+def _recorded(before: str, after: str, results: Path, cases: list[str] | None) -> list[str]:
+    """The chosen cases (default: those recorded under both labels), refusing any one label lacks."""
+    chosen = [case for case, _, _ in _chosen(cases)]
+    both = [case for case in chosen if all((results / label / f"{case}.csv").is_file() for label in (before, after))]
+    missing = [case for case in chosen if case not in both]
+    if cases is not None and missing:
+        raise SystemExit(f"cases {missing} are not recorded under both {before} and {after} in {results}: "
+                         f"record them (`record LABEL --cases ...`) or leave them out of --cases")
+    if not both:
+        raise SystemExit(f"no case is recorded under both {before} and {after} in {results}")
+    return both
+
+
 def compare(before: str, after: str, results: Path, table: str = "table.md", cases: list[str] | None = None) -> bool:
     lines = [
         f"# Same numbers: {before} vs {after}",
@@ -133,7 +150,7 @@ def compare(before: str, after: str, results: Path, table: str = "table.md", cas
         "|---|---:|---|---|",
     ]
     same_everywhere = True
-    for case, _, _ in _chosen(cases):
+    for case in _recorded(before, after, results, cases):
         old, new = _rows(results / before / f"{case}.csv"), _rows(results / after / f"{case}.csv")
         difference = ""
         if len(old) != len(new):
@@ -162,7 +179,7 @@ def main() -> int:
     cmp.add_argument("--table", default="table.md", help="file name of the comparison under --results")
     for p in (rec, cmp):
         p.add_argument("--results", type=Path, default=Path("docs/results/same_numbers"))
-        p.add_argument("--cases", nargs="+", help="these cases only (default: all)")
+        p.add_argument("--cases", nargs="+", help="these cases only (default: record all; compare those both labels have)")
     args = parser.parse_args()
     if args.command == "record":
         with tempfile.TemporaryDirectory() as tmp:

@@ -51,10 +51,21 @@ def cpu_name() -> str:
     return names[0] if names else platform.processor() or platform.machine()
 
 
+# Variables that limit the vector instructions torch's CPU kernels use (oneDNN's convolutions,
+# MKL's matrix products, ATen's own): on one machine, limiting oneDNN alone changes a run's
+# metrics (docs/results/same_numbers/isa.md).
+ISA_LIMITS = ("DNNL_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY")
+
+
+def isa_limits() -> dict[str, str]:
+    """Those of ``ISA_LIMITS`` set in this process's environment, with their values."""
+    return {name: os.environ[name] for name in ISA_LIMITS if name in os.environ}
+
+
 def provenance() -> dict[str, Any]:
-    """Where a run (or a resumed part of it) was trained. The CPU and the vector instructions
-    torch uses are recorded because the same seed and code give other floating-point sums,
-    so other metrics, on another kind of processor."""
+    """Where a run (or a resumed part of it) was trained. The CPU, the vector instructions
+    torch uses and any limits set on them are recorded because the same seed and code give
+    other floating-point sums, so other metrics, on another kind of processor."""
     import pettingzoo
 
     return {
@@ -69,6 +80,7 @@ def provenance() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "cpu": cpu_name(),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "isa_limits": isa_limits(),
         "command": " ".join(sys.argv),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

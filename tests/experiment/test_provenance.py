@@ -51,3 +51,14 @@ def test_the_processor_is_recorded():
     if names:  # aarch64's cpuinfo has no model name; cpu_name then falls back to platform
         assert entry["cpu"] == names[0]
     assert entry["torch_cpu_capability"] in {"NO AVX", "DEFAULT", "AVX2", "AVX512", "ZVECTOR", "VSX", "SVE256"}
+
+
+def test_limits_on_the_vector_instructions_are_recorded(monkeypatch):
+    from relayrl.experiment.run_dir import ISA_LIMITS, provenance
+
+    for name in ISA_LIMITS:
+        monkeypatch.delenv(name, raising=False)
+    assert provenance()["isa_limits"] == {}
+    monkeypatch.setenv("DNNL_MAX_CPU_ISA", "AVX2")
+    monkeypatch.setenv("MKL_CBWR", "AVX2")
+    assert provenance()["isa_limits"] == {"DNNL_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"}
