@@ -53,7 +53,7 @@ def cpu_name() -> str:
 
 # Variables that limit the vector instructions torch's CPU kernels use (oneDNN's convolutions,
 # MKL's matrix products, ATen's own): on one machine, limiting oneDNN alone changes a run's
-# metrics (docs/results/same_numbers/isa.md).
+# metrics (docs/results/same_numbers/table_isa_onednn_avx.md).
 ISA_LIMITS = ("DNNL_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY")
 
 
