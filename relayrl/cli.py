@@ -158,6 +158,15 @@ def cmd_resume(args: argparse.Namespace) -> None:
     _train(_config_of_run(run_dir, args.overrides), run_dir)
 
 
+def cmd_branch(args: argparse.Namespace) -> None:
+    from relayrl.experiment.branch import branch_run
+
+    run_dir = Path(args.run_dir)
+    target = branch_run(run_dir, _config_of_run(run_dir), _config_of_run(run_dir, args.overrides), args.at,
+                        Path(args.out) if args.out else None)
+    print(f"branched {run_dir} into {target}; continue with: relayrl resume {target}")
+
+
 def _run_at_checkpoint(run_dir: Path, checkpoint: str | None = None, overrides: list[str] | None = None) -> Run:
     from relayrl.experiment.api import load_run
 
@@ -370,6 +379,13 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("run_dir")
     resume.add_argument("overrides", nargs="*", help="e.g. total_steps=800000 to extend the budget")
     resume.set_defaults(func=cmd_resume)
+
+    branch = sub.add_parser("branch", help="a new run that continues a run from one of its checkpoints under changed settings")
+    branch.add_argument("run_dir")
+    branch.add_argument("overrides", nargs="+", help="e.g. dqn.new_priority=td total_steps=150000; a change a branch cannot make is refused with the keys it can")
+    branch.add_argument("--at", type=_at_least(0), help="env step of the checkpoint (default: the latest)")
+    branch.add_argument("--out", help="root of the new run directory (default: the one run_dir is in)")
+    branch.set_defaults(func=cmd_branch)
 
     ev = sub.add_parser("eval", help="evaluation of a run's checkpoint (its latest by default, also while it trains) vs a random policy")
     ev.add_argument("run_dir")

@@ -51,6 +51,20 @@ RUNTIME_KEYS = {"seed", "total_steps", "torch_threads", "keep_freed_memory", "de
 # and how often it reports (the rows' cadence; the learners' metrics are tallies they restart).
 # The report interval is still hashed: a run directory keeps the name it was started under.
 RESUMABLE_KEYS = tuple(sorted((RUNTIME_KEYS - {"seed"}) | {"report_interval"}))
+# What a branch (``relayrl branch``) may change besides those: settings the learners read from
+# the config whenever they use them, which no checkpoint holds. Settings the state holds (an
+# optimiser's learning rate, a replay's alpha and beta) or that shape what is stored are not
+# here: a branch would keep their old values or fail to load. A key joins with a test that a
+# branch trains with its new value (tests/experiment/test_branch.py).
+BRANCH_KEYS = ("dqn.new_priority", "dqn.time_limit_as_terminal")
+
+
+def branchable(key: str) -> bool:
+    """Whether a branch may change the dotted ``key``: a resumable key, or one of
+    ``BRANCH_KEYS`` at the top level or in one policy's section (``policies.<id>.``)."""
+    return key in RESUMABLE_KEYS or any(key == k or re.fullmatch(rf"policies\.[^.]+\.{re.escape(k)}", key) for k in BRANCH_KEYS)
+
+
 # Sections added after runs existed: hashed only when set, so older run directories keep their hashes.
 HASHED_WHEN_SET: dict[str, Any] = {
     "policies": {},
