@@ -124,7 +124,7 @@ def test_ppo_clips_the_ratio_and_the_value_change():
     v, old, y = value.numpy()[0], own["scaled_value"][0], own["returns"][0]
     value_loss = np.maximum((v - y) ** 2, (old + np.clip(v - old, -0.2, 0.2) - y) ** 2)
     expected = -surrogate[valid].mean() + 0.5 * value_loss[valid].mean()
-    assert float(loss[0]) == pytest.approx(expected, rel=1e-5)
+    assert loss[0].item() == pytest.approx(expected, rel=1e-5)
     assert float(parts["clip_fraction"][0]) == pytest.approx((np.abs(ratio - 1) > 0.2)[valid].mean())
 
 
