@@ -309,3 +309,15 @@ def test_threads_reach_each_run_and_its_resume(tmp_path):
     assert back[3] == "resume" and "torch_threads=1" in back
     assert run_grid([Job("pursuit-ddqn", 0, 24)], root, 1, say=lambda _: None) == {Job("pursuit-ddqn", 0, 24): "complete"}
     assert yaml.safe_load(config.read_text())["torch_threads"] == 1
+
+
+@pytest.mark.parametrize("losses, drawn", [((0.0, 0.0, 0.0), False), ((0.0, 0.01, 3.5), True)])
+def test_the_td_loss_figure_draws_the_sharing_teams_loss_once_updates_began(tmp_path, losses, drawn):
+    from relayrl.experiment.papers.super import figures
+
+    seed = tmp_path / "runs" / f"battle-ddqn-{load_preset('battle-ddqn').config_hash()}" / "0"
+    seed.mkdir(parents=True)
+    rows = [f"{step},{loss},{loss / 2},-1.0,nan" for step, loss in zip((6000, 12000, 18000), losses)]
+    (seed / "metrics.csv").write_text("env_steps,td_loss/blue,td_loss/red,episode_reward_mean,eval_reward_mean\n" + "\n".join(rows) + "\n")
+    assert ((tmp_path / "td_loss.png") in figures(tmp_path)) is drawn
+    assert (tmp_path / "td_loss.png").is_file() is drawn

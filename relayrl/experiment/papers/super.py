@@ -212,6 +212,37 @@ def _bars_figure(results: Path, out: Path, algos: tuple[str, ...], title: str) -
     return save_if_drawn(plt, fig, out, drew, title)
 
 
+# The sharing team's id in multi-team metrics (``td_loss/<team>``); Pursuit has one team.
+TEAM_KEY = {"pursuit": None, "battle": "blue", "adversarial-pursuit": "prey"}
+HEALTH_ALGOS = ("pretrain", "ddqn", "super-quantile", "paramshare", "shareall", "super-gaussian", "super-stochastic")
+
+
+def _td_loss_figure(results: Path, out: Path) -> Path | None:
+    """The sharing team's TD loss of every seed of the DQN-family runs, one thin line each,
+    on a log scale: where Q-values diverge (Battle's blue team) the loss grows by decades."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(DOMAINS), figsize=(18, 4.2), squeeze=False)
+    drew = False
+    for ax, domain in zip(axes[0], DOMAINS):
+        key = f"td_loss/{TEAM_KEY[domain]}" if TEAM_KEY[domain] else "td_loss"
+        for index, algo in enumerate(HEALTH_ALGOS):
+            runs = [r for r in runs_of(f"{domain}-{algo}", results) if r and key in r[0]] if f"{domain}-{algo}" in PRESETS else []
+            for seed, rows in enumerate(runs):
+                points = [(row["env_steps"], row[key]) for row in rows if row[key] > 0]
+                if points:
+                    steps, losses = zip(*points)
+                    ax.plot(steps, losses, color=f"C{index}", lw=0.9, alpha=0.8, label=f"{algo} ({len(runs)} seeds)" if seed == 0 else None)
+                    drew = True
+        ax.set_yscale("log")
+        ax.set_title(f"{domain} ({SHARING_TEAM[domain]})")
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel("TD loss (weighted Huber)")
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=8)
+    return save_if_drawn(plt, fig, out, drew, "The sharing team's TD loss, every seed")
+
+
 def _sweep_figures(results: Path, out_dir: Path) -> list[Path]:
     """Figure 4/10 (reward at 250k vs target bandwidth) and Figure 11 (realised vs target)."""
     plt = pyplot()
@@ -301,6 +332,7 @@ def figures(results: Path) -> list[Path]:
             [("pursuit", [("pursuit-super-gaussian", "gaussian, std scale (default)"), ("pursuit-super-gaussian-variance", "gaussian, variance scale (reference code)")])],
             "Gaussian threshold: std vs the reference code's variance scale",
         ),
+        _td_loss_figure(results, results / "td_loss.png"),
         *_sweep_figures(results, results),
         _scale_switch_figure(results),
     ]
