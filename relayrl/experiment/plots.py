@@ -256,3 +256,13 @@ def save_if_drawn(plt, fig, out: Path, drew: bool, title: str) -> Path | None:
         out.unlink(missing_ok=True)
     plt.close(fig)
     return out if drew else None
+
+
+def finish_panel(ax, title: str, ylabel: str, xlabel: str = "environment steps") -> None:
+    """A panel's title, axis labels and grid, and its legend once it has curves."""
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    if ax.lines:
+        ax.legend(fontsize=8)

@@ -23,7 +23,7 @@ import numpy as np
 
 from relayrl.experiment.grid import Job
 from relayrl.experiment.papers.common import draw_curve, final_rewards, first_reaching, no_studies, option_values, run_copies, runs_of, steps_span, table_cell, write_tables
-from relayrl.experiment.plots import mean_std, pyplot, save_if_drawn
+from relayrl.experiment.plots import finish_panel, mean_std, pyplot, save_if_drawn
 from relayrl.experiment.presets import load_preset
 
 NAME = "arena"
@@ -222,12 +222,7 @@ def curves(results: Path, out: Path) -> Path | None:
         config = load_preset(runs[0][0])
         for end in np.cumsum([r.steps for r in config.rounds])[:-1]:
             ax.axvline(end, color="grey", linestyle=":", linewidth=0.8)
-        ax.set_title(f"{example} ({config.env.name})")
-        ax.set_xlabel("environment steps")
-        ax.set_ylabel("greedy evaluation reward")
-        ax.grid(alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=8)
+        finish_panel(ax, f"{example} ({config.env.name})", "greedy evaluation reward")
     return save_if_drawn(plt, fig, out, drew, "Arena schemes against their baselines")
 
 

@@ -20,7 +20,7 @@ from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
 from relayrl.experiment.config import build_config
 from relayrl.experiment.grid import Job
 from relayrl.experiment.papers.common import Display, draw_curve, option_values, runs_of, table_cell
-from relayrl.experiment.plots import binned, mean_std, pyplot, save_if_drawn, smooth
+from relayrl.experiment.plots import binned, finish_panel, mean_std, pyplot, save_if_drawn, smooth
 from relayrl.experiment.presets import PRESETS
 from relayrl.experiment.presets.super import COEVOLVING_VARIANTS, SWEEP_BANDWIDTHS, SWEEP_MODES, SWEEP_STEPS, sweep_preset
 from relayrl.experiment.build import build_run
@@ -234,12 +234,7 @@ def _td_loss_figure(results: Path, out: Path) -> Path | None:
                     ax.plot(steps, losses, color=f"C{index}", lw=0.9, alpha=0.8, label=f"{algo} ({len(runs)} seeds)" if seed == 0 else None)
                     drew = True
         ax.set_yscale("log")
-        ax.set_title(f"{domain} ({SHARING_TEAM[domain]})")
-        ax.set_xlabel("environment steps")
-        ax.set_ylabel("TD loss (weighted Huber)")
-        ax.grid(alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=8)
+        finish_panel(ax, f"{domain} ({SHARING_TEAM[domain]})", "TD loss (weighted Huber)")
     return save_if_drawn(plt, fig, out, drew, "The sharing team's TD loss, every seed")
 
 
