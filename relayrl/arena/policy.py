@@ -83,9 +83,8 @@ class LearningPolicy:
 
 class FrozenPolicy(Acting):
     """A trained policy's networks with learning off, acting with a fixed exploration
-    (a DDQN opponent restored from a finished run keeps that run's final epsilon, paper
-    000 appendix C.3), from the first env step on and in evaluations. ``source`` names the
-    checkpoint they came from."""
+    (``PolicyConfig.explore``) from the first env step on and in evaluations. ``source``
+    names the checkpoint they came from."""
 
     def __init__(self, spec: GroupSpec, algo: str, params: Any, algorithm: Algorithm, layout: AgentLayout, explore: float) -> None:
         super().__init__(spec, algo, params, algorithm, layout)

@@ -52,7 +52,9 @@ class PolicyConfig(Strict):
     pretrained: str | None = None
     pretrained_seed: int = 0
     pretrained_policy: str | None = Field(None, description="policy id in the pretrained run; default the same id")
-    # A policy restored from a finished DDQN run acts with that run's final epsilon (paper 000, appendix C.3).
+    # A constant epsilon, by default the final one of a DDQN run's schedule (SPEC's frozen opponents). SUPER's
+    # reference restores only the networks, so its opponents restart that schedule (0.1 to 0.001 over their
+    # own first 100k actions): docs/results/super/README.md, 2026-12-07 (11:38 UTC on).
     explore: float = Field(0.001, ge=0, description="frozen: DQN's epsilon; for an actor-critic, > 0 adds its exploration noise")
     agents: list[Annotated[int, Field(ge=0)]] | None = Field(
         None, description="frozen, trained with a parameter set per agent: the saved agents whose sets drive this policy's entities, in order"
