@@ -22,6 +22,7 @@ from relayrl.algos.algorithm import Algorithm, Learner, algorithms_with, allowed
 from relayrl.algos.layout import AgentLayout
 from relayrl.algos.learner import Acting, chosen_parameter_sets
 from relayrl.algos.off_policy import make_learner
+from relayrl.algos.schedules import linear_schedule
 from relayrl.arena.policy_config import PolicyConfig
 from relayrl.core.errors import CheckpointError, ConfigError, PolicyError
 from relayrl.core.profiler import SectionTimer
@@ -82,17 +83,26 @@ class LearningPolicy:
 
 
 class FrozenPolicy(Acting):
-    """A trained policy's networks with learning off, acting with a fixed exploration
-    (``PolicyConfig.explore``) from the first env step on and in evaluations. ``source``
-    names the checkpoint they came from."""
+    """A trained policy's networks with learning off, acting with exploration
+    ``PolicyConfig.explore``: from the first env step on, or, given ``explore_from``, from
+    ``explore_steps`` of the run's env steps on, linear from ``explore_from`` until then (a
+    frozen opponent of SUPER's reference restarts its DQN schedule); ``explore`` in
+    evaluations. ``source`` names the checkpoint the networks came from."""
 
-    def __init__(self, spec: GroupSpec, algo: str, params: Any, algorithm: Algorithm, layout: AgentLayout, explore: float) -> None:
+    def __init__(self, spec: GroupSpec, algo: str, params: Any, algorithm: Algorithm, layout: AgentLayout, config: PolicyConfig) -> None:
         super().__init__(spec, algo, params, algorithm, layout)
-        self.explore = explore
+        self.explore = config.explore
+        self.explore_from = config.explore_from
+        self.explore_steps = config.explore_steps
         self.source = ""
 
     def act(self, obs: np.ndarray, carry: Any, env_steps: int | None, mask: np.ndarray | None = None) -> tuple[np.ndarray, Any]:
-        return self.act_with(obs, carry, self.explore, mask)
+        return self.act_with(obs, carry, self.exploration(env_steps), mask)
+
+    def exploration(self, env_steps: int | None) -> float:
+        if env_steps is None or self.explore_from is None:
+            return self.explore
+        return linear_schedule(self.explore_from, self.explore, self.explore_steps, env_steps)
 
     def load_policy_state(self, state: dict[str, Any], source: str) -> None:
         super().load_policy_state(state, source)
@@ -287,7 +297,7 @@ def snapshot_policy(build: PolicyBuild) -> FrozenPolicy:
     # the networks as its learner acts with them: per parameter set, or on the group's arrays (QMIX's agents)
     layout = None if ALGORITHMS[algo].capabilities.group_acting else AgentLayout(build.spec.n_agents, params.param_sharing)
     algorithm = ALGORITHMS[algo].make(build.spec, section, 1 if layout is None else layout.n_sets, build.device, build.seeds[0], **build.options)
-    return FrozenPolicy(build.spec, algo, params, algorithm, layout, build.config.explore)
+    return FrozenPolicy(build.spec, algo, params, algorithm, layout, build.config)
 
 
 def frozen_policy(build: PolicyBuild) -> FrozenPolicy:

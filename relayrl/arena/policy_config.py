@@ -52,10 +52,17 @@ class PolicyConfig(Strict):
     pretrained: str | None = None
     pretrained_seed: int = 0
     pretrained_policy: str | None = Field(None, description="policy id in the pretrained run; default the same id")
-    # A constant epsilon, by default the final one of a DDQN run's schedule (SPEC's frozen opponents). SUPER's
-    # reference restores only the networks, so its opponents restart that schedule (0.1 to 0.001 over their
-    # own first 100k actions): docs/results/super/README.md, 2026-12-07 (11:38 UTC on).
-    explore: float = Field(0.001, ge=0, description="frozen: DQN's epsilon; for an actor-critic, > 0 adds its exploration noise")
+    # By default a constant epsilon, the final one of a DDQN run's schedule (SPEC's frozen opponents). SUPER's
+    # reference restores only the networks, so its opponents restart that schedule (0.1 to 0.001 over each
+    # one's own first 100k actions): ``explore_from: 0.1, explore_steps: 100000`` is that schedule counted in
+    # the run's env steps (docs/results/super/README.md, 2026-12-07).
+    explore: float = Field(
+        0.001, ge=0, description="frozen, snapshot: DQN's epsilon (at the end of explore_steps); for an actor-critic, > 0 adds its exploration noise"
+    )
+    explore_from: float | None = Field(
+        None, ge=0, description="frozen, snapshot: the exploration at env step 0, falling linearly to explore over explore_steps (None: explore throughout)"
+    )
+    explore_steps: int = Field(0, ge=0, description="frozen, snapshot: the run's env steps over which explore_from falls to explore")
     agents: list[Annotated[int, Field(ge=0)]] | None = Field(
         None, description="frozen, trained with a parameter set per agent: the saved agents whose sets drive this policy's entities, in order"
     )
@@ -73,6 +80,13 @@ class PolicyConfig(Strict):
             raise ValueError(f"checkpoint/pretrained apply to kind=frozen (the networks it acts with) and kind=learning (those it starts from), not {self.kind}")
         if not frozen and self.agents is not None:
             raise ValueError("agents applies to kind=frozen only (a learning policy starts from a run with as many parameter sets as it drives entities)")
+        if self.kind not in ("frozen", "snapshot") and (self.explore_from is not None or self.explore_steps):
+            raise ValueError(f"explore_from/explore_steps schedule a frozen or snapshot policy's exploration; a {self.kind} policy has none to schedule")
+        if (self.explore_from is None) != (self.explore_steps == 0):
+            raise ValueError(
+                "a scheduled exploration needs both explore_from (its value at env step 0) and explore_steps > 0 (the env steps it "
+                "takes to reach explore); give both, or neither for a constant explore"
+            )
         if scripted != (self.script is not None):
             raise ValueError("a scripted policy needs script=package.module.function, and only a scripted policy takes one")
         if self.kind in ("random", "scripted") and (self.dqn or self.actor_critic or self.qmix or self.on_policy or self.centralised or self.sharing):

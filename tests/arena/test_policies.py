@@ -109,6 +109,8 @@ def test_pretrained_preset_that_was_not_run_is_a_clear_error(tmp_path):
         ({"runner": {"kind": "frozen", "checkpoint": "x"}, "walker": {"kind": "random"}}, "no policy learns"),
         ({"runner": {"checkpoint": "x", "agents": [0]}}, "agents applies to kind=frozen only"),
         ({"runner": {"checkpoint": "x", "pretrained": "y"}}, "starts from one of checkpoint=PATH or pretrained=PRESET, not both"),
+        ({"runner": {"explore_from": 0.1, "explore_steps": 100}}, "a learning policy has none to schedule"),
+        ({"runner": {"kind": "frozen", "checkpoint": "x", "explore_from": 0.1}}, "needs both explore_from .* and explore_steps > 0"),
         ({"runner": {"kind": "random", "dqn": {"lr": 0.1}}}, "has no networks"),
         ({"runner": {"dqn": {"lr": -1}}}, "policies.runner.dqn.lr: Input should be greater than 0"),
         ({"runner": {"dqn": {"param_sharing": True}}, "walker": {}}, None),
@@ -221,6 +223,29 @@ def test_an_algorithm_is_refused_on_action_spaces_its_capabilities_lack(register
     config = build_config({"env": {"name": "pettingzoo.sisl.multiwalker_v9"}, "actor_critic": {"algo": "td3-discrete"}})
     with pytest.raises(ConfigError, match=r"policy 'walker' trains td3-discrete, which cannot act on its slots' Box actions \(4,\) \(a2c, ddpg, maddpg, mappo, masac, matd3, ppo, sac, seac, td3 can"):
         build_run(config, None, verbose=False)
+
+
+def test_a_frozen_policy_restarts_an_exploration_schedule_over_the_runs_env_steps(tmp_path):
+    """SUPER's reference restores only its opponents' networks, so they explore from their
+    schedule's start again: ``explore_from`` falls linearly to ``explore`` over
+    ``explore_steps`` of the run's env steps; evaluations act with ``explore``."""
+    frozen = {"kind": "frozen", "checkpoint": str(_pretrain(tmp_path)), "explore_from": 1.0, "explore": 0.0, "explore_steps": 1000}
+    run = build_run(build_config(_config(policies={"walker": frozen})), None, verbose=False)
+    walker = run.policies["walker"]
+    run.start()
+
+    def off_greedy(env_steps: int) -> float:
+        """The share of the walkers' actions at ``env_steps`` that are not their greedy ones."""
+        fragments = [run.collector.collect(run.n_steps, env_steps).fragments["walker"] for _ in range(50)]
+        obs, acted, valid = (np.concatenate([f[k] for f in fragments]) for k in ("obs", "action", "valid"))
+        greedy, _ = walker.act(obs.reshape(-1, *obs.shape[2:]), None, None)
+        return float((greedy.reshape(acted.shape) != acted)[valid].mean())
+
+    n_actions = walker.spec.n_actions
+    start, middle, end = off_greedy(0), off_greedy(500), off_greedy(1000)
+    assert abs(start - (1 - 1 / n_actions)) < 0.15  # epsilon 1: uniform actions
+    assert abs(middle - 0.5 * (1 - 1 / n_actions)) < 0.15
+    assert end == 0.0 and walker.exploration(None) == 0.0 and walker.exploration(250) == 0.75
 
 
 def test_a_random_policy_acts_uniformly_and_never_learns():
