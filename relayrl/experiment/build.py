@@ -195,12 +195,14 @@ def exchanges(config: RunConfig, specs: dict[str, GroupSpec]) -> list[Exchange]:
 
 
 def build_run(
-    config: RunConfig, run_dir: Path | None = None, factories: Factories = Factories(), verbose: bool = True, runs_root: Path | None = None
+    config: RunConfig, run_dir: str | Path | None = None, factories: Factories = Factories(), verbose: bool = True, runs_root: str | Path | None = None
 ) -> Run:
     """The run of ``config``, checkpointed in ``run_dir`` (None: in memory only). Its
     networks are fresh until ``run.train()`` resumes the run's last checkpoint; to evaluate
     or act with a trained run, ``relayrl.experiment.load_run``. ``runs_root``: where frozen
     policies' ``pretrained`` runs are looked up (default: ``run_dir``'s root)."""
+    run_dir = None if run_dir is None else Path(run_dir)
+    runs_root = None if runs_root is None else Path(runs_root)
     made = tuple(name for name, given in (("env_factory", factories.env), ("network_factory", factories.network)) if given is not None)
     directory = RunDirectory(run_dir, config, made) if run_dir is not None else None
     if factories.env is not None and any(r.env for r in config.rounds):
@@ -252,7 +254,7 @@ def build_run(
     check_memory(config, specs, configs, verbose)
     check_minibatches(config, first, configs)
     check_team_episodes(config, first, configs)
-    saved = SavedPolicies(run_dir.parent.parent if run_dir is not None else runs_root)
+    saved = SavedPolicies(runs_root if runs_root is not None else run_dir.parent.parent if run_dir is not None else None)
     resuming = directory is not None and directory.latest() is not None
     # what the DQN builds its networks from (each policy's model: config.model_of); where an annealed learning rate reaches 0
     options = {"model": config.model, "network_factory": factories.network, "total_steps": config.total_steps}

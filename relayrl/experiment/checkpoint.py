@@ -138,9 +138,9 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     return _read(path / STATE, stream=ROWS)
 
 
-def load_policies(path: Path) -> dict[str, Any]:
+def load_policies(path: str | Path) -> dict[str, Any]:
     """Every policy's acting networks, read as data after checking the files."""
-    return _read(path / POLICY)
+    return _read(Path(path) / POLICY)
 
 
 def keep_policies(checkpoint: Path, directory: Path, pids: list[str]) -> Path:

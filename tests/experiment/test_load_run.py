@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from relayrl.core.errors import RelayRLError
-from relayrl.experiment import build_config, build_run, load_run, train
+from relayrl.experiment import build_config, build_run, load_policies, load_run, train
 from relayrl.experiment.run_lock import RunLock, is_locked
 
 CONFIG = {
@@ -46,6 +46,16 @@ def test_load_run_acts_with_the_trained_networks_and_build_run_alone_with_fresh_
     finally:
         for run in (loaded, fresh):
             run.close()
+
+
+def test_a_script_may_name_directories_by_strings(tmp_path):
+    run = build_run(build_config({**CONFIG, "total_steps": 300}), str(tmp_path / "run"), verbose=False)
+    run.train()
+    run.close()
+    saved = load_policies(str(tmp_path / "run" / "checkpoints" / "step_0000000300"))
+    loaded = load_run(str(tmp_path / "run"))
+    assert saved["runner"]["algo"] == "dqn" and loaded.policies["runner"].spec.n_agents == 2
+    loaded.close()
 
 
 def test_a_run_another_process_trains_loads_for_evaluation_but_does_not_train(tmp_path):

@@ -282,6 +282,11 @@ def test_a_complete_pretraining_keeps_its_frozen_opponents_and_another_machine_r
     assert main(["train", "tiny-vs-frozen", "--out", str(root)]) == 0  # trains against the kept red, no pretraining
     (entry,) = yaml.safe_load((find_run(job.config(), root) / "provenance.yaml").read_text())
     assert entry["policies_from"]["red"].endswith(f"checkpoints/{kept.name}")
+    from relayrl.experiment import build_run
+
+    elsewhere = build_run(job.config(), str(tmp_path / "script" / "run" / "0"), verbose=False, runs_root=str(root))  # a script's run, outside the runs root
+    assert elsewhere.policies["red"].source == entry["policies_from"]["red"]
+    elsewhere.close()
     capsys.readouterr()
     assert main(["resume", str(find_run(pretrain.config(), root)), "total_steps=80"]) == 2  # policies only: refused, named
     assert "holds policies' networks only" in capsys.readouterr().err
