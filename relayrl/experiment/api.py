@@ -31,7 +31,7 @@ def checked_factories(env_factory: Any, network_factory: Any) -> Factories:
 
 
 def train(
-    config: RunConfig,
+    config: RunConfig | dict[str, Any],
     out: str | Path | None = "runs",
     *,
     env_factory=None,
@@ -42,6 +42,7 @@ def train(
     ``out=None`` trains in memory without writing a run directory. ``env_factory``: an
     ``EnvFactory``, or a function that makes one PettingZoo ParallelEnv; the factories'
     names join the run directory's hash, so other factories train another run."""
+    config = build_config(config)
     factories = checked_factories(env_factory, network_factory)
     run_dir = run_dir_for(config, Path(out), factory_identity(factories.env, factories.network)) if out is not None else None
     done = list_checkpoints(run_dir / "checkpoints") if run_dir is not None else []

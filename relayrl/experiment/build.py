@@ -37,7 +37,7 @@ from relayrl.envs.registry import EnvFactory, make_env_factory
 from relayrl.envs.vector_env import VectorEnv, make_vector_env
 from relayrl.experiment.checkpoint import MANIFEST, list_checkpoints, load_learner, load_policies
 from relayrl.experiment.clock import Clock
-from relayrl.experiment.config import RunConfig
+from relayrl.experiment.config import RunConfig, build_config
 from relayrl.experiment.evaluation import Evaluator
 from relayrl.experiment.group_checks import check_action_settings, check_alike_sides, check_memory, check_minibatches, check_team_episodes, note_group_critics
 from relayrl.experiment.report import ReportLayout, Reporter
@@ -195,12 +195,13 @@ def exchanges(config: RunConfig, specs: dict[str, GroupSpec]) -> list[Exchange]:
 
 
 def build_run(
-    config: RunConfig, run_dir: str | Path | None = None, factories: Factories = Factories(), verbose: bool = True, runs_root: str | Path | None = None
+    config: RunConfig | dict[str, Any], run_dir: str | Path | None = None, factories: Factories = Factories(), verbose: bool = True, runs_root: str | Path | None = None
 ) -> Run:
     """The run of ``config``, checkpointed in ``run_dir`` (None: in memory only). Its
     networks are fresh until ``run.train()`` resumes the run's last checkpoint; to evaluate
     or act with a trained run, ``relayrl.experiment.load_run``. ``runs_root``: where frozen
     policies' ``pretrained`` runs are looked up (default: ``run_dir``'s root)."""
+    config = build_config(config)
     run_dir = None if run_dir is None else Path(run_dir)
     runs_root = None if runs_root is None else Path(runs_root)
     made = tuple(name for name, given in (("env_factory", factories.env), ("network_factory", factories.network)) if given is not None)

@@ -434,8 +434,14 @@ SECTION_TYPES: dict[str, type[Any]] = {
 }
 
 
-def build_config(data: dict[str, Any]) -> RunConfig:
-    """Validates a nested dict into a RunConfig, raising ConfigError with readable paths."""
+def build_config(data: "dict[str, Any] | RunConfig") -> RunConfig:
+    """Validates a nested dict into a RunConfig, raising ConfigError with readable paths (a
+    RunConfig is returned as it is)."""
+    if isinstance(data, RunConfig):
+        return data
+    if not isinstance(data, dict):
+        preset = ": a preset by name is load_preset(name)" if isinstance(data, str) else ""
+        raise ConfigError(f"a config is a RunConfig or a dict of its keys (env, dqn, sharing, ...), not a {type(data).__name__}{preset}")
     try:
         return RunConfig.model_validate(data)
     except ValidationError as error:
