@@ -426,15 +426,25 @@ def test_an_optional_extra_that_is_missing_is_named_with_its_install_command(tmp
 @pytest.mark.parametrize("text,expected", [
     ("# a comment only\n", "holds no config keys: give at least the env and a learner section"),
     ("env:\n\tname: corridor\n", "is not valid YAML"),
+    ("preset: battle-ddqn\ndqn: {lr: 0.001}\n", "names preset 'battle-ddqn', but a file's preset: only names its run, whose other keys take the defaults"),
 ])
 def test_an_empty_or_broken_yaml_file_is_refused_by_its_name(tmp_path, capsys, text, expected):
-    """Not a full default run for a file of comments; YAML's own error names the file, not a string."""
+    """Not a full default run for a file of comments, nor a Pursuit run under a Battle preset's
+    name; YAML's own error names the file, not a string."""
     path = tmp_path / "run.yaml"
     path.write_text(text)
     assert main(["train", str(path), "--out", str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {path} {expected}") and "<unicode string>" not in err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_runs_own_config_file_names_its_preset_and_is_taken_as_it_is(tmp_path):
+    from relayrl.experiment.presets import config_dict, load_preset
+
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(load_preset("battle-ddqn").model_dump(mode="json")))
+    assert build_config(config_dict(str(path))) == load_preset("battle-ddqn")
 
 
 def test_a_plot_of_a_column_the_metrics_lack_is_one_line(tmp_path, capsys):

@@ -60,6 +60,14 @@ def config_dict(source: str) -> dict[str, Any]:
                           "or train a preset by name (relayrl list shows them)")
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must hold a mapping of config keys (env:, dqn:, sharing:, ...), not a {type(data).__name__}")
+    # A file does not start from the preset it names: what it leaves out takes the defaults (a
+    # run's own config.yaml, every key given, trains as it is).
+    if data.get("preset") in PRESETS and set(RunConfig.model_fields) - set(data):
+        raise ConfigError(
+            f"{source} names preset {data['preset']!r}, but a file's preset: only names its run, whose other keys take the defaults, "
+            f"not that preset's settings: to change the preset, relayrl train {data['preset']} key=value ...; to name this run, "
+            "give preset: another name"
+        )
     return {"preset": path.stem, **data}  # validated once the command line's overrides are applied
 
 
