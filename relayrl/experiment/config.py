@@ -435,10 +435,20 @@ SECTION_TYPES: dict[str, type[Any]] = {
 
 
 def build_config(data: "dict[str, Any] | RunConfig") -> RunConfig:
-    """Validates a nested dict into a RunConfig, raising ConfigError with readable paths (a
-    RunConfig is returned as it is)."""
+    """Validates a nested dict into a RunConfig, raising ConfigError with readable paths. A
+    RunConfig is validated again: ``model_copy(update=...)`` checks nothing, and a section
+    given as a dict there would stand in for the preset's whole section."""
     if isinstance(data, RunConfig):
-        return data
+        given = data.model_dump(mode="json", warnings=False)
+        checked = build_config(given)
+        changed = [key for key, value in checked.model_dump(mode="json").items() if value != given[key]]
+        if changed:
+            raise ConfigError(
+                f"the config's {', '.join(changed)} {'is' if len(changed) == 1 else 'are'} not what validation makes of "
+                f"{'it' if len(changed) == 1 else 'them'} (model_copy(update=...) does not validate, and a section given there as a dict "
+                "replaces the whole section): change a preset with build_config(apply_overrides(preset_dict(name), ['dqn.lr=0.001', ...]))"
+            )
+        return checked
     if not isinstance(data, dict):
         preset = ": a preset by name is load_preset(name)" if isinstance(data, str) else ""
         raise ConfigError(f"a config is a RunConfig or a dict of its keys (env, dqn, sharing, ...), not a {type(data).__name__}{preset}")

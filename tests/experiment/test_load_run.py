@@ -48,13 +48,15 @@ def test_load_run_acts_with_the_trained_networks_and_build_run_alone_with_fresh_
             run.close()
 
 
-def test_a_script_may_give_its_config_as_a_dict_and_directories_as_strings(tmp_path):
+def test_a_script_may_give_its_config_as_a_dict_and_directories_as_strings_and_a_copied_config_is_validated(tmp_path):
     run = build_run({**CONFIG, "total_steps": 300}, str(tmp_path / "run"), verbose=False)
     run.train()
     run.close()
     assert train({**CONFIG, "total_steps": 300}, out=None, verbose=False).counters.env_steps == 300
     with pytest.raises(RelayRLError, match=r"a config is a RunConfig or a dict of its keys .*not a str: a preset by name is load_preset\(name\)"):
         train("corridor-load", out=None, verbose=False)
+    with pytest.raises(RelayRLError, match=r"the config's dqn is not what validation makes of it \(model_copy\(update=...\) does not validate"):
+        build_run(build_config(CONFIG).model_copy(update={"dqn": {"lr": 1e-3}}), None, verbose=False)
     saved = load_policies(str(tmp_path / "run" / "checkpoints" / "step_0000000300"))
     loaded = load_run(str(tmp_path / "run"))
     assert saved["runner"]["algo"] == "dqn" and loaded.policies["runner"].spec.n_agents == 2
