@@ -44,17 +44,9 @@ def _config_from(preset: str, overrides: list[str], seed: int | None) -> RunConf
 
 def _config_of_run(run_dir: Path, overrides: list[str] | None = None) -> RunConfig:
     from relayrl.experiment.config import build_config
-    from relayrl.experiment.run_dir import built_with, python_resume
+    from relayrl.experiment.run_dir import built_with, python_resume, saved_config
 
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        raise RelayRLError(f"{run_dir} is not a run directory (no config.yaml); runs live in runs/<preset>-<hash>/<seed>/")
-    try:
-        saved = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        raise RelayRLError(f"{path} is not readable YAML ({str(error).splitlines()[0]}): restore it (its checkpoints' state.json holds the config)") from None
-    if not isinstance(saved, dict):
-        raise RelayRLError(f"{path} holds no config mapping: restore it (its checkpoints' state.json holds the config)")
+    saved = saved_config(run_dir)
     made = built_with(run_dir)
     if made:
         raise RelayRLError(f"{run_dir} was built by Python code with {' and '.join(made)}, which the command line cannot rebuild: "
@@ -68,12 +60,12 @@ def _train(config: RunConfig, run_dir: Path) -> None:
     from relayrl.experiment.build import build_run
     from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints
     from relayrl.experiment.identity import check_resumable
+    from relayrl.experiment.run_dir import saved_config
 
     RunLock(run_dir).check()
     checkpoints = list_checkpoints(run_dir / "checkpoints")
-    saved = run_dir / "config.yaml"
-    if checkpoints and saved.is_file():  # a change a resume may not make is refused, also where nothing is left to train
-        check_resumable(yaml.safe_load(saved.read_text()), config, str(run_dir))
+    if checkpoints and (run_dir / "config.yaml").is_file():  # a change a resume may not make is refused, also where nothing is left to train
+        check_resumable(saved_config(run_dir), config, str(run_dir))
     if checkpoints and checkpoint_steps(checkpoints[-1]) >= config.total_steps:
         reached = checkpoint_steps(checkpoints[-1])
         print(f"{run_dir} is already complete: its checkpoint is at {reached:,} env steps, total_steps={config.total_steps:,}; nothing to do")

@@ -5,8 +5,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from relayrl.algos.dqn import NetworkFactory
 from relayrl.arena.policy import FrozenPolicy, RandomPolicy, ScriptedPolicy
 from relayrl.core.errors import CheckpointError, ConfigError, RelayRLError
@@ -16,6 +14,7 @@ from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints, lo
 from relayrl.experiment.config import RunConfig, build_config
 from relayrl.experiment.identity import factory_identity, run_dir_for
 from relayrl.experiment.run import Run
+from relayrl.experiment.run_dir import saved_config
 
 
 def checked_factories(env_factory: Any, network_factory: Any) -> Factories:
@@ -114,10 +113,7 @@ def load_run(
     given; a run of Python factories needs them again."""
     run_dir = Path(run_dir)
     if config is None:
-        path = run_dir / "config.yaml"
-        if not path.is_file():
-            raise RelayRLError(f"{run_dir} is not a run directory (no config.yaml); runs live in runs/<preset>-<hash>/<seed>/")
-        config = build_config(yaml.safe_load(path.read_text()))
+        config = build_config(saved_config(run_dir))
     checkpoints = list_checkpoints(run_dir / "checkpoints")
     chosen = Path(checkpoint) if checkpoint is not None else (checkpoints[-1] if checkpoints else None)
     if chosen is None:

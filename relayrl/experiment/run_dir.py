@@ -197,6 +197,25 @@ def python_resume(path: Path, built_with: Sequence[str]) -> str:
     return f"train(<its config>, out={str(path.parent.parent)!r}, {', '.join(f'{name}=...' for name in built_with)}) in Python"
 
 
+def saved_config(run_dir: Path) -> dict[str, Any]:
+    """The config a run directory recorded (its ``config.yaml``), or an error naming what is
+    wrong: not a run directory (with the runs inside it, where it holds some), or a damaged
+    file."""
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        inside = sorted(p.parent for p in (*run_dir.glob("*/config.yaml"), *run_dir.glob("*/*/config.yaml")))
+        shown = ", ".join(map(str, inside[:4])) + (", ..." if len(inside) > 4 else "")
+        where = f": the runs in it are {shown}" if inside else "; runs live in runs/<preset>-<hash>/<seed>/"
+        raise RelayRLError(f"{run_dir} is not a run directory (no config.yaml){where}")
+    try:
+        saved = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise RelayRLError(f"{path} is not readable YAML ({str(error).splitlines()[0]}): restore it (its checkpoints' state.json holds the config)") from None
+    if not isinstance(saved, dict):
+        raise RelayRLError(f"{path} holds no config mapping: restore it (its checkpoints' state.json holds the config)")
+    return saved
+
+
 def built_with(path: Path) -> list[str]:
     """The factories from Python that built the run in ``path`` (its provenance entries'
     ``built_with``): what the CLI cannot rebuild."""

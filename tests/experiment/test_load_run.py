@@ -58,6 +58,8 @@ def test_a_script_may_give_its_config_as_a_dict_and_directories_as_strings_and_a
     with pytest.raises(RelayRLError, match=r"the config's dqn is not what validation makes of it \(model_copy\(update=...\) does not validate"):
         build_run(build_config(CONFIG).model_copy(update={"dqn": {"lr": 1e-3}}), None, verbose=False)
     saved = load_policies(str(tmp_path / "run" / "checkpoints" / "step_0000000300"))
+    with pytest.raises(RelayRLError, match=r"is not a run directory \(no config\.yaml\): the runs in it are .*/run$"):
+        load_run(tmp_path)  # the folder above the run
     loaded = load_run(str(tmp_path / "run"))
     assert saved["runner"]["algo"] == "dqn" and loaded.policies["runner"].spec.n_agents == 2
     loaded.close()
