@@ -201,9 +201,9 @@ def saved_config(run_dir: Path) -> dict[str, Any]:
     """The config a run directory recorded (its ``config.yaml``), or an error naming what is
     wrong: not a run directory (with the runs inside it, where it holds some), or a damaged
     file."""
-    path = run_dir / "config.yaml"
+    path = run_dir / CONFIG_FILE
     if not path.is_file():
-        inside = sorted(p.parent for p in (*run_dir.glob("*/config.yaml"), *run_dir.glob("*/*/config.yaml")))
+        inside = sorted(p.parent for p in (*run_dir.glob(f"*/{CONFIG_FILE}"), *run_dir.glob(f"*/*/{CONFIG_FILE}")))
         shown = ", ".join(map(str, inside[:4])) + (", ..." if len(inside) > 4 else "")
         where = f": the runs in it are {shown}" if inside else "; runs live in runs/<preset>-<hash>/<seed>/"
         raise RelayRLError(f"{run_dir} is not a run directory (no config.yaml){where}")

@@ -14,7 +14,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
 from relayrl.experiment.config import build_config
@@ -24,6 +23,7 @@ from relayrl.experiment.plots import binned, finish_panel, mean_std, pyplot, sav
 from relayrl.experiment.presets import PRESETS
 from relayrl.experiment.presets.super import COEVOLVING_VARIANTS, SWEEP_BANDWIDTHS, SWEEP_MODES, SWEEP_STEPS, sweep_preset
 from relayrl.experiment.build import build_run
+from relayrl.experiment.run_dir import saved_config
 from relayrl.sharing.selectors import GaussianSelector, QuantileSelector
 
 NAME = "super"
@@ -370,7 +370,7 @@ def scale_switch_study(run_dir: Path, results: Path, transitions: int = 20_000, 
     of a trained run's own most recent transitions (each agent's replay, oldest first,
     scored with that agent's networks at the checkpoint), replayed through the selectors in
     fragments as in training. Writes a CSV under ``results``."""
-    config = build_config(yaml.safe_load((run_dir / "config.yaml").read_text()))
+    config = build_config(saved_config(run_dir))
     if config.sharing.select != "none":
         raise ValueError("use a run without sharing: its replays hold only each agent's own transitions")
     checkpoint = list_checkpoints(run_dir / "checkpoints")[-1]
