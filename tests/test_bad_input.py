@@ -2,6 +2,7 @@
 wherever that can be known, and loses nothing: checkpoints and metrics written so far stay."""
 
 import csv
+import re
 import resource
 import shutil
 import subprocess
@@ -437,6 +438,22 @@ def test_an_empty_or_broken_yaml_file_is_refused_by_its_name(tmp_path, capsys, t
     err = capsys.readouterr().err
     assert err.startswith(f"error: {path} {expected}") and "<unicode string>" not in err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_python_config_naming_a_preset_is_refused_where_it_leaves_keys_out(tmp_path):
+    """A dict naming a preset does not start from it: ``train({"preset": "pursuit-super-quantile",
+    ...})`` would train the defaults (DDQN without sharing) under SUPER's name."""
+    from relayrl.experiment import apply_overrides, preset_dict, train, train_policies
+
+    fix = "build_config(apply_overrides(preset_dict('pursuit-super-quantile'), ['key=value', ...])) in Python"
+    with pytest.raises(ConfigError, match=re.escape(fix)):
+        train({"preset": "pursuit-super-quantile", "total_steps": 5000}, tmp_path / "runs")
+    with pytest.raises(ConfigError, match="names preset 'pursuit-ddqn', but a config's preset: only names its run"):
+        train_policies({"a": {}}, [{"pursuer": ["a"] * 8}], 1000, preset="pursuit-ddqn", out=tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+    changed = build_config(apply_overrides(preset_dict("pursuit-super-quantile"), ["total_steps=5000"]))
+    assert changed.sharing.select == "quantile" and changed.total_steps == 5000
+    assert build_config({"preset": "my-corridor", "env": {"name": "corridor"}}).preset == "my-corridor"
 
 
 def test_a_runs_own_config_file_names_its_preset_and_is_taken_as_it_is(tmp_path):

@@ -13,6 +13,7 @@ from relayrl.experiment.build import Factories, build_run
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints, load_policies
 from relayrl.experiment.config import RunConfig, build_config
 from relayrl.experiment.identity import factory_identity, run_dir_for
+from relayrl.experiment.presets import refuse_partial_preset
 from relayrl.experiment.run import Run
 from relayrl.experiment.run_dir import saved_config
 
@@ -40,7 +41,10 @@ def train(
     """Trains (or resumes, if the run directory has checkpoints) and returns the Run.
     ``out=None`` trains in memory without writing a run directory. ``env_factory``: an
     ``EnvFactory``, or a function that makes one PettingZoo ParallelEnv; the factories'
-    names join the run directory's hash, so other factories train another run."""
+    names join the run directory's hash, so other factories train another run. A dict that
+    names a preset must give every key (a partial one would train the defaults under its name)."""
+    if isinstance(config, dict):
+        refuse_partial_preset(config)
     config = build_config(config)
     factories = checked_factories(env_factory, network_factory)
     run_dir = run_dir_for(config, Path(out), factory_identity(factories.env, factories.network)) if out is not None else None
@@ -83,7 +87,7 @@ def train_policies(
         "seed": seed,
         **settings,
     }
-    return train(build_config(data), out, verbose=verbose)
+    return train(data, out, verbose=verbose)
 
 
 def _networks_elsewhere(policy: Any) -> bool:

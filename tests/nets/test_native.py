@@ -47,7 +47,7 @@ def test_the_cpp_loops_give_the_python_loops_values_to_the_last_bit(shape, monke
 @needs_compiler
 def test_recurrent_mappo_trains_to_the_same_metrics_with_either_loops(monkeypatch):
     config = build_config({
-        "preset": "spread-mappo-jaxmarl", "total_steps": 1024, "report_interval": 256, "eval": {"interval": 0},
+        "preset": "spread-mappo-loops", "total_steps": 1024, "report_interval": 256, "eval": {"interval": 0},
         "env": {"name": "simple-spread", "num_envs": 4},
         "on_policy": {"algo": "mappo", "rollout_length": 64, "epochs": 2, "minibatches": 2, "hidden": [32], "activation": "tanh",
                       "recurrent": True, "chunk_length": 32, "critic_input": "state"},

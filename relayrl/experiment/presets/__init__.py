@@ -60,15 +60,23 @@ def config_dict(source: str) -> dict[str, Any]:
                           "or train a preset by name (relayrl list shows them)")
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must hold a mapping of config keys (env:, dqn:, sharing:, ...), not a {type(data).__name__}")
-    # A file does not start from the preset it names: what it leaves out takes the defaults (a
-    # run's own config.yaml, every key given, trains as it is).
-    if data.get("preset") in PRESETS and set(RunConfig.model_fields) - set(data):
-        raise ConfigError(
-            f"{source} names preset {data['preset']!r}, but a file's preset: only names its run, whose other keys take the defaults, "
-            f"not that preset's settings: to change the preset, relayrl train {data['preset']} key=value ...; to name this run, "
-            "give preset: another name"
-        )
+    refuse_partial_preset(data, f"{source} names", "a file's")
     return {"preset": path.stem, **data}  # validated once the command line's overrides are applied
+
+
+def refuse_partial_preset(data: dict[str, Any], names: str = "the config names", whose: str = "a config's") -> None:
+    """A config that names a registered preset does not start from it: the keys it leaves out
+    take the defaults, so the run would train other settings than its name says. Such a
+    config is refused where a user gives one (a file, or a dict to ``train``); a run's own
+    config.yaml, every key given, trains as it is, and a saved config that an older revision
+    wrote without newer keys still resumes (``build_config`` does not check)."""
+    name = data.get("preset")
+    if name in PRESETS and set(RunConfig.model_fields) - set(data):
+        raise ConfigError(
+            f"{names} preset {name!r}, but {whose} preset: only names its run, whose other keys take the defaults, "
+            f"not that preset's settings: to change the preset, relayrl train {name} key=value ... on the command line, "
+            f"build_config(apply_overrides(preset_dict({name!r}), ['key=value', ...])) in Python; to name this run, give preset: another name"
+        )
 
 
 def load_preset(name: str) -> RunConfig:
