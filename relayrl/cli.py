@@ -43,7 +43,7 @@ def _config_from(preset: str, overrides: list[str], seed: int | None) -> RunConf
 
 
 def _config_of_run(run_dir: Path, overrides: list[str] | None = None) -> RunConfig:
-    from relayrl.experiment.config import build_config
+    from relayrl.experiment.config import validate_config
     from relayrl.experiment.run_dir import built_with, python_resume, saved_config
 
     saved = saved_config(run_dir)
@@ -51,7 +51,7 @@ def _config_of_run(run_dir: Path, overrides: list[str] | None = None) -> RunConf
     if made:
         raise RelayRLError(f"{run_dir} was built by Python code with {' and '.join(made)}, which the command line cannot rebuild: "
                            f"continue it with {python_resume(run_dir, made)}")
-    return build_config(apply_overrides(saved, overrides or []))
+    return validate_config(apply_overrides(saved, overrides or []))
 
 
 def _train(config: RunConfig, run_dir: Path) -> None:

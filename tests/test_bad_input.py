@@ -448,12 +448,27 @@ def test_a_python_config_naming_a_preset_is_refused_where_it_leaves_keys_out(tmp
     fix = "build_config(apply_overrides(preset_dict('pursuit-super-quantile'), ['key=value', ...])) in Python"
     with pytest.raises(ConfigError, match=re.escape(fix)):
         train({"preset": "pursuit-super-quantile", "total_steps": 5000}, tmp_path / "runs")
+    with pytest.raises(ConfigError, match=re.escape(fix)):
+        build_config({"preset": "pursuit-super-quantile", "total_steps": 5000})
     with pytest.raises(ConfigError, match="names preset 'pursuit-ddqn', but a config's preset: only names its run"):
         train_policies({"a": {}}, [{"pursuer": ["a"] * 8}], 1000, preset="pursuit-ddqn", out=tmp_path / "runs")
     assert not (tmp_path / "runs").exists()
     changed = build_config(apply_overrides(preset_dict("pursuit-super-quantile"), ["total_steps=5000"]))
     assert changed.sharing.select == "quantile" and changed.total_steps == 5000
     assert build_config({"preset": "my-corridor", "env": {"name": "corridor"}}).preset == "my-corridor"
+
+
+def test_a_run_saved_before_a_key_was_added_still_resumes_and_loads(tmp_path):
+    """A config.yaml written by an older revision lacks the keys added since; its run names
+    a preset, yet resumes and loads with the defaults for those keys, as it trained then."""
+    from relayrl.experiment import load_run
+
+    run_dir = _trained_run(tmp_path)
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert saved["rounds"] == []
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({k: v for k, v in saved.items() if k != "rounds"}))
+    assert main(["resume", str(run_dir), "total_steps=600"]) == 0
+    load_run(run_dir).close()
 
 
 def test_a_runs_own_config_file_names_its_preset_and_is_taken_as_it_is(tmp_path):

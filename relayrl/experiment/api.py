@@ -11,9 +11,8 @@ from relayrl.core.errors import CheckpointError, ConfigError, RelayRLError
 from relayrl.envs.registry import EnvFactory
 from relayrl.experiment.build import Factories, build_run
 from relayrl.experiment.checkpoint import checkpoint_steps, list_checkpoints, load_policies
-from relayrl.experiment.config import RunConfig, build_config
+from relayrl.experiment.config import RunConfig, build_config, validate_config
 from relayrl.experiment.identity import factory_identity, run_dir_for
-from relayrl.experiment.presets import refuse_partial_preset
 from relayrl.experiment.run import Run
 from relayrl.experiment.run_dir import saved_config
 
@@ -43,8 +42,6 @@ def train(
     ``EnvFactory``, or a function that makes one PettingZoo ParallelEnv; the factories'
     names join the run directory's hash, so other factories train another run. A dict that
     names a preset must give every key (a partial one would train the defaults under its name)."""
-    if isinstance(config, dict):
-        refuse_partial_preset(config)
     config = build_config(config)
     factories = checked_factories(env_factory, network_factory)
     run_dir = run_dir_for(config, Path(out), factory_identity(factories.env, factories.network)) if out is not None else None
@@ -117,7 +114,7 @@ def load_run(
     given; a run of Python factories needs them again."""
     run_dir = Path(run_dir)
     if config is None:
-        config = build_config(saved_config(run_dir))
+        config = validate_config(saved_config(run_dir))
     checkpoints = list_checkpoints(run_dir / "checkpoints")
     chosen = Path(checkpoint) if checkpoint is not None else (checkpoints[-1] if checkpoints else None)
     if chosen is None:

@@ -436,11 +436,24 @@ SECTION_TYPES: dict[str, type[Any]] = {
 
 def build_config(data: "dict[str, Any] | RunConfig") -> RunConfig:
     """Validates a nested dict into a RunConfig, raising ConfigError with readable paths. A
-    RunConfig is validated again: ``model_copy(update=...)`` checks nothing, and a section
-    given as a dict there would stand in for the preset's whole section."""
+    dict that names a registered preset must give every key: the keys it left out would take
+    the defaults, not the preset's (``preset_dict`` gives them all). A RunConfig is validated
+    again: ``model_copy(update=...)`` checks nothing, and a section given as a dict there
+    would stand in for the preset's whole section."""
+    if isinstance(data, dict):
+        from relayrl.experiment.presets import refuse_partial_preset  # the presets are built by this module
+
+        refuse_partial_preset(data)
+    return validate_config(data)
+
+
+def validate_config(data: "dict[str, Any] | RunConfig") -> RunConfig:
+    """``build_config`` without the check that a dict naming a preset gives every key: for a
+    preset's own overrides and for a run's saved config.yaml, which an older revision wrote
+    without the keys added since (they take the defaults, as they did then)."""
     if isinstance(data, RunConfig):
         given = data.model_dump(mode="json", warnings=False)
-        checked = build_config(given)
+        checked = validate_config(given)
         changed = [key for key, value in checked.model_dump(mode="json").items() if value != given[key]]
         if changed:
             raise ConfigError(

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from relayrl.experiment.checkpoint import list_checkpoints, load_checkpoint
-from relayrl.experiment.config import build_config
+from relayrl.experiment.config import validate_config
 from relayrl.experiment.grid import Job
 from relayrl.experiment.papers.common import Display, draw_curve, option_values, runs_of, table_cell
 from relayrl.experiment.plots import binned, finish_panel, mean_std, pyplot, save_if_drawn, smooth
@@ -370,7 +370,7 @@ def scale_switch_study(run_dir: Path, results: Path, transitions: int = 20_000, 
     of a trained run's own most recent transitions (each agent's replay, oldest first,
     scored with that agent's networks at the checkpoint), replayed through the selectors in
     fragments as in training. Writes a CSV under ``results``."""
-    config = build_config(saved_config(run_dir))
+    config = validate_config(saved_config(run_dir))
     if config.sharing.select != "none":
         raise ValueError("use a run without sharing: its replays hold only each agent's own transitions")
     checkpoint = list_checkpoints(run_dir / "checkpoints")[-1]

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from relayrl.core.errors import ConfigError
-from relayrl.experiment.config import RunConfig, build_config
+from relayrl.experiment.config import RunConfig, build_config, validate_config
 from relayrl.experiment.presets.arena import arena_presets
 from relayrl.experiment.presets.centralised import centralised_presets
 from relayrl.experiment.presets.common import Presets
@@ -38,7 +38,7 @@ def preset_dict(name: str) -> dict[str, Any]:
         hint = f"the closest: {', '.join(close)}; " if close else ""
         raise ConfigError(f"unknown preset {name!r}; {hint}relayrl list shows all {len(PRESETS)} (or give a config file, FILE.yaml)")
     _, overrides = PRESETS[name]
-    return build_config({**overrides, "preset": name}).model_dump(mode="json")
+    return validate_config({**overrides, "preset": name}).model_dump(mode="json")
 
 
 def config_dict(source: str) -> dict[str, Any]:
@@ -67,9 +67,9 @@ def config_dict(source: str) -> dict[str, Any]:
 def refuse_partial_preset(data: dict[str, Any], names: str = "the config names", whose: str = "a config's") -> None:
     """A config that names a registered preset does not start from it: the keys it leaves out
     take the defaults, so the run would train other settings than its name says. Such a
-    config is refused where a user gives one (a file, or a dict to ``train``); a run's own
-    config.yaml, every key given, trains as it is, and a saved config that an older revision
-    wrote without newer keys still resumes (``build_config`` does not check)."""
+    config is refused where a user gives one (a file, or a dict to ``build_config`` or
+    ``train``); a run's own config.yaml, every key given, trains as it is, and a saved config
+    that an older revision wrote without newer keys still resumes (``validate_config``)."""
     name = data.get("preset")
     if name in PRESETS and set(RunConfig.model_fields) - set(data):
         raise ConfigError(
