@@ -257,8 +257,18 @@ def base_algorithm(algo: str) -> str:
 
 
 def algo_key(section: str) -> AfterValidator:
-    """Validates ``<section>.algo``: an algorithm registered with that config section."""
-    return registered(ALGORITHMS, lambda entry: entry.section == section)
+    """Validates ``<section>.algo``: an algorithm registered with that config section; one
+    registered with another section is refused with the section that takes it."""
+    listed = registered(ALGORITHMS, lambda entry: entry.section == section).func
+
+    def check(name: str) -> str:
+        if name in ALGORITHMS and ALGORITHMS[name].section != section:
+            home = ALGORITHMS[name].section
+            raise ValueError(f"{name} is configured in the {home} section, not in {section}: give {home}.algo={name} "
+                             f"({home}: {{algo: {name}}}) in place of the {section} section")
+        return listed(name)
+
+    return AfterValidator(check)
 
 
 def algorithms_with(has: Callable[[Capabilities], bool]) -> list[str]:

@@ -47,8 +47,8 @@ def test_a_copy_takes_its_base_sections_defaults_and_keys(register):
     with pytest.raises(Exception, match="seac weighs other agents' steps"):
         build_config({"env": {"name": "simple-spread"}, "on_policy": {"algo": "seac-again", "param_sharing": True}})
     assert build_config({"dqn": {"algo": "dqn-again"}}).algorithm()[0] == "dqn-again"
-    with pytest.raises(Exception, match=r"dqn\.algo: Input should be 'dqn' or 'dqn-again' \(got 'td3'\)"):
-        build_config({"dqn": {"algo": "td3"}})
+    with pytest.raises(Exception, match=r"dqn\.algo: Input should be 'dqn' or 'dqn-again' \(got 'td4'\)"):
+        build_config({"dqn": {"algo": "td4"}})
 
 
 def test_an_entry_is_checked_where_it_is_made():

@@ -131,8 +131,14 @@ def test_a_registered_selector_correction_or_algorithm_is_a_valid_config_value(r
 
 
 def test_an_algorithm_key_takes_the_algorithms_of_its_section_only():
-    with pytest.raises(ConfigError, match=r"actor_critic\.algo: Input should be 'sac', 'td3' or 'ddpg' \(got 'qmix'\)"):
-        _config("halfcheetah-td3", "actor_critic.algo=qmix")
+    with pytest.raises(ConfigError, match=r"actor_critic\.algo: Input should be 'sac', 'td3' or 'ddpg' \(got 'sacc'\)"):
+        _config("halfcheetah-td3", "actor_critic.algo=sacc")
+    # an algorithm of another section is named with the section that takes it
+    with pytest.raises(ConfigError, match=r"actor_critic\.algo: masac is configured in the centralised section, not in actor_critic: "
+                       r"give centralised\.algo=masac \(centralised: \{algo: masac\}\) in place of the actor_critic section"):
+        _config("halfcheetah-td3", "actor_critic.algo=masac")
+    with pytest.raises(ConfigError, match=r"dqn\.algo: qmix is configured in the qmix section"):
+        _config("pursuit-ddqn", "dqn.algo=qmix")
     with pytest.raises(ConfigError, match=r"policies\.blue\.kind: Input should be 'learning', .* or 'scripted' \(got 'frozn'\)"):
         _config("battle-ddqn", "policies.blue.kind=frozn")
 

@@ -71,7 +71,8 @@ def refuse_partial_preset(data: dict[str, Any], names: str = "the config names",
     ``train``); a run's own config.yaml, every key given, trains as it is, and a saved config
     that an older revision wrote without newer keys still resumes (``validate_config``)."""
     name = data.get("preset")
-    if name in PRESETS and set(RunConfig.model_fields) - set(data):
+    left_out = set(RunConfig.model_fields) - set(data) - ({"total_steps"} if data.get("rounds") else set())  # the rounds' sum
+    if name in PRESETS and left_out:
         raise ConfigError(
             f"{names} preset {name!r}, but {whose} preset: only names its run, whose other keys take the defaults, "
             f"not that preset's settings: to change the preset, relayrl train {name} key=value ... on the command line, "
