@@ -27,6 +27,8 @@ def test_the_best_member_and_the_baselines_round_means():
     assert best_per_round(lineage)[0] == 1.5
     rows = [{"env_steps": s, "episode_reward_mean": r} for s, r in ((50, 1.0), (100, 3.0), (150, 5.0), (200, 7.0))]
     assert round_means(rows, 2, 200) == [2.0, 6.0]
+    unfinished = round_means(rows[:3], 2, 200)  # a run at 150 of 200 steps: its second round is not over
+    assert unfinished[0] == 2.0 and math.isnan(unfinished[1])
 
 
 def test_a_finished_runs_final_reward_takes_its_last_evaluations_however_few_and_late():

@@ -94,10 +94,13 @@ def best_per_round(lineage: list[dict[str, str]]) -> list[float]:
 
 
 def round_means(rows: list[dict[str, float]], rounds: int, total: int) -> list[float]:
-    """A run's mean training return over each of ``rounds`` equal stretches of its steps."""
+    """A run's mean training return over each of ``rounds`` equal stretches of its steps;
+    NaN for a stretch the run has not finished (as the population's table has no round yet)."""
     size = total / rounds
+    reached = rows[-1]["env_steps"] if rows else 0
     return [
         float(np.nanmean([r["episode_reward_mean"] for r in rows if k * size < r["env_steps"] <= (k + 1) * size] or [math.nan]))
+        if reached >= (k + 1) * size else math.nan
         for k in range(rounds)
     ]
 
@@ -301,7 +304,7 @@ def write_report(results: Path, seeds: int) -> list[Path]:
     for example in PBT_EXAMPLES:
         pbt = pbt_table(results, example)
         if pbt is not None:
-            text += [f"## Population-based training on {load_preset(EXAMPLES[example][0][0]).env.name}, round by round", "", pbt, ""]
+            text += [f"## Population-based training, {example}: round by round", "", pbt, ""]
     navigation = navigation_table(results)
     if navigation is not None:
         text += ["## Cooperative navigation (Fig. 11): the env steps to each greedy return", "", navigation, ""]
